@@ -1,0 +1,109 @@
+"Property tests for ragnb.chunking (hypothesis): size cap, coverage, overlap bound, code line coverage."
+import re, warnings
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+from ragnb.chunking import chunk_markdown, chunk_code, normalize_markdown, normalize_code
+
+WORDS = ['El', 'clúster', 'replica', 'datos.', 'The', 'tenant', 'is', 'isolated.', 'v1.2.3', '¿Cómo?', 'Sr.',
+         'RLS', 'x' * 300, 'e.g.', '10.0.0.1']
+sentence = st.lists(st.sampled_from(WORDS), min_size=1, max_size=40).map(lambda ws: ' '.join(ws))
+paragraph = st.lists(sentence, min_size=1, max_size=30).map(' '.join)
+block = st.one_of(
+    paragraph, paragraph,
+    st.integers(1, 4).map(lambda n: '#' * n + ' Sección'),
+    st.integers(1, 300).map(lambda n: '```sh\n' + '\n'.join(f'echo {i}' for i in range(n)) + '\n```'),
+    st.integers(1, 150).map(lambda n: '| a | b |\n|---|---|\n' + '\n'.join(f'| {i} | fila |' for i in range(n))),
+    st.integers(1, 30).map(lambda n: '\n'.join(f'- item {i}' for i in range(n))),
+    st.integers(2500, 9000).map(lambda n: ('y' * 97 + ' ') * (n // 98)),     # a giant line with spaces
+    st.integers(2500, 6000).map(lambda n: 'z' * n),                           # a giant line with none
+)
+documents = st.lists(block, min_size=1, max_size=14).map(lambda bs: '\n\n'.join(bs))
+SETTINGS = dict(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@settings(**SETTINGS)
+@given(documents)
+def test_markdown_size_coverage_overlap(doc):
+    norm, _ = normalize_markdown(doc)
+    chunks = chunk_markdown(doc)
+    assert chunks
+    for c in chunks:
+        assert len(c.body) <= 2200                                    # no chunk over max_chars (prefix aside)
+        assert norm[c.start_char:c.end_char] == c.body                # bodies are slices of the normalised text
+        assert c.overlap <= 200                                       # overlap <= 200 characters
+        assert c.start_line <= c.end_line
+    # full coverage: the bodies without their overlaps, in order, give back the text (up to the whitespace between)
+    pos = 0
+    for c in chunks:
+        own = c.start_char + c.overlap
+        assert own >= pos and not norm[pos:own].strip(), (pos, own, norm[pos:own][:80])
+        pos = c.end_char
+    assert not norm[pos:].strip()
+    joined = ''.join(c.body[c.overlap:] for c in chunks)
+    assert re.sub(r'\s', '', joined) == re.sub(r'\s', '', norm)
+
+
+@settings(**SETTINGS)
+@given(documents)
+def test_overlap_only_within_section_and_at_boundaries(doc):
+    norm, _ = normalize_markdown(doc)
+    chunks = chunk_markdown(doc)
+    for a, b in zip(chunks, chunks[1:]):
+        if b.overlap:
+            assert a.section_title == b.section_title
+            assert a.body.endswith(b.body[:b.overlap]) or a.body[-b.overlap:].strip() == b.body[:b.overlap].strip()
+            s = b.start_char
+            assert s == 0 or norm[s - 1].isspace()                    # never mid-word
+
+
+py_block = st.one_of(
+    st.integers(0, 40).map(lambda i: f'def f{i}(x):\n    """Doc {i}."""\n    return x + {i}\n'),
+    st.integers(0, 40).map(lambda i: f'@decorator\nclass C{i}:\n' + ''.join(f'    def m{j}(self):\n        return {j}\n' for j in range(i * 4))),
+    st.integers(0, 9).map(lambda i: f'import mod{i}\nCONST_{i} = {i}\n'),
+    st.integers(0, 9).map(lambda i: f'# comment {i}\nprint({i})\n'),
+)
+ts_block = st.one_of(
+    st.integers(0, 40).map(lambda i: f'/** JSDoc {i} */\nexport function f{i}(x: number): number {{\n  return x + {i};\n}}\n'),
+    st.integers(0, 40).map(lambda i: f'export class C{i} {{\n' + ''.join(f'  m{j}(): number {{ return {j}; }}\n' for j in range(i * 6)) + '}\n'),
+    st.integers(0, 9).map(lambda i: f'import {{ a{i} }} from "./a{i}";\nconsole.log({i});\n'),
+    st.integers(0, 9).map(lambda i: f'export interface I{i} {{ a: number }}\nexport type T{i} = string;\n'),
+)
+
+
+def check_code(src, language):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        chunks = chunk_code(src, language=language)
+    lines = normalize_code(src)[0].split('\n')
+    covered = set()
+    prev_end = 0
+    for c in chunks:
+        assert len(c.body) <= 2200
+        assert c.start_line >= prev_end or (c.start_line == prev_end and c.start_line == c.end_line), 'line ranges overlap'
+        covered.update(range(c.start_line, c.end_line + 1))
+        prev_end = c.end_line
+    nonblank = {i + 1 for i, l in enumerate(lines) if l.strip()}
+    assert nonblank <= covered, sorted(nonblank - covered)[:5]
+
+
+@settings(**SETTINGS)
+@given(st.lists(py_block, min_size=1, max_size=12).map('\n\n'.join))
+def test_python_line_ranges_cover_everything(src): check_code(src, 'python')
+
+
+@settings(**SETTINGS)
+@given(st.lists(ts_block, min_size=1, max_size=12).map('\n'.join))
+def test_typescript_line_ranges_cover_everything(src): check_code(src, 'typescript')
+
+
+@settings(**SETTINGS)
+@given(st.lists(ts_block, min_size=1, max_size=6).map('\n'.join), st.integers(0, 200))
+def test_broken_code_falls_back_without_loss(src, cut):
+    check_code(src[:cut] + ' {{ ((( ' + src[cut:], 'typescript')
+
+
+def test_ten_megabyte_single_line():
+    line = ('palabra ' * 1_310_720)[:10_485_760]
+    chunks = chunk_markdown(line)
+    assert all(len(c.body) <= 2200 for c in chunks)
+    assert ''.join(c.body[c.overlap:] for c in chunks).replace(' ', '') == line.replace(' ', '')
