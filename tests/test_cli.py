@@ -25,3 +25,24 @@ def test_sentences_bad_input(tmp_path):
     assert r.returncode == 2 and b'no such file' in r.stderr
     r = ragnb('sentences', '-', input=b'')
     assert r.returncode == 0 and r.stdout == b''
+
+
+def test_index_then_ask_with_filters(tmp_path):
+    docs = tmp_path / 'docs'
+    (docs / 'a').mkdir(parents=True)
+    (docs / 'a' / 'logs.md').write_text('# Logs\n\nApplication logs are kept for 14 days in Loki.', encoding='utf-8')
+    (docs / 'a' / 'keys.md').write_text('# Keys\n\nRotate API keys every 90 days.', encoding='utf-8')
+    store = tmp_path / 'store'
+    r = ragnb('index', str(docs), '--store', str(store), '--meta', 'tenant=t1', '--quiet')
+    assert r.returncode == 0, r.stderr
+    assert b'added 2' in r.stdout
+    r = ragnb('index', str(docs), '--store', str(store), '--meta', 'tenant=t1', '--quiet')
+    assert b'added 0, updated 0, removed 0, unchanged 2' in r.stdout
+    r = ragnb('ask', 'How long are logs kept?', '--store', str(store), '-k', '1', '--json')
+    out = json.loads(r.stdout)
+    assert out['chunks'][0]['source'] == 'docs/a/logs.md' and out['chunks'][0]['start_line'] == 1
+    assert out['tokens_in_context'] > 0
+    r = ragnb('ask', 'How long are logs kept?', '--store', str(store), '--filter', 'tenant=t2', '--json')
+    assert json.loads(r.stdout)['chunks'] == []
+    r = ragnb('ask', 'logs', '--store', str(tmp_path / 'nothing'))
+    assert r.returncode == 2 and b'no store here' in r.stderr
