@@ -1,5 +1,5 @@
 "The `ragnb` console command, run as a user runs it: a real subprocess."
-import json, subprocess, sys
+import json, re, subprocess, sys
 
 
 def ragnb(*args, input=None):
@@ -46,3 +46,20 @@ def test_index_then_ask_with_filters(tmp_path):
     assert json.loads(r.stdout)['chunks'] == []
     r = ragnb('ask', 'logs', '--store', str(tmp_path / 'nothing'))
     assert r.returncode == 2 and b'no store here' in r.stderr
+
+
+def test_ask_trim_prints_the_saving(tmp_path):
+    (tmp_path / 'logs.md').write_text('# Logs\n\nApplication logs are kept for 14 days in Loki. Our office has a blue door. '
+                                      'The canteen serves paella on Thursdays. Lunch is at two.', encoding='utf-8')
+    store = tmp_path / 'store'
+    assert ragnb('index', str(tmp_path / 'logs.md'), '--store', str(store), '--quiet').returncode == 0
+    r = ragnb('ask', 'How long are application logs kept?', '--store', str(store), '-k', '1', '--trim')
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr
+    assert 'Application logs are kept for 14 days in Loki. [...]' in out and 'paella' not in out
+    before, after, pct = re.search(r'Tokens: (\d+) → (\d+) \((-\d+)%\)', out).groups()
+    assert int(after) < int(before) and int(pct) == round(100 * (int(after) - int(before)) / int(before))
+    r = ragnb('ask', 'How long are application logs kept?', '--store', str(store), '-k', '1', '--json')
+    assert 'paella' in json.loads(r.stdout)['chunks'][0]['text']                  # off by default
+    r = ragnb('ask', 'logs', '--store', str(store), '--threshold', '3')
+    assert r.returncode == 2 and b'between -1 and 1' in r.stderr

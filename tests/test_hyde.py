@@ -1,0 +1,191 @@
+"""ragnb.hyde with the real google-genai SDK against a real HTTP server on 127.0.0.1 that speaks generateContent.
+Nothing here contacts any other host."""
+import json, os, socket, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from ragnb.hyde import (HydeCache, HydeError, HydeNoKey, HydeTimeout, build_query_vec, generate_hyde, hyde_prompt)
+
+KEY = 'test-key-do-not-log-42'
+
+
+def answer(text):
+    return 200, {'candidates': [{'content': {'role': 'model', 'parts': [{'text': text}]}, 'finishReason': 'STOP', 'index': 0}],
+                 'usageMetadata': {'promptTokenCount': 10, 'candidatesTokenCount': 20, 'totalTokenCount': 30}}
+
+
+class FakeGemini(ThreadingHTTPServer):
+    daemon_threads = True
+    def __init__(self):
+        super().__init__(('127.0.0.1', 0), Handler)
+        self.requests, self.reply, self.delay = [], lambda n: answer('{"passage": "ok"}'), 0.0
+    @property
+    def url(self): return f'http://127.0.0.1:{self.server_address[1]}'
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get('Content-Length') or 0))
+        srv = self.server
+        srv.requests.append(dict(path=self.path, headers={k.lower(): v for k, v in self.headers.items()}, body=json.loads(body or b'{}')))
+        status, payload = srv.reply(len(srv.requests))
+        if srv.delay: time.sleep(srv.delay)
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        try:
+            self.send_response(status); self.send_header('Content-Type', 'application/json')
+            self.send_header('Content-Length', str(len(data))); self.end_headers(); self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError): pass
+
+
+@pytest.fixture
+def server():
+    s = FakeGemini()
+    t = threading.Thread(target=s.serve_forever, daemon=True); t.start()
+    yield s
+    s.shutdown(); s.server_close()
+
+
+@pytest.fixture
+def client(server):
+    from google import genai
+    from google.genai import types
+    return genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=server.url))
+
+
+@pytest.fixture(scope='module')
+def emb():
+    from ragnb.embed import Embedder
+    return Embedder.from_pretrained()
+
+
+@pytest.fixture(autouse=True)
+def no_env_keys(monkeypatch):
+    for k in ('GOOGLE_AI_API_KEY', 'GEMINI_API_KEY', 'RAGNB_HYDE_MODEL'): monkeypatch.delenv(k, raising=False)
+
+
+def test_exact_request_and_good_passage(server, client):
+    server.reply = lambda n: answer('{"passage": "  Ejecuta kubectl rollout undo sobre el deployment.  "}')
+    q = '¿Cómo hago un rollback en producción?'
+    assert generate_hyde(q, client=client, model='gemma-3-27b-it') == 'Ejecuta kubectl rollout undo sobre el deployment.'
+    [r] = server.requests
+    assert r['path'] == '/v1/models/gemma-3-27b-it:generateContent'     # google-genai 3.x speaks v1 by default
+    assert r['headers']['x-goog-api-key'] == KEY
+    assert r['body']['contents'] == [{'role': 'user', 'parts': [{'text': hyde_prompt(q)}]}]
+    assert r['body']['contents'][0]['parts'][0]['text'].startswith('Escribe un breve pasaje hipotético de documentación (2-4 frases)')
+    assert r['body']['generationConfig'] == {
+        'temperature': 1.0, 'topP': 0.95, 'topK': 64, 'maxOutputTokens': 220, 'responseMimeType': 'application/json',
+        'responseSchema': {'type': 'OBJECT', 'properties': {'passage': {'type': 'STRING'}}, 'required': ['passage']}}
+
+
+def test_key_and_model_from_environment(server, monkeypatch):
+    monkeypatch.setenv('GEMINI_API_KEY', KEY); monkeypatch.setenv('RAGNB_HYDE_MODEL', 'gemini-env-model')
+    assert generate_hyde('How do I rotate the API key?', base_url=server.url) == 'ok'
+    r = server.requests[-1]
+    assert r['path'] == '/v1/models/gemini-env-model:generateContent' and r['headers']['x-goog-api-key'] == KEY
+    assert r['body']['contents'][0]['parts'][0]['text'].startswith('Write a short hypothetical documentation passage (2-4 sentences)')
+    monkeypatch.setenv('GOOGLE_AI_API_KEY', 'the-other-key')        # GOOGLE_AI_API_KEY wins over GEMINI_API_KEY
+    generate_hyde('How do I rotate the API key?', base_url=server.url)
+    assert server.requests[-1]['headers']['x-goog-api-key'] == 'the-other-key'
+
+
+@pytest.mark.parametrize('text, want', [
+    ('```json\n{"passage": "Fenced passage."}\n```', 'Fenced passage.'),
+    ('\ufeff{"passage": "After a BOM."}', 'After a BOM.'),
+    ('{"passage": "broken', '{"passage": "broken'),
+    ('  not json at all  ', 'not json at all'),
+])
+def test_answer_parsing(server, client, text, want):
+    server.reply = lambda n: answer(text)
+    assert generate_hyde('how to rotate keys', client=client) == want
+
+
+def test_empty_candidates(server, client, emb):
+    server.reply = lambda n: (200, {'candidates': []})
+    assert generate_hyde('how to rotate keys', client=client) == ''
+    vec, info = build_query_vec('how to rotate keys', emb, hyde=True, client=client)
+    assert info['hyde'] == 'fallback' and 'empty passage' in info['reason']
+    assert np.array_equal(vec, emb.embed_query('how to rotate keys'))
+
+
+@pytest.mark.parametrize('status', [400, 429, 500])
+def test_http_errors(server, client, emb, status):
+    server.reply = lambda n: (status, {'error': {'code': status, 'message': 'nope', 'status': 'X'}})
+    with pytest.raises(HydeError, match=f'HyDE generation failed: HTTP {status}'):
+        generate_hyde('how to rotate keys', client=client)
+    assert len(server.requests) == 1                                   # no hidden retries
+    vec, info = build_query_vec('how to rotate keys', emb, hyde=True, client=client)
+    assert info['hyde'] == 'fallback' and f'HTTP {status}' in info['reason'] and KEY not in json.dumps(info)
+
+
+def test_slow_server_times_out_and_falls_back_quickly(server, client, emb):
+    server.delay = 3.0
+    with pytest.raises(HydeTimeout):
+        generate_hyde('how to rotate keys', client=client, timeout_s=0.5)
+    t = time.perf_counter()
+    vec, info = build_query_vec('how to rotate keys', emb, hyde=True, client=client, timeout_s=0.5)
+    assert time.perf_counter() - t < 0.5 + 1.0
+    assert info['hyde'] == 'fallback' and 'HydeTimeout' in info['reason']
+    assert np.array_equal(vec, emb.embed_query('how to rotate keys'))
+
+
+def test_refused_connection(emb):
+    with socket.socket() as s:                    # a port that was free a moment ago: nothing listens there
+        s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+    with pytest.raises(HydeError, match='HyDE generation failed') as e:
+        generate_hyde('how to rotate keys', api_key=KEY, base_url=f'http://127.0.0.1:{port}', timeout_s=2)
+    assert KEY not in str(e.value)
+    vec, info = build_query_vec('how to rotate keys', emb, hyde=True, api_key=KEY, base_url=f'http://127.0.0.1:{port}', timeout_s=2)
+    assert info['hyde'] == 'fallback' and KEY not in json.dumps(info)
+
+
+def test_missing_key_falls_back_with_reason(emb):
+    with pytest.raises(HydeNoKey):
+        generate_hyde('how to rotate keys')
+    vec, info = build_query_vec('how to rotate keys', emb, hyde=True)
+    assert info['hyde'] == 'fallback' and 'GOOGLE_AI_API_KEY or GEMINI_API_KEY' in info['reason']
+
+
+def test_cache_saves_the_second_request(server, client, emb, tmp_path):
+    server.reply = lambda n: answer('{"passage": "Rotate keys in the console under Settings."}')
+    cache = HydeCache(tmp_path / 'hyde.sqlite')
+    v1, i1 = build_query_vec('how to rotate keys', emb, hyde=True, client=client, cache=cache)
+    v2, i2 = build_query_vec('how to rotate keys', emb, hyde=True, client=client, cache=cache)
+    assert len(server.requests) == 1 and (i1['cached'], i2['cached']) == (0, 1) and np.array_equal(v1, v2)
+    v3, i3 = build_query_vec('how to rotate keys', emb, hyde=True, client=client, cache=HydeCache(tmp_path / 'hyde.sqlite'))
+    assert len(server.requests) == 1 and i3['cached'] == 1                 # the SQLite file outlives the process's LRU
+    build_query_vec('how to rotate keys', emb, hyde=True, client=client, cache=cache, model='another-model')
+    assert len(server.requests) == 2                                        # keyed by model too
+
+
+def test_three_passages_are_concurrent_and_averaged(server, client, emb):
+    server.delay = 0.6
+    server.reply = lambda n: answer(json.dumps({'passage': f'Passage number {n} about rotating API keys.'}))
+    t = time.perf_counter()
+    vec, info = build_query_vec('how to rotate keys', emb, hyde=True, client=client, n_passages=3)
+    assert time.perf_counter() - t < 3 * 0.6                               # concurrent, not one after another
+    assert len(server.requests) == 3 and info['hyde'] == 'ok' and len(info['passages']) == 3
+    want = np.vstack([emb.embed_query('how to rotate keys')[None], emb.embed_documents(info['passages'])]).mean(0)
+    assert np.allclose(vec, want / np.linalg.norm(want), atol=1e-6)
+
+
+def test_cli_ask_hyde_prints_the_passage(server, tmp_path):
+    import subprocess, sys
+    (tmp_path / 'deploy.md').write_text('# Deploy\n\nRoll back with kubectl rollout undo deployment/faro. It takes two minutes.', encoding='utf-8')
+    (tmp_path / 'food.md').write_text('# Canteen\n\nThe canteen serves paella on Thursdays.', encoding='utf-8')
+    store = tmp_path / 'store'
+    run = lambda *a, **env: subprocess.run([sys.executable, '-m', 'ragnb.cli', *a], capture_output=True, text=True,
+                                           env={**os.environ, **env})
+    assert run('index', str(tmp_path), '--store', str(store), '--quiet').returncode == 0
+    server.reply = lambda n: answer('{"passage": "Use kubectl rollout undo to return to the previous release."}')
+    r = run('ask', 'go back?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY, RAGNB_HYDE_BASE_URL=server.url)
+    assert r.returncode == 0, r.stderr
+    assert 'HyDE: used' in r.stdout and 'Use kubectl rollout undo to return to the previous release.' in r.stdout
+    assert 'deploy.md' in r.stdout and KEY not in r.stdout + r.stderr
+    r = run('ask', 'go back?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY, RAGNB_HYDE_BASE_URL=server.url)
+    assert 'cached' in r.stdout and len(server.requests) == 1            # the passage cache next to the store
+    server.reply = lambda n: (500, {'error': {'code': 500, 'message': 'boom', 'status': 'INTERNAL'}})
+    r = run('ask', 'another question?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY, RAGNB_HYDE_BASE_URL=server.url)
+    assert r.returncode == 0 and 'HyDE: not used, searched with the plain question (HydeError: HyDE generation failed: HTTP 500)' in r.stdout

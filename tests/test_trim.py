@@ -1,0 +1,130 @@
+"ragnb.trim: a property test of selection and rebuilding, and the stored sentence vectors across updates."
+import hashlib, re
+from dataclasses import fields
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ragnb.chunking import Chunk
+from ragnb.index import chunk_sentence_spans
+from ragnb.trim import trim_chunks_by_sentence
+
+
+class HashEmbedder:
+    "Deterministic pseudo-random unit vectors per text: arbitrary scores, so selection is exercised everywhere."
+    name, dim = 'hash', 16
+    def embed_documents(self, texts):
+        out = np.stack([np.random.default_rng(int(hashlib.sha1(t.encode()).hexdigest()[:8], 16)).standard_normal(self.dim) for t in texts]) if texts else np.zeros((0, self.dim))
+        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+
+WORDS = ['datos', 'tenant', 'logs', 'keys', 'Loki', 'RLS', 'backup', 'rollback', 'canary', 'API']
+word = st.sampled_from(WORDS)
+sentence = st.builds(lambda ws, end: ' '.join([ws[0].capitalize(), *ws[1:]]) + end, st.lists(word, min_size=1, max_size=6), st.sampled_from('.?!'))
+paragraph = st.lists(sentence, min_size=1, max_size=5).map(' '.join)
+block = st.one_of(paragraph, paragraph, paragraph,
+                  st.lists(word, min_size=1, max_size=3).map(lambda ws: '\n'.join(f'| {w} | 1 |' for w in ws)),
+                  st.lists(word, min_size=1, max_size=3).map(lambda ws: '\n'.join(f'- {w} item' for w in ws)),
+                  st.just('```\ncode = 1\n```'), st.just('## Sección'))
+docs = st.lists(block, min_size=1, max_size=6).map('\n\n'.join)
+MARK = re.compile(r'(?:^|[ \n])\[\.\.\.\](?:[ \n]|$)')
+
+
+@settings(max_examples=300, deadline=None)
+@given(docs, st.integers(0, 2**31), st.floats(-0.5, 0.9), st.integers(0, 4), st.integers(0, 3), st.booleans())
+def test_trimmed_body_is_original_sentences_in_order_plus_markers(body, seed, threshold, min_sentences, window, prefixed):
+    emb = HashEmbedder()
+    text = ('[Doc: Guía > Sección]\n' + body) if prefixed else body
+    chunk = Chunk(text, 'g.md', 'documental', 'Sección', 1, 9, 0, len(body), 'v', {'tenant': 't1'}, id='1', score=0.5)
+    q = np.random.default_rng(seed).standard_normal(emb.dim).astype(np.float32); q /= np.linalg.norm(q)
+    [r] = trim_chunks_by_sentence(q, [chunk], embedder=emb, threshold=threshold, min_sentences=min_sentences, window=window)
+    spans = chunk_sentence_spans(chunk)
+    assert r.original_text == text and r.metadata == chunk.metadata and r.id == '1' and r.score == 0.5
+    assert r.text.startswith('[Doc: Guía > Sección]\n') == prefixed
+    if r.text == text: return                      # nothing cut (or nothing to cut)
+    kept = r.kept
+    assert kept == sorted(set(kept)) and kept
+    scores = np.array(r.sentence_scores)
+    passing = set(np.flatnonzero(scores >= threshold).tolist())
+    assert passing <= set(kept)
+    assert len(kept) >= min(max(min_sentences, 1), len(spans))
+    core = passing if len(passing) >= max(min_sentences, 1) else None
+    if core: assert all(any(abs(i - j) <= window for j in core) for i in kept)
+    # the body is exactly: runs of contiguous kept sentences, copied from the original, separated by markers
+    runs = []
+    for i in kept:
+        if runs and i == runs[-1][1] + 1: runs[-1][1] = i
+        else: runs.append([i, i])
+    pieces = [p for p in MARK.split(r.text[len(r.text) - len(r.body):]) if p]
+    assert pieces == [text[spans[a][0]:spans[b][1]] for a, b in runs]
+    assert len(MARK.findall(r.body)) == len(runs) - 1 + (runs[0][0] > 0) + (runs[-1][1] < len(spans) - 1)
+
+
+def strip_ids(chunks):
+    return [Chunk(**{f.name: getattr(c, f.name) for f in fields(Chunk)} | {'id': None}) for c in chunks]
+
+
+@pytest.fixture(scope='module')
+def emb():
+    from ragnb.embed import Embedder
+    return Embedder.from_pretrained()
+
+
+def test_stored_vectors_follow_updates_and_match_on_the_fly(tmp_path, emb):
+    from ragnb.index import Store
+    docs = tmp_path / 'docs'; docs.mkdir()
+    (docs / 'logs.md').write_text('# Logs\n\nApplication logs are kept for 14 days in Loki. Traces are kept for 7 days. '
+                                  'Audit logs are kept for two years.\n\nNothing else is stored.', encoding='utf-8')
+    (docs / 'keys.md').write_text('# Keys\n\nRotate API keys every 90 days. A rotated key keeps working for one hour. '
+                                  'Keys are scoped to one tenant.', encoding='utf-8')
+    store = Store.open(tmp_path / 'store', embedder=emb)
+    store.index_paths([docs])
+    q = emb.embed_query('How long are audit logs kept?')
+
+    def agree():
+        hits = store.search(q, k=10)
+        cached = store.sentence_vectors([c.id for c in hits])
+        assert sorted(cached) == sorted(c.id for c in hits)
+        for c in hits: assert cached[c.id][0] == chunk_sentence_spans(c)
+        a = trim_chunks_by_sentence(q, hits, store=store, threshold=0.3)
+        b = trim_chunks_by_sentence(q, strip_ids(hits), embedder=emb, threshold=0.3)
+        assert [x.text for x in a] == [x.text for x in b] and [x.kept for x in a] == [x.kept for x in b]
+        assert store.stats()['sentence_vectors'] == sum(len(v[0]) for v in cached.values())
+        return a
+
+    first = agree()
+    assert any('Audit logs are kept for two years.' in c.text and '[...]' in c.text for c in first)
+    (docs / 'logs.md').write_text('# Logs\n\nAudit logs are kept for five years now. Traces are gone.', encoding='utf-8')
+    assert store.index_paths([docs]).counts()['updated'] == 1
+    second = agree()
+    assert not any('two years' in c.original_text for c in second)
+    (docs / 'keys.md').unlink()
+    assert store.index_paths([docs]).counts()['removed'] == 1
+    agree()
+    store.close()
+    with Store.open(tmp_path / 'store', readonly=True) as ro:               # a reader maps the committed file
+        hits = ro.search(q, k=3)
+        assert ro.sentence_vectors([c.id for c in hits]).keys() == {c.id for c in hits}
+
+
+def test_store_without_sentence_vectors_trims_on_the_fly(tmp_path, emb):
+    from ragnb.index import Store
+    (tmp_path / 'a.md').write_text('# A\n\nLogs are kept for 14 days. Keys rotate every 90 days. Backups run nightly.', encoding='utf-8')
+    with Store.open(tmp_path / 's', embedder=emb, sentence_vectors=False) as s:
+        s.index_paths([tmp_path / 'a.md'])
+        assert s.manifest['sentence_vectors'] is False and s.stats()['sentence_vectors'] == 0
+        assert not list((tmp_path / 's').glob('sentences-*'))
+        q = emb.embed_query('When do backups run?')
+        [r] = trim_chunks_by_sentence(q, s.search(q, k=1), store=s, threshold=0.5)
+        assert 'Backups run nightly.' in r.text and 'Keys rotate' not in r.text
+
+
+def test_truncated_sentence_file_is_detected(tmp_path, emb):
+    from ragnb.index import Store, StoreCorruptedError
+    (tmp_path / 'a.md').write_text('# A\n\nOne sentence here. Another one there.', encoding='utf-8')
+    with Store.open(tmp_path / 's', embedder=emb) as s: s.index_paths([tmp_path / 'a.md'])
+    f = next((tmp_path / 's').glob('sentences-*.f16'))
+    f.write_bytes(f.read_bytes()[:100])
+    with pytest.raises(StoreCorruptedError, match='sentence vector file truncated'):
+        Store.open(tmp_path / 's', readonly=True)
