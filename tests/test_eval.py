@@ -1,0 +1,77 @@
+"ragnb.eval end to end: the `ragnb eval` command against the library, bad question files, calibration to 'auto'."
+import json, os, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+from ragnb.eval import eval_retrieval, bundled_questions, load_questions
+
+DATA = Path(__file__).resolve().parent.parent / 'data'
+
+
+def ragnb(*args):
+    r = subprocess.run([sys.executable, '-m', 'ragnb.cli', *args], capture_output=True, text=True)
+    return r
+
+
+@pytest.fixture(scope='module')
+def store_dir(tmp_path_factory):
+    from ragnb.index import Store
+    d = tmp_path_factory.mktemp('eval') / 'store'
+    with Store.open(d) as s: s.index_paths([DATA])
+    return d
+
+
+def test_cli_numbers_match_the_library(store_dir):
+    r = ragnb('eval', '--store', str(store_dir), '--json', '--threshold', '0.38', '--window', '1')
+    assert r.returncode == 0, r.stderr
+    assert 'eval' in r.stderr                                   # the progress bar, on stderr
+    cli = json.loads(r.stdout)
+    from ragnb.index import Store
+    with Store.open(store_dir, readonly=True) as s:
+        lib = eval_retrieval(s, bundled_questions(), trim_threshold=0.38, trim_window=1, progress=False)
+    assert cli['summary'] == lib.summary
+    assert cli['summary']['n_questions'] == 60 and cli['labelling_errors'] == []
+    # the per-question rows say which answers were lost
+    lost = [row['question'] for row in cli['rows'] if row['answer_in_baseline'] and not row['answer_in_variant']]
+    assert len(lost) == round(60 * (cli['summary']['answer_in_baseline'] - cli['summary']['answer_retention']))
+
+
+def test_bad_lines_and_labelling_errors_are_reported(store_dir, tmp_path):
+    q = tmp_path / 'q.jsonl'
+    q.write_text('{"question": "How long are audit logs kept?", "relevant": ["docs/en/data-retention.md"], "answer": "2 years"}\n'
+                 '{"question": "truncated...\n'
+                 '{"question": "When is the change freeze?", "relevant": ["docs/en/no-such-file.md"], "answer": "December 20"}\n',
+                 encoding='utf-8')
+    r = ragnb('eval', '--store', str(store_dir), '--questions', str(q), '--json')
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out['bad_lines'][0][0] == 2 and 'q.jsonl:2' in r.stderr
+    assert out['labelling_errors'] == [['When is the change freeze?', 'docs/en/no-such-file.md']]
+    assert out['summary']['n_questions'] == 2 and out['summary']['n_labelled'] == 1     # not scored as a miss
+    r = ragnb('eval', '--store', str(store_dir), '--questions', str(tmp_path / 'missing.jsonl'))
+    assert r.returncode == 2 and 'no such questions file' in r.stderr
+
+
+def test_sweep_plot_save_then_auto(store_dir, tmp_path):
+    png = tmp_path / 'sweep.png'
+    r = ragnb('eval', '--store', str(store_dir), '--sweep', '--plot', str(png), '--save')
+    assert r.returncode == 0, r.stderr
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    cal = json.loads((store_dir / 'manifest.json').read_text())['trim_calibration']
+    assert f"saved threshold {cal['threshold']:.2f}" in r.stdout
+    assert cal['answer_retention'] >= 0.95 * cal['answer_in_baseline']
+    r = ragnb('ask', 'How long are audit logs kept?', '--store', str(store_dir), '--threshold', 'auto')
+    assert f"threshold {cal['threshold']:g} (auto)" in r.stdout
+
+
+def test_hyde_variant_overlap(store_dir):
+    from ragnb.index import Store
+    gen = lambda prompt: '{"passage": "Faro retains audit logs for two years and application logs for 14 days."}'
+    with Store.open(store_dir, readonly=True) as s:
+        rep = eval_retrieval(s, [{'question': 'logs?', 'relevant': ['docs/en/data-retention.md'], 'answer': '14 days'}],
+                             hyde=True, hyde_options={'generator': gen}, progress=False)
+    [row] = rep.rows
+    assert row['hyde'] == 'ok'
+    assert row['overlap_vs_baseline'] == len(set(row['baseline_ids']) & set(row['variant_ids'])) / 5
+    assert rep.summary['avg_overlap_vs_baseline'] == row['overlap_vs_baseline']
