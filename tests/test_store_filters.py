@@ -20,7 +20,7 @@ def store(tmp_path_factory):
     tenant = np.where(np.arange(n) < 5, 't0', np.where(np.arange(n) < 55, 't1', 't2'))
     chunks = [Chunk(f'[Doc: d{i}]\nchunk {i}', f'src/{i % 97}.md', 'documental', 's', 1, 1, 0, 1, 'v',
                     {'tenant': str(tenant[i]), 'app': 'core' if i % 2 else 'api'}) for i in range(n)]
-    s = Store.open(tmp_path_factory.mktemp('store'), embedder=VecOnly())
+    s = Store.open(tmp_path_factory.mktemp('store'), embedder=VecOnly(), sentence_vectors=False)   # random vectors: no text model
     s.add_documents(chunks, vecs)
     yield s, vecs, tenant
     s.close()
@@ -53,7 +53,7 @@ def test_in_filter_and_source(store):
 
 
 def test_deletions_leave_fewer_than_k(tmp_path):
-    s = Store.open(tmp_path / 's', embedder=VecOnly())
+    s = Store.open(tmp_path / 's', embedder=VecOnly(), sentence_vectors=False)   # random vectors: no text model
     v = np.eye(64, dtype=np.float32)[:6]
     s.add_documents([Chunk(f'x{i}', f'f{i // 3}.md', 'documental', '', 1, 1, 0, 1, 'v', {}) for i in range(6)], v)
     assert s.remove_source('f0.md') == 3
