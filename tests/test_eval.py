@@ -58,11 +58,13 @@ def test_sweep_plot_save_then_auto(store_dir, tmp_path):
     r = ragnb('eval', '--store', str(store_dir), '--sweep', '--plot', str(png), '--save')
     assert r.returncode == 0, r.stderr
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
-    cal = json.loads((store_dir / 'manifest.json').read_text())['trim_calibration']
-    assert f"saved threshold {cal['threshold']:.2f}" in r.stdout
-    assert cal['answer_retention'] >= 0.95 * cal['answer_in_baseline']
-    r = ragnb('ask', 'How long are audit logs kept?', '--store', str(store_dir), '--threshold', 'auto')
-    assert f"threshold {cal['threshold']:g} (auto)" in r.stdout
+    cals = json.loads((store_dir / 'manifest.json').read_text())['trim_calibration']['windows']
+    assert 'saved the calibrated thresholds' in r.stdout and sorted(cals) == ['0', '1']
+    for w, cal in cals.items():
+        assert cal['answer_retention'] >= 0.95 * cal['answer_in_baseline'] and cal['window'] == int(w)
+        assert f"window {w}: calibrated threshold {cal['threshold']:.2f}" in r.stdout
+        r2 = ragnb('ask', 'How long are audit logs kept?', '--store', str(store_dir), '--threshold', 'auto', '--window', w)
+        assert f"threshold {cal['threshold']:g} (auto), window {w}" in r2.stdout
 
 
 def test_hyde_variant_overlap(store_dir):
