@@ -128,3 +128,54 @@ def test_truncated_sentence_file_is_detected(tmp_path, emb):
     f.write_bytes(f.read_bytes()[:100])
     with pytest.raises(StoreCorruptedError, match='sentence vector file truncated'):
         Store.open(tmp_path / 's', readonly=True)
+
+
+def _write_docs(d, n, words):
+    d.mkdir(exist_ok=True)
+    for i in range(n):
+        (d / f'p{i}.md').write_text(f'# Page {i}\n\n' + ' '.join(f'Sentence {j} of page {i} is about {words}.' for j in range(6)), encoding='utf-8')
+
+
+def test_crash_between_sentence_file_and_commit_leaves_the_previous_store(tmp_path, emb):
+    from ragnb.index import Store, chunk_sentence_spans
+    _write_docs(tmp_path / 'docs', 2, 'logs')
+    with Store.open(tmp_path / 's', embedder=emb) as s: s.index_paths([tmp_path / 'docs'])
+    f = next((tmp_path / 's').glob('sentences-*.f16'))
+    size = f.stat().st_size
+    s = Store.open(tmp_path / 's', embedder=emb)
+    extra = Chunk('[Doc: X]\nOne more sentence. And another one.', 'x.md', 'documental', 'X', 1, 2, 0, 30, 'v')
+    s.add_documents([extra], commit=False)
+    with pytest.raises(RuntimeError, match='simulated crash'):
+        s.commit(_crash_before_db_commit=True)
+    assert f.stat().st_size > size                      # the rows reached the file, but the database never counted them
+    s.db.execute('rollback'); s.close()
+    with Store.open(tmp_path / 's', readonly=True) as ro:
+        assert ro.stats()['chunks'] == 2 and ro.stats()['sentence_vectors'] == 14     # a heading and 6 sentences each
+    with Store.open(tmp_path / 's', embedder=emb) as s:     # the next commit overwrites the uncounted rows
+        [cid] = s.add_documents([extra])
+        spans, vecs, _ = s.sentence_vectors([cid])[str(cid)]
+        assert spans == chunk_sentence_spans(extra)
+        assert np.abs(vecs.astype(np.float32) - emb.embed_documents([extra.text[a:b] for a, b in spans])).max() < 2e-3
+    assert f.stat().st_size == 16 * emb.dim * 2
+
+
+def test_reader_survives_a_compaction_by_the_writer(tmp_path, emb, monkeypatch):
+    import ragnb.index as ix
+    from ragnb.index import Store
+    _write_docs(tmp_path / 'docs', 4, 'backups')
+    with Store.open(tmp_path / 's', embedder=emb) as s: s.index_paths([tmp_path / 'docs'])
+    reader = Store.open(tmp_path / 's', readonly=True)
+    q = emb.embed_query('Which page is about backups?')
+    before = {c.id: c.text for c in reader.search(q, k=4)}
+    assert len(reader.sentence_vectors(list(before))) == 4            # the reader has mapped the first file
+    monkeypatch.setattr(ix, 'COMPACT_MIN_ROWS', 0)
+    with Store.open(tmp_path / 's', embedder=emb) as w:
+        old = {f.name for f in (tmp_path / 's').glob('sentences-*.f16')}
+        w.remove_source('docs/p0.md'); w.remove_source('docs/p1.md'); w.remove_source('docs/p2.md')
+        assert {f.name for f in (tmp_path / 's').glob('sentences-*.f16')}.isdisjoint(old)      # compacted into a new file
+    hits = reader.search(q, k=4)
+    assert [c.source for c in hits] == ['docs/p3.md']
+    a = trim_chunks_by_sentence(q, hits, store=reader, threshold=0.3)
+    b = trim_chunks_by_sentence(q, strip_ids(hits), embedder=emb, threshold=0.3)
+    assert [x.text for x in a] == [x.text for x in b] and reader.sentence_vectors([hits[0].id])
+    reader.close()
