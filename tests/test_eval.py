@@ -1,5 +1,5 @@
 "ragnb.eval end to end: the `ragnb eval` command against the library, bad question files, calibration to 'auto'."
-import json, os, subprocess, sys
+import json, os, re, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +77,13 @@ def test_hyde_variant_overlap(store_dir):
     assert row['hyde'] == 'ok'
     assert row['overlap_vs_baseline'] == len(set(row['baseline_ids']) & set(row['variant_ids'])) / 5
     assert rep.summary['avg_overlap_vs_baseline'] == row['overlap_vs_baseline']
+    assert rep.summary['hyde_used'] == 1 and 'HyDE used' in str(rep)
+
+
+def test_hyde_without_a_key_is_reported_as_fallback(store_dir):
+    env = {k: v for k, v in os.environ.items() if k not in ('GOOGLE_AI_API_KEY', 'GEMINI_API_KEY')}
+    r = subprocess.run([sys.executable, '-m', 'ragnb.cli', 'eval', '--store', str(store_dir), '--hyde', '-k', '3'],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r'HyDE used\s+0/60', r.stdout)
+    assert 'HyDE fell back on 60 questions: HydeNoKey: no API key' in r.stdout
