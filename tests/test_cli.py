@@ -63,3 +63,13 @@ def test_ask_trim_prints_the_saving(tmp_path):
     assert 'paella' in json.loads(r.stdout)['chunks'][0]['text']                  # off by default
     r = ragnb('ask', 'logs', '--store', str(store), '--threshold', '3')
     assert r.returncode == 2 and b'between -1 and 1' in r.stderr
+
+
+def test_ask_trim_json_has_kept_spans(tmp_path):
+    (tmp_path / 'a.md').write_text('# A\n\nLogs are kept for 14 days. The canteen serves paella. Keys rotate yearly.', encoding='utf-8')
+    store = tmp_path / 'store'
+    assert ragnb('index', str(tmp_path / 'a.md'), '--store', str(store), '--quiet').returncode == 0
+    out = json.loads(ragnb('ask', 'How long are logs kept?', '--store', str(store), '-k', '1', '--trim', '--json').stdout)
+    c = out['chunks'][0]
+    assert c['tokens_after'] < c['tokens_before'] and out['info']['trim']['threshold'] == 0.38
+    assert 'Logs are kept for 14 days.' in c['text'] and 'paella' not in c['text'] and len(c['kept_spans']) >= 1
