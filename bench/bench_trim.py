@@ -6,7 +6,6 @@ Usage: python bench/bench_trim.py [--queries 60]
 Queries are sentences sampled from random chunks (the corpus has no question set); every peer gets the same ones.
 """
 import argparse, shutil, sys, tempfile, time, pathlib
-from dataclasses import fields
 import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from corpus import corpus_dir
@@ -31,9 +30,8 @@ def main():
     ap = argparse.ArgumentParser(); ap.add_argument('--queries', type=int, default=60); a = ap.parse_args()
     from ragnb.embed import Embedder
     from ragnb.index import Store
-    from ragnb.chunking import Chunk
     from ragnb.sentences import split_sentences
-    from ragnb.trim import trim_chunks_by_sentence, estimate_tokens
+    from ragnb.trim import as_chunk, trim_chunks_by_sentence, estimate_tokens
     root = corpus_dir()
     emb = Embedder.from_pretrained()
     tmp = pathlib.Path(tempfile.mkdtemp())
@@ -55,7 +53,7 @@ def main():
         if len(queries) == a.queries: break
     qv = emb.embed_queries(queries)
     hits = [store.search(v, k=5) for v in qv]
-    strip = lambda cs: [Chunk(**{f.name: getattr(c, f.name) for f in fields(Chunk)} | {'id': None}) for c in cs]
+    strip = lambda cs: [as_chunk(c, id=None) for c in cs]
     # 3. latency: stored vectors, on the fly, LlamaIndex; window 0 and 1 at 0.38
     from llama_index.core.postprocessor import SentenceEmbeddingOptimizer
     from llama_index.core.schema import NodeWithScore, TextNode, QueryBundle

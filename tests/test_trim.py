@@ -1,6 +1,5 @@
 "ragnb.trim: a property test of selection and rebuilding, and the stored sentence vectors across updates."
 import hashlib, re
-from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -8,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from ragnb.chunking import Chunk
 from ragnb.index import chunk_sentence_spans
-from ragnb.trim import trim_chunks_by_sentence
+from ragnb.trim import as_chunk, trim_chunks_by_sentence
 
 
 class HashEmbedder:
@@ -62,7 +61,7 @@ def test_trimmed_body_is_original_sentences_in_order_plus_markers(body, seed, th
 
 
 def strip_ids(chunks):
-    return [Chunk(**{f.name: getattr(c, f.name) for f in fields(Chunk)} | {'id': None}) for c in chunks]
+    return [as_chunk(c, id=None) for c in chunks]
 
 
 @pytest.fixture(scope='module')
