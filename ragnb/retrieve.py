@@ -11,11 +11,11 @@ import numpy as np
 
 from .chunking import Chunk
 from .index import Store
-from .trim import estimate_tokens, trim_chunks_by_sentence, _check_opts
+from .trim import DEFAULT_TRIM_THRESHOLD, estimate_tokens, trim_chunks_by_sentence, _check_opts
 from .hyde import build_query_vec
 
 # %% auto #0
-__all__ = ['DEFAULT_TRIM_THRESHOLD', 'resolve_trim_threshold', 'RetrieveOpts', 'RetrievalResult', 'retrieve']
+__all__ = ['resolve_trim_threshold', 'RetrieveOpts', 'RetrievalResult', 'retrieve']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -28,8 +28,6 @@ def _env_threshold(name, default):
     if v.strip().lower() == 'auto': return 'auto'
     try: return float(v)
     except ValueError: raise ValueError(f"{name}={v!r} is neither a number nor 'auto'") from None
-
-DEFAULT_TRIM_THRESHOLD = 0.38
 
 def resolve_trim_threshold(store:Store, threshold:float|str, window:int=0) -> float:
     "A number stays; 'auto' is the threshold calibrated for this store's model and `window` (`ragnb.eval.calibrate`), else 0.38."

@@ -13,7 +13,8 @@ from .chunking import Chunk
 from .index import Store, chunk_sentence_spans, _hash
 
 # %% auto #0
-__all__ = ['estimate_tokens', 'select_sentences', 'join_kept', 'TrimmedChunk', 'as_chunk', 'trim_chunks_by_sentence']
+__all__ = ['DEFAULT_TRIM_THRESHOLD', 'SCORE_TOLERANCE', 'estimate_tokens', 'select_sentences', 'join_kept', 'TrimmedChunk',
+           'as_chunk', 'trim_chunks_by_sentence', 'trim_agreement']
 
 # %% ../nbs/04_trim.ipynb #abc94652
 def estimate_tokens(chunks:list[Chunk]|list[str]) -> int:
@@ -22,6 +23,8 @@ def estimate_tokens(chunks:list[Chunk]|list[str]) -> int:
     return round(words * 1.3)
 
 # %% ../nbs/04_trim.ipynb #764a7444
+DEFAULT_TRIM_THRESHOLD = 0.38   # the one home of the default cosine threshold
+
 def _check_opts(threshold, min_sentences, window):
     if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or math.isnan(threshold) or not -1 <= threshold <= 1:
         raise ValueError(f'threshold must be a cosine between -1 and 1, got {threshold!r}')
@@ -30,7 +33,7 @@ def _check_opts(threshold, min_sentences, window):
             raise ValueError(f'{name} must be an integer >= 0, got {v!r}')
 
 def select_sentences(scores:np.ndarray, # cosine of each sentence to the query, in document order
-                     threshold:float=0.38, # keep sentences scoring at least this
+                     threshold:float=DEFAULT_TRIM_THRESHOLD, # keep sentences scoring at least this
                      min_sentences:int=1, # keep at least this many (the best ones), and never fewer than 1
                      window:int=0, # also keep this many neighbours on each side of a selected sentence
                     ) -> list[int]:
@@ -106,7 +109,7 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
                             *,
                             embedder=None, # embeds sentences that have no stored vectors (default: the store's)
                             store:Store|None=None, # where stored sentence vectors come from
-                            threshold:float=0.38, # keep sentences whose cosine to the query is at least this
+                            threshold:float=DEFAULT_TRIM_THRESHOLD, # keep sentences whose cosine to the query is at least this
                             min_sentences:int=1, # keep at least this many sentences per chunk
                             window:int=0, # and this many neighbours on each side of each kept sentence
                            ) -> list[TrimmedChunk]:
@@ -151,3 +154,31 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
                                 kept=kept, kept_spans=[spans[i] for i in kept], tokens_before=before,
                                 tokens_after=estimate_tokens([text])))
     return out
+
+# %% ../nbs/04_trim.ipynb #8fea357a
+SCORE_TOLERANCE = 2e-3   # stored vs on-the-fly cosine: float16 rounding plus bf16 batch-shape effects
+
+def _has_tie(c:TrimmedChunk, threshold:float, tol:float) -> bool:
+    "A sentence of `c` scores within `tol` of the threshold, or its two best sentences are within `tol`."
+    s = np.sort(np.asarray(c.sentence_scores, dtype=np.float32))[::-1]
+    return bool(len(s) and (np.abs(s - threshold).min() <= tol or (len(s) > 1 and s[0] - s[1] <= tol)))
+
+def trim_agreement(a:list[TrimmedChunk], # one trim of some chunks
+                   b:list[TrimmedChunk], # another trim of the same chunks, same options
+                   threshold:float, # the threshold both used
+                   tol:float=SCORE_TOLERANCE, # scores this close to the threshold (or to each other) are ties
+                  ) -> dict:
+    "Sentences with the same keep decision, and the differing chunks that no tie explains."
+    if [c.original_text for c in a] != [c.original_text for c in b]: raise ValueError('a and b trim different chunks')
+    same = total = unexplained = differ = 0
+    for x, y in zip(a, b):
+        n = len(x.sentence_spans)
+        kx, ky = set(x.kept), set(y.kept)
+        total += n
+        same += sum((i in kx) == (i in ky) for i in range(n))
+        if kx != ky:
+            differ += 1
+            unexplained += not (_has_tie(x, threshold, tol) or _has_tie(y, threshold, tol))
+    return dict(sentences=total, same=same, rate=same / total if total else 1.0, chunks_differ=differ,
+                unexplained=unexplained)
+
