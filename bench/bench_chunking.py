@@ -3,7 +3,7 @@
 Usage: python bench/bench_chunking.py [--repeat 3]
 Prints one markdown table, all measured in this run on the Debian Reference corpus. Peers: pip install -e .[bench]
 """
-import argparse, statistics, sys, time, pathlib
+import argparse, sys, time, pathlib
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from corpus import corpus_files
 

@@ -102,7 +102,7 @@ def main():
     print(f'LlamaIndex raised "zero sentences" on {llama_err}/{len(queries)} queries at 0.38 (ragnb keeps the best sentence)\n')
     print('| threshold | window | ragnb token reduction | LlamaIndex token reduction (queries that raised) |'); print('|---|---|---|---|')
     for (th, w), (o, l, e) in red.items(): print(f'| {th} | {w} | {o:.1%} | {l:.1%} ({e}) |')
-    print(f'\n| sentence vectors: store-size cost | value |'); print('|---|---|')
+    print('\n| sentence vectors: store-size cost | value |'); print('|---|---|')
     print(f'| store without / with sentence vectors | {size0 / 1e6:.1f} / {st["bytes_on_disk"] / 1e6:.1f} MB |')
     print(f'| float16 file + spans in SQLite | {f16 / 1e6:.1f} + {spans_bytes / 1e6:.2f} MB |')
     print(f'| per 1,000 chunks (whole store difference) | {(st["bytes_on_disk"] - size0) / n_chunks * 1000 / 1e6:.2f} MB |')

@@ -4,8 +4,8 @@
 
 # %% ../nbs/01_chunking.ipynb #5671c76d
 from __future__ import annotations
-import ast, bisect, json, logging, re, unicodedata, warnings
-from dataclasses import dataclass, field, replace, asdict
+import ast, bisect, logging, re, unicodedata, warnings
+from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable
 
@@ -14,9 +14,10 @@ from .sentences import sentence_spans, split_chunk_prefix, FENCE_OPEN, fence_clo
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'DOCUMENTAL_VERSION', 'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk',
-           'ChunkingError', 'read_text_file', 'normalize_markdown', 'normalize_code', 'chunk_markdown', 'chunk_code',
-           'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'MAX_HEADING_CHARS', 'DOCUMENTAL_VERSION',
+           'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
+           'read_text_file', 'normalize_markdown', 'normalize_code', 'chunk_markdown', 'chunk_code', 'Chunker',
+           'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 @dataclass
@@ -48,22 +49,42 @@ class Chunk:
 # %% ../nbs/01_chunking.ipynb #c1191eec
 class ChunkingError(ValueError):
     "A file that cannot be chunked (binary, not UTF-8): the message names the file."
+class BinaryFileError(ChunkingError):
+    "A file that is not text at all (by its extension or its bytes); `kind` says what it looks like."
+    def __init__(self, msg, kind='other'): super().__init__(msg); self.kind = kind
 
 TEXT_EXTS = {'.md', '.markdown', '.txt', '.rst', '.adoc'}
 CODE_EXTS = {'.ts': 'typescript', '.tsx': 'tsx', '.js': 'javascript', '.jsx': 'javascript', '.mjs': 'javascript',
              '.cjs': 'javascript', '.py': 'python', '.json': 'json', '.yml': 'yaml', '.yaml': 'yaml'}
+BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides text
+    'images': '.png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .svgz .xcf',
+    'documents (no reader yet)': '.pdf .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .epub',
+    'archives': '.zip .gz .tgz .bz2 .xz .zst .7z .rar .tar .jar .whl .deb .rpm',
+    'media': '.mp3 .mp4 .wav .ogg .oga .flac .avi .mov .mkv .webm',
+    'fonts': '.ttf .otf .woff .woff2 .eot',
+    'compiled or data': '.so .o .a .dll .exe .pyc .class .bin .dat .db .sqlite .pkl .npy .parquet'}
+BINARY_KIND = {ext: kind for kind, exts in BINARY_EXTS.items() for ext in exts.split()}
 
+
+# %% ../nbs/01_chunking.ipynb #ee77a0a4
 def read_text_file(path:str|Path, # file to read
                   ) -> str:
-    "Read `path` as UTF-8 (a BOM is allowed); raise `ChunkingError` for binary or mis-encoded files."
+    "Read `path` as UTF-8 (a BOM is allowed) or BOM-marked UTF-16; raise `ChunkingError` for anything else."
     path = Path(path)
+    kind = BINARY_KIND.get(path.suffix.lower())
+    if kind: raise BinaryFileError(f'{path}: binary file ({kind}), not text; skipped', kind)
     try: data = path.read_bytes()
     except OSError as e: raise ChunkingError(f'{path}: cannot read ({e.strerror})') from None
-    if b'\x00' in data[:65536]: raise ChunkingError(f'{path}: binary file (NUL bytes), not text; skipped')
+    if data[:2] in (b'\xff\xfe', b'\xfe\xff'):
+        try: return data.decode('utf-16')
+        except UnicodeDecodeError: raise ChunkingError(f'{path}: marked UTF-16 but not valid UTF-16') from None
+    if b'\x00' in data[:65536]: raise BinaryFileError(f'{path}: binary file (NUL bytes), not text; skipped')
     try: return data.decode('utf-8-sig')
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b'\n') + 1
-        raise ChunkingError(f'{path}: not valid UTF-8 (byte 0x{data[e.start]:02x} at line {line}); re-save it as UTF-8') from None
+        raise ChunkingError(f'{path}: not valid UTF-8 (byte 0x{data[e.start]:02x} at line {line}); '
+                            're-save it as UTF-8') from None
+
 
 # %% ../nbs/01_chunking.ipynb #4a0d323a
 def _newlines(text):
@@ -103,6 +124,7 @@ class _Lines:
 
 # %% ../nbs/01_chunking.ipynb #dacecd46
 _ATX = re.compile(r' {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$')
+MAX_HEADING_CHARS = 300     # a longer '#' line is a paragraph that starts with '#', not a title
 
 @dataclass
 class _Block:
@@ -127,7 +149,7 @@ def _md_blocks(text):
             close()
             end = fence_end(text, nxt, fm.group(1))
             blocks.append(_Block(pos, end, 'fence')); pos = min(end + 1, n); continue
-        hm = _ATX.match(line)
+        hm = _ATX.match(line) if le - pos <= MAX_HEADING_CHARS else None
         if hm:
             close(); blocks.append(_Block(pos, le, 'heading', len(hm.group(1)), (hm.group(2) or '').strip()))
             pos = nxt; continue
@@ -190,6 +212,15 @@ def _pieces(text, blocks, target, max_chars):
     if cur: out.append(tuple(cur))
     return out
 
+def _line_starts(text, b, lo, hi):
+    "Lines of block `b` that start in [lo, hi), as `(start, start)`, scanning only that window: linear overall."
+    out, end = ([(b.start, b.start)] if lo <= b.start < hi else []), min(b.end, hi)
+    p = text.find('\n', max(b.start, lo - 1), end)
+    while 0 <= p and p + 1 < hi:
+        out.append((p + 1, p + 1))
+        p = text.find('\n', p + 1, end)
+    return out
+
 def _overlap_start(text, blocks, prev_end, budget):
     "Earliest sentence or line start in the previous piece that leaves at most `budget` characters; None if none."
     if budget <= 0: return None
@@ -199,7 +230,7 @@ def _overlap_start(text, blocks, prev_end, budget):
         if b.kind == 'fence':                  # never start inside a fence: all of it or nothing
             return b.start if b.start >= lo and b.end <= prev_end else None
         best = None
-        for s, e in reversed(_units(text, b) if b.end - b.start < 20000 else _line_units(text, b.start, b.end)):
+        for s, e in reversed(_units(text, b) if b.end - b.start < 20000 else _line_starts(text, b, lo, prev_end)):
             if s >= prev_end: continue
             if s < lo: break
             best = s

@@ -8,7 +8,6 @@ import argparse, json, os, sys
 from pathlib import Path
 
 from .sentences import sentence_spans
-from .chunking import ChunkingError
 
 # %% auto #0
 __all__ = ['UserError', 'cmd_sentences', 'bundled_data_dir', 'default_store_dir', 'cmd_index', 'cmd_ask', 'cmd_eval',
@@ -80,16 +79,26 @@ def cmd_index(args) -> int:
     from ragnb.embed import Embedder
     path = _store_dir(args)
     meta = _parse_kv(args.meta, '--meta')
+    missing = [p for p in args.paths if not os.path.lexists(p)]
+    if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
     try:
         with Store.open(path, embedder=Embedder.from_pretrained(args.model) if args.model else None) as store:
             rep = store.index_paths(args.paths, metadata=meta, progress=not args.quiet)
             st = store.stats()
     except StoreError as e: raise UserError(str(e)) from None
+    _print_index_report(path, rep, st, args.verbose)
+    return 0
+
+def _print_index_report(path, rep, st, verbose):
+    "The summary on stdout; each unreadable file once on stderr; binary files as one count (each with --verbose)."
     c = rep.counts()
     print(f"{path}: added {c['added']}, updated {c['updated']}, removed {c['removed']}, unchanged {c['unchanged']}, "
-          f"skipped {c['skipped']} files; {rep.chunks} chunks embedded in {rep.seconds:.1f}s; store has {st['chunks']} chunks")
-    for f, why in rep.skipped: print(f'  skipped {why}', file=sys.stderr)
-    return 0
+          f"skipped {c['skipped']} files; {rep.chunks} chunks embedded in {rep.seconds:.1f}s; "
+          f"store has {st['chunks']} chunks")
+    if rep.binary: print(rep.binary_summary() + ('' if verbose else ' (list them with --verbose)'))
+    for f, why in rep.skipped: print(f'  skipped {f}: {why}' if not why.startswith(f) else f'  skipped {why}', file=sys.stderr)
+    if verbose:
+        for f, kind in rep.binary: print(f'  binary ({kind}): {f}', file=sys.stderr)
 
 def cmd_ask(args) -> int:
     from ragnb.retrieve import retrieve, RetrieveOpts
@@ -193,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--meta', action='append', metavar='KEY=VALUE', help='metadata for every chunk, e.g. tenant=t1')
     s.add_argument('--model', help='embedding model folder or name (default: see ragnb.embed.resolve_model)')
     s.add_argument('--quiet', action='store_true', help='no progress bar')
+    s.add_argument('--verbose', action='store_true', help='list each binary file skipped')
     s.set_defaults(func=cmd_index)
     s = sub.add_parser('ask', help='retrieve the best chunks for a question')
     s.add_argument('question')

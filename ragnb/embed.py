@@ -103,7 +103,6 @@ class Embedder:
     "Texts → L2-normalised vectors, with a model loaded by transformers `AutoModel`."
     def __init__(self, model, tokenizer, *, name:str, pooling:str='cls', query_instruction:str='', device:str='cpu',
                  dtype:str='auto', max_length:int=512, batch_size:int=32, query_cache_size:int=1024):
-        import torch
         self.model, self.tokenizer, self.name, self.pooling = model.eval(), tokenizer, name, pooling
         self.query_instruction, self.device, self.max_length, self.batch_size = query_instruction, device, max_length, batch_size
         if dtype not in ('auto', 'fp32', 'bf16'): raise ValueError(f"dtype must be 'auto', 'fp32' or 'bf16', not {dtype!r}")
@@ -116,7 +115,6 @@ class Embedder:
                         *, device:str='cpu', dtype:str='auto', # 'auto' uses bf16 autocast where the CPU has it
                         max_length:int=512, batch_size:int=32, local_files_only:bool|None=None):
         "Load a model with transformers; never downloads unless `name_or_path` names a hub model explicitly."
-        import torch
         from transformers import AutoModel, AutoTokenizer
         path, reason = resolve_model(name_or_path)
         if local_files_only is None: local_files_only = not (name_or_path and not Path(path).exists())

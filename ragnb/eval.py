@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_eval.ipynb #414cbd93
 from __future__ import annotations
-import html, json, logging, math, re, time, unicodedata
+import html, json, logging, re, time, unicodedata
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_hyde.ipynb #2fdcb04c
 from __future__ import annotations
-import concurrent.futures as cf, functools, json, logging, os, re, sqlite3, threading, time
+import concurrent.futures as cf, functools, json, logging, os, re, sqlite3, threading, time, urllib.parse
 from collections import OrderedDict
 from pathlib import Path
 
@@ -13,8 +13,9 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'PROMPTS', 'DEFAULT_MODEL', 'detect_language', 'hyde_prompt', 'parse_passage', 'HydeError', 'HydeTimeout',
-           'HydeNoKey', 'generate_hyde', 'HydeCache', 'build_query_vec']
+__all__ = ['log', 'PROMPTS', 'DEFAULT_MODEL', 'DEFAULT_ENDPOINT', 'MAX_RESPONSE_BYTES', 'MAX_PASSAGE_CHARS', 'MAX_PASSAGES',
+           'detect_language', 'hyde_prompt', 'parse_passage', 'HydeError', 'HydeTimeout', 'HydeNoKey', 'generate_hyde',
+           'HydeCache', 'build_query_vec']
 
 # %% ../nbs/05_hyde.ipynb #c77fb325
 @functools.cache
@@ -55,10 +56,15 @@ def parse_passage(raw:str|None) -> str:
     if isinstance(obj, dict) and isinstance(obj.get('passage'), str): return obj['passage'].strip()
     return obj.strip() if isinstance(obj, str) else t
 
-# %% ../nbs/05_hyde.ipynb #fc3e7b60
+# %% ../nbs/05_hyde.ipynb #c90a37de
 class HydeError(RuntimeError): "HyDE generation failed (HTTP error, connection, bad configuration)."
 class HydeTimeout(HydeError): "The LLM did not answer within the timeout."
 class HydeNoKey(HydeError): "No API key: set GOOGLE_AI_API_KEY or GEMINI_API_KEY, or pass a generator."
+
+DEFAULT_ENDPOINT = 'https://generativelanguage.googleapis.com'
+MAX_RESPONSE_BYTES = 1 << 20     # a 2-4 sentence answer is a few KB: refuse anything over 1 MB
+MAX_PASSAGE_CHARS = 2000         # and keep at most this much of the passage
+MAX_PASSAGES = 8                 # `n_passages` above this is refused: each one is a paid request
 
 def _api_key(api_key=None):
     return api_key or os.environ.get('GOOGLE_AI_API_KEY') or os.environ.get('GEMINI_API_KEY')
@@ -77,12 +83,40 @@ def _is_timeout(e:BaseException) -> bool:
         e = e.__cause__ or e.__context__
     return False
 
+def _hyde_cause(e:BaseException) -> HydeError|None:
+    "A `HydeError` raised by our own transport hooks, found along the cause chain of the SDK's exception."
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, HydeError): return e
+        e = e.__cause__ or e.__context__
+    return None
+
+# %% ../nbs/05_hyde.ipynb #5f33b7a3
+def _origin(url) -> tuple:
+    u = urllib.parse.urlsplit(str(url))
+    return u.scheme, u.hostname, u.port or {'https': 443, 'http': 80}.get(u.scheme)
+
+def _guard_hooks(endpoint:str) -> dict:
+    "httpx event hooks: refuse requests to other origins than `endpoint`'s, and answers over `MAX_RESPONSE_BYTES`."
+    origin = _origin(endpoint)
+    def request(req):
+        if _origin(req.url) != origin:
+            raise HydeError(f'HyDE refused a redirect to another origin ({"://".join(_origin(req.url)[:2])}): '
+                            f'the API key is only sent to {endpoint}')
+    def response(resp):
+        n = int(resp.headers.get('content-length') or 0)
+        if n > MAX_RESPONSE_BYTES: raise HydeError(f'HyDE answer too large ({n} bytes, limit {MAX_RESPONSE_BYTES})')
+    return {'request': [request], 'response': [response]}
+
 @functools.lru_cache(maxsize=8)
 def _default_client(key, base_url, ms):
     "One client per key/endpoint/timeout, reused across questions and threads so connections stay open."
     from google import genai
     from google.genai import types
-    return genai.Client(api_key=key, http_options=types.HttpOptions(timeout=ms, base_url=base_url))
+    opts = types.HttpOptions(timeout=ms, base_url=base_url,
+                             client_args={'event_hooks': _guard_hooks(base_url or DEFAULT_ENDPOINT)})
+    return genai.Client(api_key=key, http_options=opts)
 
 def _response_text(resp) -> str:
     for cand in (getattr(resp, 'candidates', None) or [])[:1]:
@@ -90,25 +124,62 @@ def _response_text(resp) -> str:
         return ''.join(p.text for p in parts if getattr(p, 'text', None))
     return ''
 
-# %% ../nbs/05_hyde.ipynb #1cbecc4d
+def _with_deadline(fn, seconds:float):
+    "`fn()` in a daemon thread; `HydeTimeout` when it has not returned within `seconds` in all."
+    box = {}
+    def run():
+        try: box['value'] = fn()
+        except BaseException as e: box['error'] = e
+    t = threading.Thread(target=run, daemon=True, name='ragnb-hyde')
+    t.start()
+    t.join(seconds)
+    if t.is_alive(): raise HydeTimeout(f'HyDE generation took more than {seconds:g} s in all')
+    if 'error' in box: raise box['error']
+    return box['value']
+
+# %% ../nbs/05_hyde.ipynb #cbf32ed7
+def _run_generator(generator, prompt) -> str:
+    err = None
+    try: return parse_passage(generator(prompt))
+    except Exception as e:
+        err = (HydeTimeout(f'HyDE generator timed out: {type(e).__name__}') if _is_timeout(e)
+               else HydeError(f'HyDE generator failed: {type(e).__name__}: {e}'))
+    raise err                                   # raised outside `except`: no __context__ to leak
+
+def _call_gemini(call, timeout_s, *secrets):
+    "Run the SDK call under a total deadline; every failure becomes one `HydeError` with the key redacted."
+    from google.genai import errors
+    err = None
+    try: return _with_deadline(call, timeout_s)
+    except HydeError as e: err = e
+    except errors.APIError as e: err = _hyde_cause(e) or HydeError(f'HyDE generation failed: HTTP {e.code}')
+    except Exception as e:
+        err = _hyde_cause(e) or (HydeTimeout(f'HyDE generation timed out after {timeout_s:g} s') if _is_timeout(e)
+                                 else HydeError(_redact(f'HyDE generation failed: {type(e).__name__}: {e}', *secrets)))
+    err.__cause__ = err.__context__ = None
+    raise err                                   # outside `except`: the SDK's error (which may echo the key) stays behind
+
+# %% ../nbs/05_hyde.ipynb #a6bf596e
+def _cap(passage:str) -> str:
+    "At most `MAX_PASSAGE_CHARS`, cut at a space."
+    if len(passage) <= MAX_PASSAGE_CHARS: return passage
+    cut = passage.rfind(' ', 0, MAX_PASSAGE_CHARS)
+    return passage[:cut if cut > MAX_PASSAGE_CHARS // 2 else MAX_PASSAGE_CHARS].rstrip()
+
 def generate_hyde(question:str, # the user's question
                   *,
                   client=None, # a `google.genai.Client`; default: one built from the API key
                   api_key:str|None=None, # default: GOOGLE_AI_API_KEY, then GEMINI_API_KEY
                   model:str|None=None, # default: RAGNB_HYDE_MODEL, then `DEFAULT_MODEL`
-                  timeout_s:float=15.0, # per request, seconds
+                  timeout_s:float=15.0, # the whole call, seconds
                   generator=None, # any callable(prompt) -> str replaces the Gemini call (e.g. a local model)
                   base_url:str|None=None, # another endpoint speaking the Gemini API (default: RAGNB_HYDE_BASE_URL)
                  ) -> str:
     "A 2-4 sentence hypothetical passage answering `question`, in its language; '' when the model gives nothing."
     if not isinstance(question, str) or not question.strip(): raise ValueError('question is empty')
     prompt = hyde_prompt(question)
-    if generator is not None:
-        try: return parse_passage(generator(prompt))
-        except Exception as e:
-            if _is_timeout(e): raise HydeTimeout(f'HyDE generator timed out: {type(e).__name__}') from None
-            raise HydeError(f'HyDE generator failed: {type(e).__name__}: {e}') from None
-    from google.genai import errors, types
+    if generator is not None: return _cap(_run_generator(generator, prompt))
+    from google.genai import types
     key = _api_key(api_key)
     ms = max(1, int(round(timeout_s * 1000)))
     if client is None:
@@ -116,15 +187,12 @@ def generate_hyde(question:str, # the user's question
         client = _default_client(key, base_url or os.environ.get('RAGNB_HYDE_BASE_URL') or None, ms)
     config = types.GenerateContentConfig(
         temperature=1.0, top_p=0.95, top_k=64, max_output_tokens=220, response_mime_type='application/json',
-        response_schema=types.Schema(type='OBJECT', properties={'passage': types.Schema(type='STRING')}, required=['passage']),
+        response_schema=types.Schema(type='OBJECT', properties={'passage': types.Schema(type='STRING')},
+                                     required=['passage']),
         http_options=types.HttpOptions(timeout=ms))
     model = model or os.environ.get('RAGNB_HYDE_MODEL') or DEFAULT_MODEL
-    try: resp = client.models.generate_content(model=model, contents=prompt, config=config)
-    except errors.APIError as e: raise HydeError(f'HyDE generation failed: HTTP {e.code}') from None
-    except Exception as e:
-        if _is_timeout(e): raise HydeTimeout(f'HyDE generation timed out after {timeout_s:g} s') from None
-        raise HydeError(_redact(f'HyDE generation failed: {type(e).__name__}: {e}', key, api_key)) from None
-    return parse_passage(_response_text(resp))
+    call = lambda: client.models.generate_content(model=model, contents=prompt, config=config)
+    return _cap(parse_passage(_response_text(_call_gemini(call, timeout_s, key, api_key))))
 
 # %% ../nbs/05_hyde.ipynb #21d5ad51
 class HydeCache:
@@ -183,7 +251,8 @@ def build_query_vec(question:str, # the user's question
     "The query vector, with HyDE when asked and possible, and a dict saying what happened."
     if not isinstance(question, str) or not question.strip(): raise ValueError('query is empty')
     if not hyde: return embedder.embed_query(question), {'hyde': 'off'}
-    if not isinstance(n_passages, int) or n_passages < 1: raise ValueError(f'n_passages must be an integer >= 1, got {n_passages!r}')
+    if isinstance(n_passages, bool) or not isinstance(n_passages, int) or not 1 <= n_passages <= MAX_PASSAGES:
+        raise ValueError(f'n_passages must be an integer from 1 to {MAX_PASSAGES}, got {n_passages!r}')
     t0 = time.perf_counter()
     lang, mkey = detect_language(question), _model_key(hyde_kw)
     keys = [(mkey, lang, question.strip(), i) for i in range(n_passages)]

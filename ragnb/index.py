@@ -4,34 +4,56 @@
 
 # %% ../nbs/03_index.ipynb #d30848e4
 from __future__ import annotations
-import fcntl, hashlib, json, logging, os, sqlite3, time
+import errno, fcntl, hashlib, json, logging, os, shutil, sqlite3, stat, struct, time, zlib
+from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .chunking import Chunk, ChunkingError, chunk_text, read_text_file, strategy_version
+from fastcore.basics import patch
+
+from .chunking import BinaryFileError, Chunk, ChunkingError, chunk_text, read_text_file, strategy_version
 from .sentences import sentence_spans
 
 log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 
 # %% auto #0
-__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'StoreError', 'StoreLockedError', 'StoreMismatchError',
-           'StoreCorruptedError', 'chunk_sentence_spans', 'sentence_texts', 'IndexReport', 'Store', 'add_documents',
-           'remove_source', 'commit', 'sentence_vectors', 'index_paths', 'search', 'get_chunks', 'stats',
-           'update_manifest']
+__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'MAX_FILE_BYTES', 'StoreError', 'StoreLockedError', 'StoreMismatchError',
+           'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file', 'chunk_sentence_spans', 'sentence_texts',
+           'IndexReport', 'Store', 'SourceFile']
 
 # %% ../nbs/03_index.ipynb #9d57735f
 class StoreError(RuntimeError): "Base class of store errors."
 class StoreLockedError(StoreError): "Another process is writing to this store."
 class StoreMismatchError(StoreError): "The store was built with another model or dimension."
 class StoreCorruptedError(StoreError): "A store file is missing, truncated or corrupted."
+class StoreDiskFullError(StoreError): "A write ran out of disk space; the store is unchanged."
+
+def _is_disk_full(e:BaseException) -> bool:
+    "ENOSPC/EDQUOT from the OS, or SQLite's 'database or disk is full'."
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT): return True
+    return isinstance(e, sqlite3.OperationalError) and 'disk is full' in str(e)
+
+def _disk_full_error(path:Path, e:BaseException) -> StoreDiskFullError:
+    return StoreDiskFullError(f'{path}: disk full while writing the store ({e}); the store is unchanged: '
+                              'free some space and run the same command again')
 
 def _fsync_write(path:Path, data:bytes):
+    "Write `data` to a temp file, fsync it, and rename it over `path`: readers see the old or the new file."
     tmp = path.with_name(path.name + f'.tmp{os.getpid()}')
-    with open(tmp, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, 'wb') as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        if _is_disk_full(e): raise _disk_full_error(path, e) from None
+        raise
 
 def _sha256(path:Path) -> str:
     h = hashlib.sha256()
@@ -47,8 +69,72 @@ create index if not exists chunks_source on chunks(source);
 create table if not exists sources (source text primary key, root text, content_hash text, chunker_version text,
   metadata text, n_chunks int, indexed_at real);
 create table if not exists meta (key text primary key, value text);
-create table if not exists sentences (chunk_id integer primary key, row0 int not null, n int not null, spans text not null);
+create table if not exists sentences (chunk_id integer primary key, row0 int not null, n int not null,
+  spans text not null, crc integer);
 '''
+
+
+# %% ../nbs/03_index.ipynb #dd403503
+_HNSW_HEADER = struct.Struct('<QQQQQQiIQQQdQ')   # offsetLevel0, max_elements, count, size per element, label offset,
+                                                  # data offset, maxlevel, entry point, maxM, maxM0, M, mult, ef_c
+
+def _bad(path, why): return StoreCorruptedError(f'{path}: not a valid hnswlib index ({why}); re-index into a new store')
+
+def _hnsw_header(path:Path, data, dim:int) -> tuple:
+    "The header fields, after checking that they describe `dim`-d float vectors and fit in the file."
+    if len(data) < _HNSW_HEADER.size: raise _bad(path, 'shorter than its header')
+    off0, cap, n, per, lab_off, data_off, maxlevel, entry, maxM, maxM0, M, _, _ = _HNSW_HEADER.unpack_from(data)
+    links0 = 4 * (maxM0 + 1)
+    if (off0, data_off, lab_off, per) != (0, links0, links0 + 4 * dim, links0 + 4 * dim + 8):
+        raise _bad(path, 'record layout does not match the dimension')
+    if not (0 < M <= 10_000 and maxM == M and maxM0 == 2 * M and n <= cap and -1 <= maxlevel < 64):
+        raise _bad(path, f'header out of range (M={M}, count={n}, capacity={cap}, maxlevel={maxlevel})')
+    if n and entry >= n or _HNSW_HEADER.size + n * per > len(data): raise _bad(path, 'entry point or count too large')
+    return n, per, maxlevel, entry, maxM, maxM0
+
+
+# %% ../nbs/03_index.ipynb #6f792731
+def _check_upper_links(path, data, pos, n, maxM, maxlevel) -> np.ndarray:
+    "Walk each element's upper-level link lists (a u32 byte size, then `level` blocks); return every element's level."
+    block, levels, buf, end = 4 * (maxM + 1), np.zeros(n, dtype=np.int64), data.data, len(data)
+    starts = []
+    for i in range(n):                       # most elements have no upper level: a plain loop over the sizes
+        if pos + 4 > end: raise _bad(path, 'truncated link lists')
+        size = struct.unpack_from('<I', buf, pos)[0]
+        pos += 4
+        if size:
+            if size % block or size // block > maxlevel or pos + size > end: raise _bad(path, 'bad link-list size')
+            levels[i] = size // block
+            starts.append((pos, size))
+            pos += size
+    if pos != end: raise _bad(path, f'{end - pos} unexpected bytes after the link lists')
+    if starts:
+        lists = np.concatenate([data[p:p + s] for p, s in starts]).view(np.uint32).reshape(-1, maxM + 1)
+        cnt = lists[:, 0] & 0xFFFF
+        if (cnt > maxM).any() or (lists[:, 1:][np.arange(maxM) < cnt[:, None]] >= n).any():
+            raise _bad(path, 'an upper-level link points outside the index')
+    return levels
+
+
+# %% ../nbs/03_index.ipynb #7991163c
+def check_hnsw_file(path:str|Path, # an `index-*.hnsw` file
+                    dim:int, # the store's dimension
+                    data:np.ndarray|None=None, # the file's bytes, when already read
+                   ) -> dict:
+    "Parse an hnswlib index file and check every link; `{count, deleted, labels}`, or `StoreCorruptedError`."
+    path = Path(path)
+    data = np.fromfile(path, dtype=np.uint8) if data is None else data
+    n, per, maxlevel, entry, maxM, maxM0 = _hnsw_header(path, data, dim)
+    rec = data[_HNSW_HEADER.size:_HNSW_HEADER.size + n * per].reshape(n, per)
+    counts = rec[:, :2].copy().view(np.uint16).ravel()
+    links = rec[:, 4:4 * (maxM0 + 1)].copy().view(np.uint32)
+    if (counts > maxM0).any() or (links[np.arange(maxM0) < counts[:, None]] >= n).any():
+        raise _bad(path, 'a level-0 link points outside the index')
+    levels = _check_upper_links(path, data, _HNSW_HEADER.size + n * per, n, maxM, maxlevel)
+    if n and levels[entry] != maxlevel: raise _bad(path, 'the entry point is not on the top level')
+    labels = rec[:, per - 8:].copy().view(np.uint64).ravel()
+    return dict(count=n, deleted=int((rec[:, 2] & 1).sum()), labels=labels, deleted_mask=(rec[:, 2] & 1) > 0)
+
 
 # %% ../nbs/03_index.ipynb #75051202
 def chunk_sentence_spans(chunk:Chunk) -> list[tuple[int, int]]:
@@ -60,7 +146,7 @@ def sentence_texts(chunks:list[Chunk]) -> list[str]:
     "The sentences of all `chunks`, in order: what the store embeds for trimming."
     return [c.text[s:e] for c in chunks for s, e in chunk_sentence_spans(c)]
 
-# %% ../nbs/03_index.ipynb #9f84ee1f
+# %% ../nbs/03_index.ipynb #5d52b5fe
 @dataclass
 class IndexReport:
     "What `index_paths` did."
@@ -68,140 +154,259 @@ class IndexReport:
     updated: list = field(default_factory=list)
     removed: list = field(default_factory=list)
     unchanged: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)     # (path, reason)
+    skipped: list = field(default_factory=list)     # (path, reason): files that should be text but could not be read
+    binary: list = field(default_factory=list)      # (path, kind): images, archives... skipped quietly
     chunks: int = 0
     seconds: float = 0.0
-    def counts(self): return {k: len(getattr(self, k)) for k in ('added', 'updated', 'removed', 'unchanged', 'skipped')}
+    def counts(self):
+        return {k: len(getattr(self, k)) for k in ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary')}
     def __repr__(self): return f'IndexReport({self.counts()}, chunks={self.chunks}, {self.seconds:.1f}s)'
 
-# %% ../nbs/03_index.ipynb #dc8d1563
+# %% ../nbs/03_index.ipynb #fe15f439
+@patch
+def binary_summary(self:IndexReport) -> str:
+    "One line on the binary files skipped: 'skipped 212 binary files: images 209, other 3'; '' when none."
+    if not self.binary: return ''
+    kinds = Counter(k for _, k in self.binary).most_common()
+    return f'skipped {len(self.binary)} binary files: ' + ', '.join(f'{k} {n}' for k, n in kinds)
+
+# %% ../nbs/03_index.ipynb #5a9e8957
 class Store:
     "A directory holding an hnswlib index, a SQLite chunk table and a manifest. Open it with `Store.open`."
-    def __init__(self, path, manifest, db, index, embedder, lock):
-        self.path, self.manifest, self.db, self.index, self._embedder, self._lock = path, manifest, db, index, embedder, lock
+    def __init__(self, path, manifest, db, embedder, lock):
+        self.path, self.manifest, self.db, self._embedder, self._lock = path, manifest, db, embedder, lock
+        self.index, self._generation = None, None       # loaded by `_sync`, inside a read transaction
         self._sent_pending, self._sent_map = [], None   # uncommitted float16 rows; (file name, memmap) being read
-        self._generation = self._db_generation()
+        self._dirty = False                             # the in-memory index has uncommitted changes
+        self._crc = 'crc' in {r[1] for r in db.execute('pragma table_info(sentences)')}   # older stores lack it
 
-    def _db_generation(self) -> str:
-        return (self.db.execute("select value from meta where key='generation'").fetchone() or ['0'])[0]
-
-    def refresh(self) -> bool:
-        "A reader picks up what writers committed since it opened (new index generation, manifest); True if it reloaded."
-        if self._lock is not None: return False            # a writer's own index is always the newest
-        gen = self._db_generation()
-        if gen == self._generation: return False
-        import hnswlib
-        for attempt in range(3):
-            try:
-                self.manifest = json.loads((self.path / 'manifest.json').read_text())
-                self.index = self._load_index(self.path, self.manifest, self.db, hnswlib); break
-            except (StoreCorruptedError, ValueError):        # a writer replaced the files meanwhile: read again
-                if attempt == 2: raise
-                time.sleep(0.05)
-        self._generation = gen
-        return True
-
-    @classmethod
-    def open(cls, path:str|Path, # store directory (created when missing)
-             *, embedder=None, # an `Embedder`; default: the manifest's model, or the default model for a new store
-             readonly:bool=False, # readers take no lock
-             ef:int=128, M:int=32, ef_construction:int=200, # hnswlib parameters for a new store
-             sentence_vectors:bool=True, # a new store keeps per-sentence vectors for fast trimming
-            ) -> 'Store':
-        "Open or create a store; refuse a model/dimension mismatch; detect corrupted files."
-        import hnswlib
-        path = Path(path)
-        mpath = path / 'manifest.json'
-        if not mpath.exists() and readonly: raise StoreError(f'{path}: no store here (no manifest.json); build one with `ragnb index`')
-        path.mkdir(parents=True, exist_ok=True)
-        lock = None
-        if not readonly:
-            lock = open(path / '.lock', 'a+')
-            try: fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                lock.close(); raise StoreLockedError(f'{path}: another process is writing to this store (lock file {path / ".lock"})') from None
-        try:
-            if mpath.exists():
-                try: manifest = json.loads(mpath.read_text())
-                except ValueError as e: raise StoreCorruptedError(f'{mpath}: not valid JSON ({e})') from None
-                if manifest.get('format_version') != FORMAT_VERSION:
-                    raise StoreMismatchError(f'{path}: store format {manifest.get("format_version")}, this ragnb reads {FORMAT_VERSION}; re-index into a new store')
-                if embedder is not None and (embedder.name != manifest['model'] or embedder.dim != manifest['dim']):
-                    raise StoreMismatchError(
-                        f"{path} was built with {manifest['model']} ({manifest['dim']}-d), not {embedder.name} ({embedder.dim}-d). "
-                        f"Open it without a model, or re-index into a new store: ragnb index DOCS --store NEW_DIR --model {embedder.name}")
-            else:
-                if embedder is None:
-                    from ragnb.embed import Embedder
-                    embedder = Embedder.from_pretrained()
-                manifest = dict(format_version=FORMAT_VERSION, model=embedder.name, dim=embedder.dim, pooling=embedder.pooling,
-                                query_instruction=embedder.query_instruction, space='ip', M=M, ef_construction=ef_construction,
-                                ef=ef, sentence_vectors=bool(sentence_vectors), created_at=time.time())
-                _fsync_write(mpath, json.dumps(manifest, indent=1).encode())
-            db = cls._open_db(path / 'chunks.sqlite', readonly)
-            index = cls._load_index(path, manifest, db, hnswlib)
-            cls._check_sentence_file(path, manifest, db)
-            if not readonly: cls._remove_stale(path, db)
-        except BaseException:
-            if lock: lock.close()
-            raise
-        return cls(path, manifest, db, index, embedder, lock)
-
-    @staticmethod
-    def _open_db(p, readonly):
-        try:
-            db = sqlite3.connect(f'file:{p}?mode=ro' if readonly else str(p), uri=readonly, isolation_level=None)
-            if not readonly: db.executescript(_SCHEMA)
-            ok = db.execute('pragma quick_check').fetchone()[0]
-        except sqlite3.DatabaseError as e: raise StoreCorruptedError(f'{p}: corrupted chunk database ({e}); re-index into a new store') from None
-        if ok != 'ok': raise StoreCorruptedError(f'{p}: corrupted chunk database ({ok}); re-index into a new store')
-        return db
-
-    @staticmethod
-    def _load_index(path, manifest, db, hnswlib):
-        meta = dict(db.execute('select key, value from meta').fetchall())
-        index = hnswlib.Index(space='ip', dim=manifest['dim'])
-        if 'index_file' not in meta:
-            index.init_index(max_elements=1024, M=manifest['M'], ef_construction=manifest['ef_construction'], allow_replace_deleted=False)
-        else:
-            f = path / meta['index_file']
-            if not f.exists(): raise StoreCorruptedError(f'{f}: index file missing; re-index into a new store')
-            if f.stat().st_size != int(meta['index_size']) or _sha256(f) != meta['index_sha256']:
-                raise StoreCorruptedError(f'{f}: index file truncated or corrupted (size/SHA-256 differ from the database); re-index into a new store')
-            index.load_index(str(f), max_elements=int(meta['index_capacity']))
-        index.set_ef(int(manifest['ef']))
-        return index
-
-    @staticmethod
-    def _check_sentence_file(path, manifest, db):
-        meta = dict(db.execute("select key, value from meta where key like 'sent_%'").fetchall())
-        if 'sent_file' not in meta: return
-        f, need = path / meta['sent_file'], int(meta['sent_rows']) * manifest['dim'] * 2
-        if not f.exists(): raise StoreCorruptedError(f'{f}: sentence vector file missing; re-index into a new store')
-        if f.stat().st_size < need:
-            raise StoreCorruptedError(f'{f}: sentence vector file truncated ({f.stat().st_size} bytes, the database counts {need}); re-index into a new store')
-
-    @staticmethod
-    def _remove_stale(path, db):
-        meta = dict(db.execute("select key, value from meta where key in ('index_file', 'sent_file')").fetchall())
-        for f in [*path.glob('index-*.hnsw*'), *path.glob('sentences-*.f16*')]:
-            if f.name not in meta.values(): f.unlink(missing_ok=True)
-
-    def close(self):
-        "Release the lock and the database."
-        self._sent_map, self._sent_pending = None, []
-        self.db.close()
-        if self._lock: self._lock.close(); self._lock = None
+    def __repr__(self):
+        return f"Store({str(self.path)!r}, model={self.manifest['model']!r}, {'writer' if self._lock else 'reader'})"
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
 
-    @property
-    def embedder(self):
-        "The embedder of this store's model, loaded on first use."
-        if self._embedder is None:
-            from ragnb.embed import Embedder
-            self._embedder = Embedder.from_pretrained(os.environ.get('RAGNB_MODEL') or _model_location(self.manifest['model']))
-        return self._embedder
+# %% ../nbs/03_index.ipynb #16cfd111
+_MANIFEST_FIELDS = dict(format_version=int, model=str, dim=int, M=int, ef_construction=int, ef=int)
+_BUILD_FIELDS = ('format_version', 'model', 'dim', 'pooling', 'query_instruction', 'space', 'M', 'ef_construction',
+                 'sentence_vectors')   # how the store was built: fixed for its life, fingerprinted in the database
+
+def _build_fingerprint(m:dict) -> str:
+    return hashlib.sha256(json.dumps({k: m.get(k) for k in _BUILD_FIELDS}, sort_keys=True).encode()).hexdigest()
+
+def _read_manifest(path:Path) -> dict:
+    "The store's manifest, checked: `StoreCorruptedError` names the file and the field."
+    f = path / 'manifest.json'
+    try: m = json.loads(f.read_bytes())
+    except (OSError, ValueError) as e: raise StoreCorruptedError(f'{f}: unreadable or not valid JSON ({e})') from None
+    if not isinstance(m, dict): raise StoreCorruptedError(f'{f}: expected a JSON object, got {type(m).__name__}')
+    for k, t in _MANIFEST_FIELDS.items():
+        if not isinstance(m.get(k), t) or isinstance(m.get(k), bool) or (t is int and m[k] <= 0):
+            raise StoreCorruptedError(f'{f}: field {k!r} must be a positive {t.__name__}, got {m.get(k)!r}')
+    if m['format_version'] != FORMAT_VERSION:
+        raise StoreMismatchError(f"{path}: store format {m['format_version']}, this ragnb reads {FORMAT_VERSION}; "
+                                 're-index into a new store')
+    return m
+
+# %% ../nbs/03_index.ipynb #31871a76
+_TABLES = {'chunks', 'sources', 'meta', 'sentences'}
+
+def _open_db(p:Path, readonly:bool) -> sqlite3.Connection:
+    "Open (a writer: create) the chunk database and run SQLite's quick check."
+    try:
+        if readonly: db = sqlite3.connect(f'file:{p}?mode=ro', uri=True, isolation_level=None)
+        else:
+            db = sqlite3.connect(str(p), isolation_level=None)
+            db.execute('pragma journal_mode=wal')
+            db.execute('pragma synchronous=full')
+            db.executescript(_SCHEMA)
+        ok = db.execute('pragma quick_check').fetchone()[0]
+        tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
+    except sqlite3.DatabaseError as e: raise _db_error(p, e) from None
+    if ok != 'ok': raise StoreCorruptedError(f'{p}: corrupted chunk database ({ok}); re-index into a new store')
+    if not _TABLES <= tables:
+        raise StoreError(f'{p}: nothing committed yet (the first `ragnb index` into this store was interrupted '
+                         'or is still running); run `ragnb index` again')
+    return db
+
+# %% ../nbs/03_index.ipynb #1c9d8b1e
+def _db_error(p:Path, e:sqlite3.DatabaseError) -> StoreError:
+    "The one line a user reads for a database that will not open."
+    if 'readonly database' in str(e):      # a hot rollback journal from a killed writer, in a pre-WAL store
+        return StoreError(f'{p}: a writer was killed mid-commit; nothing is lost: open the store for writing once '
+                          '(run the same `ragnb index` again) and it rolls back the unfinished commit')
+    if _is_disk_full(e): return _disk_full_error(p.parent, e)
+    if 'unable to open' in str(e): return StoreError(f'{p}: cannot open the chunk database ({e})')
+    return StoreCorruptedError(f'{p}: corrupted chunk database ({e}); re-index into a new store')
+
+# %% ../nbs/03_index.ipynb #e0455fd0
+def _load_index(path:Path, manifest:dict, meta:dict):
+    "The hnswlib index that `meta` (this transaction's view of the meta table) points to, checked before loading."
+    import hnswlib
+    index = hnswlib.Index(space='ip', dim=manifest['dim'])
+    if 'index_file' not in meta:
+        index.init_index(max_elements=1024, M=manifest['M'], ef_construction=manifest['ef_construction'])
+    else:
+        f = path / meta['index_file']
+        try: data = np.fromfile(f, dtype=np.uint8)
+        except FileNotFoundError: raise StoreCorruptedError(f'{f}: index file missing; re-index into a new store') from None
+        if len(data) != int(meta['index_size']) or hashlib.sha256(data).hexdigest() != meta['index_sha256']:
+            raise StoreCorruptedError(f'{f}: index file truncated or corrupted (size/SHA-256 differ from the '
+                                      'database); re-index into a new store')
+        check_hnsw_file(f, manifest['dim'], data=data)
+        try: index.load_index(str(f), max_elements=int(meta['index_capacity']))
+        except RuntimeError as e: raise StoreCorruptedError(f'{f}: hnswlib cannot load it ({e})') from None
+    index.set_ef(manifest['ef'])
+    return index
+
+# %% ../nbs/03_index.ipynb #d71ed67e
+@patch
+def _meta(self:Store) -> dict:
+    return dict(self.db.execute('select key, value from meta').fetchall())
+
+@patch
+def _sync(self:Store):
+    "Load the index of the generation this transaction sees, unless it is loaded already."
+    meta = self._meta()
+    gen = meta.get('generation', '0')
+    if self.index is not None and (self._lock is not None or gen == self._generation): return
+    if self.index is not None: self.manifest = _read_manifest(self.path)
+    if meta.get('manifest_sha256', _build_fingerprint(self.manifest)) != _build_fingerprint(self.manifest):
+        raise StoreCorruptedError(f'{self.path / "manifest.json"}: the fields that say how the store was built '
+                                  'differ from what its database recorded; restore the file or re-index')
+    index = _load_index(self.path, self.manifest, meta)
+    _check_sentence_file(self.path, self.manifest, meta)
+    self.index, self._generation = index, gen
+
+# %% ../nbs/03_index.ipynb #840ae588
+@patch
+@contextmanager
+def _snapshot(self:Store, attempts:int=8):
+    "One SQLite read transaction, with the index of the generation it sees: the two always agree."
+    if self.db.in_transaction:                      # a writer's open transaction, or a nested read
+        try: yield
+        except sqlite3.DatabaseError as e: raise _db_error(self.path / 'chunks.sqlite', e) from None
+        return
+    for attempt in range(attempts):
+        self.db.execute('begin')
+        try:
+            self._sync()
+            break
+        except StoreCorruptedError:                 # a writer removed that generation meanwhile: look again
+            self.db.execute('rollback')
+            if attempt == attempts - 1: raise
+            time.sleep(0.01 * 2 ** attempt)
+    try: yield
+    except sqlite3.DatabaseError as e: raise _db_error(self.path / 'chunks.sqlite', e) from None
+    finally:
+        if self.db.in_transaction: self.db.execute('rollback')
+
+# %% ../nbs/03_index.ipynb #d3b89004
+@patch
+def refresh(self:Store) -> bool:
+    "Pick up what writers committed since the last read (new index generation, manifest); True if it reloaded."
+    before = self._generation
+    with self._snapshot(): pass
+    return self._generation != before
+
+# %% ../nbs/03_index.ipynb #af8251b2
+def _check_sentence_file(path:Path, manifest:dict, meta:dict):
+    "The sentence-vector file exists and holds at least the rows the database counts."
+    if 'sent_file' not in meta: return
+    f, need = path / meta['sent_file'], int(meta['sent_rows']) * manifest['dim'] * 2
+    if not f.exists(): raise StoreCorruptedError(f'{f}: sentence vector file missing; re-index into a new store')
+    if f.stat().st_size < need:
+        raise StoreCorruptedError(f'{f}: sentence vector file truncated ({f.stat().st_size} bytes, the database '
+                                  f'counts {need}); re-index into a new store')
+
+def _remove_stale(path:Path, meta:dict):
+    "Remove files no generation needs: all but the current and the previous generation's, and leftover temp files."
+    keep = {meta.get(k) for k in ('index_file', 'sent_file', 'prev_index_file', 'prev_sent_file')}
+    for f in [*path.glob('index-*.hnsw*'), *path.glob('sentences-*.f16*'), *path.glob('manifest.json.tmp*')]:
+        if f.name not in keep: f.unlink(missing_ok=True)
+
+# %% ../nbs/03_index.ipynb #f68712e0
+def _take_lock(path:Path):
+    "The writer's exclusive, non-blocking `flock` on `path/.lock`."
+    lock = open(path / '.lock', 'a+')
+    try: fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise StoreLockedError(f'{path}: another process is writing to this store (lock file {path / ".lock"})') from None
+    return lock
+
+def _check_model(path:Path, manifest:dict, embedder):
+    if embedder is not None and (embedder.name != manifest['model'] or embedder.dim != manifest['dim']):
+        raise StoreMismatchError(
+            f"{path} was built with {manifest['model']} ({manifest['dim']}-d), not {embedder.name} ({embedder.dim}-d)."
+            f" Open it without a model, or re-index into a new store: "
+            f"ragnb index DOCS --store NEW_DIR --model {embedder.name}")
+
+# %% ../nbs/03_index.ipynb #53a3f2c7
+def _new_manifest(path:Path, embedder, *, M:int, ef_construction:int, ef:int, sentence_vectors:bool) -> dict:
+    "Write the manifest of a new store (its last step) and return it."
+    m = dict(format_version=FORMAT_VERSION, model=embedder.name, dim=embedder.dim, pooling=embedder.pooling,
+             query_instruction=embedder.query_instruction, space='ip', M=M, ef_construction=ef_construction,
+             ef=ef, sentence_vectors=bool(sentence_vectors), created_at=time.time())
+    _fsync_write(path / 'manifest.json', json.dumps(m, indent=1).encode())
+    return m
+
+# %% ../nbs/03_index.ipynb #cc0ff8cd
+@patch(cls_method=True)
+def open(cls:Store, path:str|Path, # store directory (created when missing)
+         *, embedder=None, # an `Embedder`; default: the manifest's model, or the default model for a new store
+         readonly:bool=False, # readers take no lock
+         ef:int=128, M:int=32, ef_construction:int=200, # hnswlib parameters for a new store
+         sentence_vectors:bool=True, # a new store keeps per-sentence vectors for fast trimming
+        ) -> Store:
+    "Open or create a store; refuse a model/dimension mismatch; detect corrupted files."
+    path = Path(path)
+    if readonly and not (path / 'manifest.json').exists():
+        raise StoreError(f'{path}: no store here (no manifest.json); build one with `ragnb index`')
+    path.mkdir(parents=True, exist_ok=True)
+    lock, db = (None if readonly else _take_lock(path)), None
+    try:
+        db = _open_db(path / 'chunks.sqlite', readonly)
+        if (path / 'manifest.json').exists(): manifest = _read_manifest(path)
+        else:
+            if embedder is None: embedder = _default_embedder()
+            manifest = _new_manifest(path, embedder, M=M, ef_construction=ef_construction, ef=ef,
+                                     sentence_vectors=sentence_vectors)
+        _check_model(path, manifest, embedder)
+        store = cls(path, manifest, db, embedder, lock)
+        with store._snapshot(): meta = store._meta()
+        if lock:
+            store._upgrade(meta)
+            _remove_stale(path, meta)
+    except BaseException:
+        if db is not None: db.close()
+        if lock: lock.close()
+        raise
+    return store
+
+@patch
+def _upgrade(self:Store, meta:dict):
+    "Bring an older store's database up to date (a writer, at open): sentence checksums, the build fingerprint."
+    if self._crc and 'manifest_sha256' in meta: return
+    self._begin()
+    if not self._crc: self.db.execute('alter table sentences add column crc integer')
+    self.db.execute("insert or replace into meta values ('manifest_sha256', ?)", (_build_fingerprint(self.manifest),))
+    _commit_db(self.db)
+    self._crc = True
+
+# %% ../nbs/03_index.ipynb #d81771f5
+@patch
+def close(self:Store):
+    "Drop what is uncommitted, release the lock and the database."
+    if self._lock is not None and self.db.in_transaction: self.db.execute('rollback')
+    self._sent_map, self._sent_pending = None, []
+    self.db.close()
+    if self._lock:
+        self._lock.close()
+        self._lock = None
+
+def _default_embedder():
+    from ragnb.embed import Embedder
+    return Embedder.from_pretrained()
 
 def _model_location(name):
     "Where a manifest's model name loads from: the packaged default, else the name itself (a folder or cached hub id)."
@@ -209,206 +414,366 @@ def _model_location(name):
     if name == 'sentence-transformers/all-MiniLM-L6-v2' and packaged_model_path(): return str(packaged_model_path())
     return str(_cached_snapshot(name) or name)
 
-# %% ../nbs/03_index.ipynb #bdb9a9cf
-def _begin(self):
+@patch(as_prop=True)
+def embedder(self:Store):
+    "The embedder of this store's model, loaded on first use."
+    if self._embedder is None:
+        from ragnb.embed import Embedder
+        self._embedder = Embedder.from_pretrained(os.environ.get('RAGNB_MODEL') or _model_location(self.manifest['model']))
+    return self._embedder
+
+# %% ../nbs/03_index.ipynb #b20d3624
+@patch
+def _begin(self:Store):
     if self._lock is None: raise StoreError(f'{self.path}: opened read-only')
     if not self.db.in_transaction: self.db.execute('begin immediate')
 
+def _hash(text): return hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+def _chunk_row(i:int, c:Chunk) -> tuple:
+    "The `chunks` table row of chunk `c` with id `i`."
+    return (i, c.source or '', c.mode, c.section_title, c.start_line, c.end_line, c.start_char, c.end_char, c.text,
+            json.dumps(c.metadata, ensure_ascii=False, sort_keys=True), c.chunker_version, _hash(c.text), c.overlap)
+
+# %% ../nbs/03_index.ipynb #01649e75
+@patch
 def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, *,
                   sentence_vectors:np.ndarray|None=None, # vectors of `sentence_texts(chunks)`, when the store keeps them
                   commit:bool=True) -> list[int]:
     "Embed (unless `vectors` are given) and add chunks, and their sentence vectors; returns their ids."
     if not chunks: return []
+    dim = self.manifest['dim']
     if vectors is None: vectors = self.embedder.embed_documents([c.text for c in chunks])
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    if vectors.shape != (len(chunks), self.manifest['dim']):
-        raise ValueError(f"vectors have shape {vectors.shape}, expected ({len(chunks)}, {self.manifest['dim']})")
-    keep_sent = self.manifest.get('sentence_vectors', False)
-    if keep_sent:
-        spans = [chunk_sentence_spans(c) for c in chunks]
-        n_sent = sum(map(len, spans))
-        if sentence_vectors is None: sentence_vectors = self.embedder.embed_documents([c.text[a:b] for c, sp in zip(chunks, spans) for a, b in sp])
-        sentence_vectors = np.asarray(sentence_vectors)
-        if sentence_vectors.shape != (n_sent, self.manifest['dim']):
-            raise ValueError(f"sentence_vectors have shape {sentence_vectors.shape}, expected ({n_sent}, {self.manifest['dim']})")
-    _begin(self)
+    if vectors.shape != (len(chunks), dim):
+        raise ValueError(f'vectors have shape {vectors.shape}, expected ({len(chunks)}, {dim})')
+    spans = [chunk_sentence_spans(c) for c in chunks] if self.manifest.get('sentence_vectors') else None
+    if spans is not None: sentence_vectors = self._checked_sentence_vectors(chunks, spans, sentence_vectors)
+    self._begin()
     start = self.index.element_count + 1                  # labels 1..count, never reused: deleted ones stay counted
     ids = list(range(start, start + len(chunks)))
-    self.db.executemany('insert into chunks values (?,?,?,?,?,?,?,?,?,?,?,?,?)', [
-        (i, c.source or '', c.mode, c.section_title, c.start_line, c.end_line, c.start_char, c.end_char, c.text,
-         json.dumps(c.metadata, ensure_ascii=False, sort_keys=True), c.chunker_version, _hash(c.text), c.overlap)
-        for i, c in zip(ids, chunks)])
+    self.db.executemany('insert into chunks values (?,?,?,?,?,?,?,?,?,?,?,?,?)',
+                        [_chunk_row(i, c) for i, c in zip(ids, chunks)])
     need = self.index.element_count + len(chunks)
     if need > self.index.get_max_elements(): self.index.resize_index(max(need, 2 * self.index.get_max_elements()))
     self.index.add_items(vectors, ids)
-    if keep_sent:
-        row = _sent_rows(self) + sum(len(p) for p in self._sent_pending)
-        rows = []
-        for i, sp in zip(ids, spans):
-            rows.append((i, row, len(sp), json.dumps(sp, separators=(',', ':')))); row += len(sp)
-        self.db.executemany('insert into sentences values (?,?,?,?)', rows)
-        self._sent_pending.append(sentence_vectors.astype(np.float16))
+    self._dirty = True
+    if spans is not None: self._add_sentence_rows(ids, spans, sentence_vectors)
     if commit: self.commit()
     return ids
 
+# %% ../nbs/03_index.ipynb #c2848820
+@patch
+def _checked_sentence_vectors(self:Store, chunks, spans, vecs) -> np.ndarray:
+    "The sentence vectors of `chunks` (embedded when not given), finite and of the right shape."
+    if vecs is None: vecs = self.embedder.embed_documents([c.text[a:b] for c, sp in zip(chunks, spans) for a, b in sp])
+    vecs, n = np.asarray(vecs), sum(map(len, spans))
+    if vecs.shape != (n, self.manifest['dim']):
+        raise ValueError(f"sentence_vectors have shape {vecs.shape}, expected ({n}, {self.manifest['dim']})")
+    if not np.isfinite(vecs).all(): raise ValueError('sentence_vectors hold NaN or infinite values')
+    return vecs
+
+@patch
+def _add_sentence_rows(self:Store, ids, spans, vecs):
+    "Record where each chunk's sentence rows start; the float16 rows wait in memory for `commit`."
+    row = _sent_rows(self) + sum(len(p) for p in self._sent_pending)
+    rows, v16, at = [], vecs.astype(np.float16), 0
+    for i, sp in zip(ids, spans):
+        crc = zlib.crc32(v16[at:at + len(sp)].tobytes())
+        rows.append((i, row, len(sp), json.dumps(sp, separators=(',', ':')), crc))
+        row, at = row + len(sp), at + len(sp)
+    self.db.executemany('insert into sentences values (?,?,?,?,?)', rows)
+    self._sent_pending.append(v16)
+
 def _sent_rows(self): return int((self.db.execute("select value from meta where key='sent_rows'").fetchone() or [0])[0])
 
+# %% ../nbs/03_index.ipynb #74416360
+@patch
 def remove_source(self:Store, source:str, *, commit:bool=True) -> int:
     "Remove every chunk of `source` (hnswlib `mark_deleted`); returns how many."
-    _begin(self)
+    self._begin()
     ids = [r[0] for r in self.db.execute('select id from chunks where source=?', (source,))]
     for i in ids: self.index.mark_deleted(i)
+    self._dirty |= bool(ids)
     self.db.execute('delete from sentences where chunk_id in (select id from chunks where source=?)', (source,))
     self.db.execute('delete from chunks where source=?', (source,))
     self.db.execute('delete from sources where source=?', (source,))
     if commit: self.commit()
     return len(ids)
 
-def commit(self:Store, *, _crash_before_db_commit:bool=False):
+# %% ../nbs/03_index.ipynb #be047470
+def _save_index(index, f:Path):
+    "Save `index` to `f` through a temp file, fsynced, checking that every byte reached the disk."
+    tmp = f.with_name(f.name + '.tmp')
+    try:
+        index.save_index(str(tmp))
+        with open(tmp, 'rb+') as fh:
+            os.fsync(fh.fileno())
+            size = os.fstat(fh.fileno()).st_size
+        if size != index.index_file_size():
+            full = shutil.disk_usage(f.parent).free < index.index_file_size()
+            raise OSError(errno.ENOSPC if full else errno.EIO, f'wrote {size} of {index.index_file_size()} bytes', str(f))
+        os.replace(tmp, f)
+    finally: tmp.unlink(missing_ok=True)
+
+def _commit_db(db): db.execute('commit')
+
+# %% ../nbs/03_index.ipynb #f0904cab
+@patch
+def commit(self:Store):
     "Save the index to a new generation file, then commit SQLite with the pointer to it: one atomic step."
     if not self.db.in_transaction: return
-    gen = int((self.db.execute("select value from meta where key='generation'").fetchone() or [0])[0]) + 1
-    name = f'index-{gen:06d}.hnsw'
-    tmp = self.path / (name + '.tmp')
-    self.index.save_index(str(tmp))
-    with open(tmp, 'rb+') as f: os.fsync(f.fileno())
-    os.replace(tmp, self.path / name)
-    meta = dict(generation=gen, index_file=name, index_size=(self.path / name).stat().st_size,
-                index_sha256=_sha256(self.path / name), index_capacity=self.index.get_max_elements())
-    if self.manifest.get('sentence_vectors'): meta.update(_write_sentences(self, gen))
-    self.db.executemany('insert or replace into meta values (?, ?)', [(k, str(v)) for k, v in meta.items()])
-    if _crash_before_db_commit: raise RuntimeError('simulated crash between writing the index and committing')
-    self.db.execute('commit')
-    self._remove_stale(self.path, self.db)
+    if not self._dirty and not self._sent_pending: return _commit_db(self.db)
+    old, written = self._meta(), []
+    gen = int(old.get('generation', 0)) + 1
+    try:
+        name = f'index-{gen:06d}.hnsw'
+        written.append(self.path / name)
+        _save_index(self.index, self.path / name)
+        meta = dict(generation=gen, index_file=name, index_size=(self.path / name).stat().st_size,
+                    index_sha256=_sha256(self.path / name), index_capacity=self.index.get_max_elements(),
+                    prev_index_file=old.get('index_file', ''), prev_sent_file=old.get('sent_file', ''))
+        if self.manifest.get('sentence_vectors'): meta.update(_write_sentences(self, gen, written))
+        self.db.executemany('insert or replace into meta values (?, ?)', [(k, str(v)) for k, v in meta.items()])
+        _commit_db(self.db)
+    except BaseException as e:
+        self.rollback(remove=written)
+        if _is_disk_full(e): raise _disk_full_error(self.path, e) from None
+        raise
+    self._dirty = False
+    _remove_stale(self.path, self._meta())
 
-def _hash(text): return hashlib.sha256(text.encode('utf-8')).hexdigest()
+# %% ../nbs/03_index.ipynb #5689e6b7
+@patch
+def rollback(self:Store, remove:list=()):
+    "Drop uncommitted changes: the SQLite transaction, pending sentence rows, and the in-memory index's changes."
+    if self.db.in_transaction: self.db.execute('rollback')
+    for f in remove: Path(f).unlink(missing_ok=True)
+    self._sent_pending, was_dirty, self._dirty = [], self._dirty, False
+    if was_dirty:
+        with self._snapshot(): self.index = _load_index(self.path, self.manifest, self._meta())
 
+# %% ../nbs/03_index.ipynb #8a88078e
 COMPACT_MIN_ROWS = 4096   # compact the sentence file when dead rows exceed both this and the live rows
 
-def _write_sentences(self, gen) -> dict:
+def _write_sentences(self:Store, gen:int, written:list) -> dict:
     "Append pending sentence rows to the current file (past the committed rows only), or compact into a new one."
-    dim, cur = self.manifest['dim'], (self.db.execute("select value from meta where key='sent_file'").fetchone() or [None])[0]
+    dim, cur = self.manifest['dim'], self._meta().get('sent_file')
     committed = _sent_rows(self)
     pending = np.concatenate(self._sent_pending) if self._sent_pending else np.zeros((0, dim), np.float16)
-    self._sent_pending = []
-    total = committed + len(pending)
     live = self.db.execute('select coalesce(sum(n), 0) from sentences').fetchone()[0]
-    if cur is not None and total - live > max(live, COMPACT_MIN_ROWS):          # mostly dead rows: compact into a new file
-        old = np.memmap(self.path / cur, dtype=np.float16, mode='r', shape=(committed, dim)) if committed else None
-        name, row, moves = f'sentences-{gen:06d}.f16', 0, []
-        with open(self.path / (name + '.tmp'), 'wb') as f:
-            for cid, r0, n in self.db.execute('select chunk_id, row0, n from sentences order by chunk_id').fetchall():
-                f.write((old[r0:r0 + n] if r0 + n <= committed else pending[r0 - committed:r0 - committed + n]).tobytes())
-                moves.append((row, cid)); row += n
-            f.flush(); os.fsync(f.fileno())
-        os.replace(self.path / (name + '.tmp'), self.path / name)
-        self.db.executemany('update sentences set row0=? where chunk_id=?', moves)
-        return dict(sent_file=name, sent_rows=row)
+    if cur is not None and committed + len(pending) - live > max(live, COMPACT_MIN_ROWS):
+        return _compact_sentences(self, gen, cur, committed, pending, written)
     name = cur or f'sentences-{gen:06d}.f16'
+    if cur is None: written.append(self.path / name)
     with open(self.path / name, 'ab') as f:
         f.truncate(committed * dim * 2)            # drop rows a crash left past the committed ones
-        f.seek(committed * dim * 2); f.write(np.ascontiguousarray(pending).tobytes()); f.flush(); os.fsync(f.fileno())
-    return dict(sent_file=name, sent_rows=total)
+        f.seek(committed * dim * 2)
+        f.write(np.ascontiguousarray(pending).tobytes())
+        f.flush()
+        os.fsync(f.fileno())
+    self._sent_pending = []
+    return dict(sent_file=name, sent_rows=committed + len(pending))
 
+# %% ../nbs/03_index.ipynb #e9a1c044
+def _compact_sentences(self:Store, gen, cur, committed, pending, written) -> dict:
+    "Write the live rows (committed and pending) to a new file, in chunk order, and point the database at them."
+    dim = self.manifest['dim']
+    old = np.memmap(self.path / cur, dtype=np.float16, mode='r', shape=(committed, dim)) if committed else None
+    name, row, moves = f'sentences-{gen:06d}.f16', 0, []
+    written.append(self.path / name)
+    with open(self.path / name, 'wb') as f:
+        for cid, r0, n in self.db.execute('select chunk_id, row0, n from sentences order by chunk_id').fetchall():
+            f.write((old[r0:r0 + n] if r0 + n <= committed else pending[r0 - committed:r0 - committed + n]).tobytes())
+            moves.append((row, cid))
+            row += n
+        f.flush()
+        os.fsync(f.fileno())
+    self.db.executemany('update sentences set row0=? where chunk_id=?', moves)
+    self._sent_pending = []
+    return dict(sent_file=name, sent_rows=row)
+
+# %% ../nbs/03_index.ipynb #34a645ef
+@patch
 def sentence_vectors(self:Store, ids:list) -> dict:
-    "Stored sentence spans, float16 vectors and text hash of chunks: `{id: (spans, vectors, sha256)}`; chunks without any are left out."
+    "Stored sentence spans, float16 vectors and text hash of chunks: `{id: (spans, vectors, sha256)}`."
     if not ids or not self.manifest.get('sentence_vectors'): return {}
     ids = [int(i) for i in ids]
-    for attempt in range(2):
-        rows = self.db.execute(
-            "select s.chunk_id, s.row0, s.n, s.spans, (select value from meta where key='sent_file'), "
-            f"(select value from meta where key='sent_rows'), c.content_hash from sentences s join chunks c on c.id = s.chunk_id "
-            f"where s.chunk_id in ({','.join('?' * len(ids))})", ids).fetchall()
-        if not rows: return {}
-        fname, nrows = rows[0][4], int(rows[0][5] or 0)
-        if fname is None: return {}
-        if self._sent_map is None or self._sent_map[0] != (fname, nrows):
-            try: self._sent_map = ((fname, nrows), np.memmap(self.path / fname, dtype=np.float16, mode='r', shape=(nrows, self.manifest['dim'])))
-            except FileNotFoundError:           # compacted by a writer between the query and the open: read again
-                if attempt: raise
-                continue
-        mm = self._sent_map[1]
-        return {str(cid): ([tuple(x) for x in json.loads(sp)], np.asarray(mm[r0:r0 + n]), h)
-                for cid, r0, n, sp, _, _, h in rows if n and r0 + n <= nrows}
-    return {}
+    for attempt in range(3):
+        try:
+            rows, nrows = self._sentence_rows(ids)
+            break
+        except FileNotFoundError:               # compacted twice by a writer since this read began: read again
+            if attempt == 2: raise
+    if not rows: return {}
+    mm = self._sent_map[1]
+    out = {}
+    for cid, r0, n, sp, h, crc in rows:
+        if not n or r0 + n > nrows: continue
+        v = np.asarray(mm[r0:r0 + n])
+        if (crc is None or zlib.crc32(v.tobytes()) == crc) and np.isfinite(v).all():
+            out[str(cid)] = ([tuple(x) for x in json.loads(sp)], v, h)
+        else: log.warning('%s: chunk %s: sentence vectors fail their checksum; trimming embeds it again (see '
+                          '`Store.verify`)', self.path, cid)
+    return out
 
-Store.add_documents, Store.remove_source, Store.commit, Store.sentence_vectors = add_documents, remove_source, commit, sentence_vectors
+@patch
+def _sentence_rows(self:Store, ids:list) -> tuple:
+    "The `sentences` rows of `ids` and the row count, read in one snapshot, with the file they index mapped."
+    with self._snapshot():
+        meta = self._meta()
+        fname, nrows = meta.get('sent_file'), int(meta.get('sent_rows') or 0)
+        if fname is None: return [], 0
+        crc = 's.crc' if self._crc else 'null'
+        rows = self.db.execute(f'select s.chunk_id, s.row0, s.n, s.spans, c.content_hash, {crc} from sentences s '
+                               'join chunks c '
+                               f"on c.id = s.chunk_id where s.chunk_id in ({','.join('?' * len(ids))})", ids).fetchall()
+        if rows and (self._sent_map is None or self._sent_map[0] != (fname, nrows)):
+            mm = np.memmap(self.path / fname, dtype=np.float16, mode='r', shape=(nrows, self.manifest['dim']))
+            self._sent_map = ((fname, nrows), mm)
+    return rows, nrows
 
-# %% ../nbs/03_index.ipynb #a01390ef
-def _walk(root:Path):
-    "Files under `root`, honouring `.ragnbignore` files (gitignore syntax) and skipping hidden folders."
+# %% ../nbs/03_index.ipynb #62267edd
+MAX_FILE_BYTES = 50 * 2**20
+
+def _ignore_spec(d:Path):
+    "The `.ragnbignore` of folder `d` (gitignore syntax), or None; `ValueError` names the file when it is unusable."
     import pathspec
-    if root.is_file(): yield root, root.parent; return
-    specs = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        d = Path(dirpath)
-        ign = d / '.ragnbignore'
-        if ign.exists(): specs[d] = pathspec.PathSpec.from_lines('gitwildmatch', ign.read_text().splitlines())
-        def ignored(p, is_dir=False):
-            for base, spec in specs.items():
-                if base == p or base in p.parents:
-                    rel = p.relative_to(base).as_posix() + ('/' if is_dir else '')
-                    if spec.match_file(rel): return True
-            return False
-        dirnames[:] = sorted(n for n in dirnames if not n.startswith('.') and not ignored(d / n, True))
-        for n in sorted(filenames):
-            if n.startswith('.') : continue
-            p = d / n
-            if not ignored(p): yield p, root
+    ign = d / '.ragnbignore'
+    if not os.path.lexists(ign): return None
+    try: return pathspec.GitIgnoreSpec.from_lines(ign.read_text(encoding='utf-8').splitlines())
+    except (OSError, UnicodeDecodeError, ValueError, TypeError) as e:
+        raise ValueError(f'{ign}: unusable ignore file ({type(e).__name__}: {e}); fix it, then index again') from None
 
-def index_paths(self:Store, paths:list, *, metadata:dict|None=None, progress:bool|None=None) -> IndexReport:
-    "Index files and folders: re-embed only changed sources, remove deleted ones, skip binaries with a reason."
+# %% ../nbs/03_index.ipynb #d4f09b23
+def _walk(root:Path, rep:IndexReport, unreadable:list):
+    "Files under `root`, honouring `.ragnbignore` files and skipping hidden entries; folders that fail go to `unreadable`."
+    if not root.is_dir():
+        yield root
+        return
+    specs = {}
+    def failed(e): unreadable.append(Path(e.filename))
+    for dirpath, dirnames, filenames in os.walk(root, onerror=failed):
+        d = Path(dirpath)
+        try: specs[d] = _ignore_spec(d)
+        except ValueError as e:
+            rep.skipped.append((str(d), str(e)))
+            unreadable.append(d)
+            dirnames[:] = []
+            continue
+        ignored = lambda p, is_dir=False: any(
+            s is not None and (b == p.parent or b in p.parents)
+            and s.match_file(p.relative_to(b).as_posix() + ('/' if is_dir else '')) for b, s in specs.items())
+        dirnames[:] = sorted(n for n in dirnames if not n.startswith('.') and not ignored(d / n, True))
+        yield from (d / n for n in sorted(filenames) if not n.startswith('.') and not ignored(d / n))
+
+# %% ../nbs/03_index.ipynb #74b6deb1
+def _unreadable_reason(f:Path, root:Path, max_bytes:int) -> str|None:
+    "Why `f` is not read at all: not a regular file, too big, a link out of `root`, a name SQLite cannot store."
+    try:
+        f.as_posix().encode('utf-8')
+        st = f.stat()
+    except UnicodeEncodeError: return 'the file name is not valid UTF-8; rename it'
+    except OSError as e: return f'cannot read ({e.strerror})'
+    if not stat.S_ISREG(st.st_mode): return 'not a regular file (a FIFO, device or socket)'
+    if f.is_symlink() and root.is_dir() and not f.resolve().is_relative_to(root.resolve()):
+        return f'a link that leaves the indexed folder ({f.resolve()}); not followed'
+    if st.st_size > max_bytes: return f'{st.st_size / 2**20:.0f} MB, over the {max_bytes / 2**20:.0f} MB limit'
+    return None
+
+# %% ../nbs/03_index.ipynb #9e898289
+@dataclass
+class SourceFile:
+    "A file to (re)index: where it is, its source key, its text, and what decides whether it changed."
+    path: Path
+    source: str
+    text: str
+    content_hash: str
+    chunker_version: str
+    existed: bool
+    root: str
+
+def _source_key(f:Path, p:Path) -> str:
+    "The key of file `f` found under the path `p` given to `index_paths`."
+    if not p.is_dir(): return f.as_posix()
+    rel = f.relative_to(p).as_posix()
+    return (p.name + '/' + rel) if p.name not in ('', '.') else rel
+
+# %% ../nbs/03_index.ipynb #682acb28
+@patch
+def _scan(self:Store, p:Path, rep:IndexReport, known:dict, mjson:str, max_bytes:int) -> list[SourceFile]:
+    "Read the files under `p`; record unchanged, skipped, binary and removed sources in `rep`; return what changed."
+    root, todo, seen, unreadable = (str(p.resolve()) if p.is_dir() else ''), [], set(), []
+    for f in _walk(p, rep, unreadable):
+        why = _unreadable_reason(f, p, max_bytes)
+        if why:
+            rep.skipped.append((os.fsdecode(f), why))
+            continue
+        source = _source_key(f, p)
+        seen.add(source)
+        try: text = read_text_file(f)
+        except BinaryFileError as e:
+            rep.binary.append((str(f), e.kind))
+            continue
+        except ChunkingError as e:
+            rep.skipped.append((str(f), str(e)))
+            continue
+        h, ver, old = _hash(text), strategy_version(f), known.get(source)
+        if old and old[1:] == (h, ver, mjson): rep.unchanged.append(source)
+        else: todo.append(SourceFile(f, source, text, h, ver, old is not None, root))
+    kept = tuple(_source_key(u, p) + '/' for u in unreadable if u != p) if p.is_dir() else ()
+    if any(u == p for u in unreadable): return todo              # the folder itself failed: remove nothing
+    rep.removed += [s for s, (r, *_) in known.items() if p.is_dir() and r == root and s not in seen
+                    and not s.startswith(kept)]
+    return todo
+
+# %% ../nbs/03_index.ipynb #ab9c9a5e
+@patch
+def index_paths(self:Store, paths:list, *, metadata:dict|None=None, progress:bool|None=None,
+                max_bytes:int=MAX_FILE_BYTES, # larger files are skipped, with a reason
+               ) -> IndexReport:
+    "Index files and folders: re-embed only changed sources, remove deleted ones, skip binaries quietly."
     t0, rep = time.perf_counter(), IndexReport()
-    metadata = dict(metadata or {})
-    mjson = json.dumps(metadata, ensure_ascii=False, sort_keys=True)
-    known = {r[0]: r[1:] for r in self.db.execute('select source, root, content_hash, chunker_version, metadata from sources')}
-    todo, seen = [], set()
-    for p in [Path(x) for x in ([paths] if isinstance(paths, (str, Path)) else paths)]:
-        if not p.exists(): rep.skipped.append((str(p), 'no such file or folder')); continue
-        root = str(p.resolve()) if p.is_dir() else ''
-        for f, base in _walk(p):
-            source = f.relative_to(base).as_posix() if p.is_dir() else f.as_posix()
-            if p.is_dir(): source = (p.name + '/' + source) if p.name not in ('', '.') else source
-            seen.add(source)
-            try: text = read_text_file(f)
-            except ChunkingError as e:
-                log.warning('skipped %s', e); rep.skipped.append((str(f), str(e))); continue
-            h, ver = _hash(text), strategy_version(f)
-            old = known.get(source)
-            if old and old[1:] == (h, ver, mjson): rep.unchanged.append(source); continue
-            todo.append((f, source, text, h, ver, old is not None, root))
-        # sources indexed before from this same folder, now gone
-        if p.is_dir():
-            for src, (r, *_ ) in known.items():
-                if r == root and src not in seen: rep.removed.append(src)
+    paths = [Path(x) for x in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    missing = [str(p) for p in paths if not os.path.lexists(p)]
+    if missing: raise FileNotFoundError(f"no such file or folder: {', '.join(missing)}")
+    mjson = json.dumps(dict(metadata or {}), ensure_ascii=False, sort_keys=True)
+    with self._snapshot():
+        known = {r[0]: r[1:] for r in self.db.execute('select source, root, content_hash, chunker_version, metadata '
+                                                      'from sources')}
+    todo = [sf for p in paths for sf in self._scan(p, rep, known, mjson, max_bytes)]
     chunks, owners = [], []
-    for f, source, text, h, ver, existed, root in todo:
-        chunks += (cs := chunk_text(text, f, source=source, metadata=metadata))
-        owners.append((source, h, ver, len(cs), existed, root))
+    for sf in todo:
+        owners.append((sf, len(cs := chunk_text(sf.text, sf.path, source=sf.source, metadata=dict(metadata or {})))))
+        chunks += cs
+    if rep.removed or owners: self._apply(rep, chunks, owners, mjson, progress)
+    rep.chunks, rep.seconds = len(chunks), time.perf_counter() - t0
+    return rep
+
+# %% ../nbs/03_index.ipynb #72a5e8a4
+@patch
+def _apply(self:Store, rep:IndexReport, chunks:list, owners:list, mjson:str, progress):
+    "Embed `chunks`, then remove, replace and add sources in one transaction and one commit."
     vectors = self.embedder.embed_documents([c.text for c in chunks], progress=progress) if chunks else None
     svecs = None
     if chunks and self.manifest.get('sentence_vectors'):
         svecs = self.embedder.embed_documents(sentence_texts(chunks), progress=progress)
-    _begin(self)
+    self._begin()
     try:
         for src in rep.removed: self.remove_source(src, commit=False)
-        for source, h, ver, n, existed, root in owners:
-            if existed: self.remove_source(source, commit=False)
-            (rep.updated if existed else rep.added).append(source)
+        for sf, n in owners:
+            if sf.existed: self.remove_source(sf.source, commit=False)
+            (rep.updated if sf.existed else rep.added).append(sf.source)
         if chunks: self.add_documents(chunks, vectors, sentence_vectors=svecs, commit=False)
-        for source, h, ver, n, existed, root in owners:
-            self.db.execute('insert or replace into sources values (?,?,?,?,?,?,?)', (source, root, h, ver, mjson, n, time.time()))
+        self.db.executemany('insert or replace into sources values (?,?,?,?,?,?,?)',
+                            [(sf.source, sf.root, sf.content_hash, sf.chunker_version, mjson, n, time.time())
+                             for sf, n in owners])
         self.commit()
     except BaseException:
-        if self.db.in_transaction: self.db.execute('rollback')
-        self._sent_pending = []
+        self.rollback()
         raise
-    rep.chunks, rep.seconds = len(chunks), time.perf_counter() - t0
-    return rep
 
-Store.index_paths = index_paths
-
-# %% ../nbs/03_index.ipynb #d2775360
+# %% ../nbs/03_index.ipynb #8adf5f2a
 def _filter_sql(filters):
     where, args = ['1=1'], []
     for k, v in (filters or {}).items():
@@ -416,69 +781,135 @@ def _filter_sql(filters):
         if not k.replace('_', '').replace('-', '').isalnum(): raise ValueError(f'bad filter key {k!r}')
         if isinstance(v, (list, tuple, set)):
             v = list(v)
-            if not v: where.append('0'); continue
-            where.append(f'{col} in ({",".join("?" * len(v))})'); args += v
-        else: where.append(f'{col} = ?'); args.append(v)
+            if not v:
+                where.append('0')
+                continue
+            where.append(f'{col} in ({",".join("?" * len(v))})')
+            args += v
+        else:
+            where.append(f'{col} = ?')
+            args.append(v)
     return ' and '.join(where), args
 
+# %% ../nbs/03_index.ipynb #2b082d54
+@patch
 def search(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *, exact_below:int=2000) -> list[Chunk]:
     "The `k` nearest chunks to a unit query vector, satisfying `filters` exactly."
-    self.refresh()
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     if q.shape[0] != self.manifest['dim']:
-        raise ValueError(f"query vector has dimension {q.shape[0]}, the store's model ({self.manifest['model']}) has {self.manifest['dim']}")
-    live = self.db.execute('select count(*) from chunks').fetchone()[0]
-    if k <= 0 or live == 0: return []
-    if filters:
-        where, args = _filter_sql(filters)
-        allowed = np.array([r[0] for r in self.db.execute(f'select id from chunks where {where}', args)], dtype=np.int64)
-        if len(allowed) == 0: return []
-    else: allowed = None
-    kk = min(k, live if allowed is None else len(allowed))
-    labels = None
-    if allowed is None or len(allowed) > exact_below:
-        try:
-            fn = None
-            if allowed is not None:
-                aset = set(allowed.tolist()); fn = lambda i: i in aset
-            lab, dist = self.index.knn_query(q, k=kk, filter=fn)
-            if lab.shape[1] == kk: labels, scores = lab[0], 1 - dist[0]
-        except RuntimeError: labels = None        # hnswlib could not fill k: fall back to exact search
-    if labels is None:
-        ids = allowed if allowed is not None else np.array([r[0] for r in self.db.execute('select id from chunks')], dtype=np.int64)
-        vecs = np.asarray(self.index.get_items(ids, return_type='numpy'), dtype=np.float32)
-        sims = vecs @ q
-        top = np.argsort(-sims)[:kk]
-        labels, scores = ids[top], sims[top]
-    return self.get_chunks(labels.tolist(), scores.tolist())
+        raise ValueError(f"query vector has dimension {q.shape[0]}, the store's model ({self.manifest['model']}) "
+                         f"has {self.manifest['dim']}")
+    with self._snapshot():
+        live = self.db.execute('select count(*) from chunks').fetchone()[0]
+        if k <= 0 or live == 0: return []
+        allowed = None
+        if filters:
+            where, args = _filter_sql(filters)
+            allowed = np.array([r[0] for r in self.db.execute(f'select id from chunks where {where}', args)], np.int64)
+            if len(allowed) == 0: return []
+        labels, scores = self._nearest(q, min(k, live if allowed is None else len(allowed)), allowed, exact_below)
+        return self.get_chunks(labels.tolist(), scores.tolist())
 
+# %% ../nbs/03_index.ipynb #77b1cfab
+@patch
+def _nearest(self:Store, q, kk, allowed, exact_below):
+    "hnswlib's search (with the allowed set as a filter), or an exact one over the allowed set when it is small."
+    if allowed is None or len(allowed) > exact_below:
+        fn = None
+        if allowed is not None:
+            aset = set(allowed.tolist())
+            fn = lambda i: i in aset
+        try:
+            lab, dist = self.index.knn_query(q, k=kk, filter=fn)
+            if lab.shape[1] == kk: return lab[0], 1 - dist[0]
+        except RuntimeError: pass                 # hnswlib could not fill k: fall back to exact search
+    ids = allowed if allowed is not None else np.array([r[0] for r in self.db.execute('select id from chunks')], np.int64)
+    sims = np.asarray(self.index.get_items(ids, return_type='numpy'), dtype=np.float32) @ q
+    top = np.argsort(-sims)[:kk]
+    return ids[top], sims[top]
+
+# %% ../nbs/03_index.ipynb #75576ff9
+_CHUNK_COLS = ('id, text, source, mode, section, start_line, end_line, start_char, end_char, chunker_version, '
+               'metadata, overlap, content_hash')
+
+@patch
 def get_chunks(self:Store, ids:list[int], scores:list[float]|None=None) -> list[Chunk]:
-    "Chunks by id, in the order given."
+    "Chunks by id, in the order given; a chunk whose text no longer matches its hash raises `StoreCorruptedError`."
     if not ids: return []
-    rows = {r[0]: r for r in self.db.execute(f'select * from chunks where id in ({",".join("?" * len(ids))})', ids)}
+    with self._snapshot():
+        rows = {r[0]: r for r in self.db.execute(f'select {_CHUNK_COLS} from chunks where id in '
+                                                 f'({",".join("?" * len(ids))})', [int(i) for i in ids])}
     out = []
     for j, i in enumerate(ids):
         r = rows.get(int(i))
         if r is None: continue
-        out.append(Chunk(r[8], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[10], json.loads(r[9]), overlap=r[12] or 0,
-                         id=str(r[0]), score=None if scores is None else float(scores[j])))
+        cid, text, source, mode, section, sl, el, sc, ec, ver, meta, overlap, h = r
+        try: metadata = json.loads(meta)
+        except (TypeError, ValueError): metadata = None
+        if not isinstance(text, str) or _hash(text) != h or not isinstance(metadata, dict):
+            raise StoreCorruptedError(f'{self.path}: chunk {cid} of {source!r} does not match its hash; '
+                                      f'run `ragnb check`, then re-index that source')
+        out.append(Chunk(text, source, mode, section, sl, el, sc, ec, ver, metadata, overlap=overlap or 0,
+                         id=str(cid), score=None if scores is None else float(scores[j])))
     return out
 
+# %% ../nbs/03_index.ipynb #1636f91f
+def _size(f:Path) -> int:
+    try: return f.stat().st_size if f.is_file() else 0
+    except FileNotFoundError: return 0             # removed by a writer meanwhile
+
+@patch
 def stats(self:Store) -> dict:
     "Counts and sizes."
-    n = self.db.execute('select count(*) from chunks').fetchone()[0]
-    s = self.db.execute('select count(*) from sources').fetchone()[0]
-    size = sum(f.stat().st_size for f in self.path.iterdir() if f.is_file())
-    sent = self.db.execute('select coalesce(sum(n), 0) from sentences').fetchone()[0]
+    with self._snapshot():
+        n = self.db.execute('select count(*) from chunks').fetchone()[0]
+        s = self.db.execute('select count(*) from sources').fetchone()[0]
+        sent = self.db.execute('select coalesce(sum(n), 0) from sentences').fetchone()[0]
+    size = sum(_size(f) for f in self.path.iterdir())
     return dict(path=str(self.path), model=self.manifest['model'], dim=self.manifest['dim'], chunks=n, sources=s,
                 sentence_vectors=sent, ef=self.manifest['ef'], bytes_on_disk=size)
 
+@patch
 def update_manifest(self:Store, **entries):
     "Record `entries` (e.g. a calibrated trim threshold) in manifest.json, atomically; needs a writer."
     if self._lock is None: raise StoreError(f'{self.path}: opened read-only; open it for writing to change the manifest')
-    fixed = {'format_version', 'model', 'dim', 'pooling', 'space', 'M', 'ef_construction', 'sentence_vectors'} & entries.keys()
-    if fixed: raise ValueError(f'{sorted(fixed)} describe how the store was built and cannot change')
+    fixed = set(_BUILD_FIELDS)
+    if fixed & entries.keys(): raise ValueError(f'{sorted(fixed & entries.keys())} describe how the store was built and cannot change')
     self.manifest.update(entries)
     _fsync_write(self.path / 'manifest.json', json.dumps(self.manifest, indent=1).encode())
 
-Store.search, Store.get_chunks, Store.stats, Store.update_manifest = search, get_chunks, stats, update_manifest
+# %% ../nbs/03_index.ipynb #a7214da8
+@patch
+def verify(self:Store) -> dict:
+    "Check index, chunks and sentence vectors against each other: counts, and `problems` (empty when sound)."
+    with self._snapshot():
+        meta, ids = self._meta(), {r[0] for r in self.db.execute('select id from chunks')}
+        bad_text = [r[0] for r in self.db.execute('select id, text, content_hash from chunks') if _hash(r[1]) != r[2]]
+        sent = self.db.execute(f"select chunk_id, row0, n, {'crc' if self._crc else 'null'} from sentences").fetchall()
+    live, deleted = set(), 0
+    if 'index_file' in meta:
+        info = check_hnsw_file(self.path / meta['index_file'], self.manifest['dim'])
+        live, deleted = set(info['labels'][~info['deleted_mask']].tolist()), info['deleted']
+    problems = [f'{len(ids - live)} chunks missing from the index'] * bool(ids - live)
+    problems += [f'{len(live - ids)} index labels without a chunk'] * bool(live - ids)
+    problems += [f'{len(bad_text)} chunks whose text does not match its hash (ids {bad_text[:5]})'] * bool(bad_text)
+    problems += _sentence_problems(self, meta, ids, sent)
+    return dict(chunks=len(ids), index_live=len(live), index_deleted=deleted, sentence_rows=sum(r[2] for r in sent),
+                problems=problems)
+
+# %% ../nbs/03_index.ipynb #ce6ad295
+def _sentence_problems(self:Store, meta:dict, ids:set, sent:list) -> list[str]:
+    "Dangling, missing, out-of-file or non-finite sentence rows."
+    if not self.manifest.get('sentence_vectors'): return []
+    out, nrows = [], int(meta.get('sent_rows') or 0)
+    dangling = [c for c, *_ in sent if c not in ids]
+    if dangling: out.append(f'{len(dangling)} sentence rows of removed chunks')
+    if len(ids - {c for c, *_ in sent}): out.append(f'{len(ids - {c for c, *_ in sent})} chunks without sentence rows')
+    if any(r0 + n > nrows for _, r0, n, _ in sent): out.append('sentence rows past the end of the sentence file')
+    if nrows and meta.get('sent_file'):
+        mm = np.memmap(self.path / meta['sent_file'], dtype=np.float16, mode='r', shape=(nrows, self.manifest['dim']))
+        bad = int((~np.isfinite(mm).all(axis=1)).sum())
+        if bad: out.append(f'{bad} sentence vectors with NaN or infinite values')
+        crc = [c for c, r0, n, k in sent if k is not None and r0 + n <= nrows and zlib.crc32(mm[r0:r0 + n].tobytes()) != k]
+        if crc: out.append(f'{len(crc)} chunks whose sentence vectors fail their checksum (ids {crc[:5]})')
+    return out

@@ -155,7 +155,7 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
                                 tokens_after=estimate_tokens([text])))
     return out
 
-# %% ../nbs/04_trim.ipynb #8fea357a
+# %% ../nbs/04_trim.ipynb #16b72d06
 SCORE_TOLERANCE = 2e-3   # stored vs on-the-fly cosine: float16 rounding plus bf16 batch-shape effects
 
 def _has_tie(c:TrimmedChunk, threshold:float, tol:float) -> bool:

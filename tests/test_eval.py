@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ragnb.eval import eval_retrieval, bundled_questions, load_questions
+from ragnb.eval import eval_retrieval, bundled_questions
 
 DATA = Path(__file__).resolve().parent.parent / 'data'
 

@@ -20,7 +20,7 @@ class FakeGemini(ThreadingHTTPServer):
     daemon_threads = True
     def __init__(self):
         super().__init__(('127.0.0.1', 0), Handler)
-        self.requests, self.reply, self.delay = [], lambda n: answer('{"passage": "ok"}'), 0.0
+        self.requests, self.reply, self.delay, self.drip = [], lambda n: answer('{"passage": "ok"}'), 0.0, 0.0
     @property
     def url(self): return f'http://127.0.0.1:{self.server_address[1]}'
 
@@ -30,14 +30,26 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get('Content-Length') or 0))
         srv = self.server
-        srv.requests.append(dict(path=self.path, headers={k.lower(): v for k, v in self.headers.items()}, body=json.loads(body or b'{}')))
-        status, payload = srv.reply(len(srv.requests))
+        req = dict(path=self.path, headers={k.lower(): v for k, v in self.headers.items()},
+                   body=json.loads(body or b'{}'), start=time.perf_counter())
+        srv.requests.append(req)
+        status, payload, *extra = srv.reply(len(srv.requests))
         if srv.delay: time.sleep(srv.delay)
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         try:
-            self.send_response(status); self.send_header('Content-Type', 'application/json')
-            self.send_header('Content-Length', str(len(data))); self.end_headers(); self.wfile.write(data)
+            self.send_response(status)
+            self.send_header('Content-Type', 'application/json')
+            for k, v in (extra[0] if extra else {}).items(): self.send_header(k, v)
+            self.send_header('Content-Length', str(len(data)))
+            self.end_headers()
+            if srv.drip:                                   # one byte every `drip` seconds
+                for i in range(len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(srv.drip)
+            else: self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError): pass
+        req['end'] = time.perf_counter()
 
 
 @pytest.fixture
@@ -163,12 +175,12 @@ def test_cache_saves_the_second_request(server, client, emb, tmp_path):
 def test_three_passages_are_concurrent_and_averaged(server, client, emb):
     server.delay = 0.6
     server.reply = lambda n: answer(json.dumps({'passage': f'Passage number {n} about rotating API keys.'}))
-    t = time.perf_counter()
     vec, info = build_query_vec('how to rotate keys', emb, hyde=True, client=client, n_passages=3)
-    assert time.perf_counter() - t < 3 * 0.6                               # concurrent, not one after another
     assert len(server.requests) == 3 and info['hyde'] == 'ok' and len(info['passages']) == 3
+    # concurrent, whatever the machine's load: all three requests were open at one moment on the server
+    assert max(r['start'] for r in server.requests) < min(r['end'] for r in server.requests)
     want = np.vstack([emb.embed_query('how to rotate keys')[None], emb.embed_documents(info['passages'])]).mean(0)
-    assert np.allclose(vec, want / np.linalg.norm(want), atol=1e-6)
+    assert np.allclose(vec, want / np.linalg.norm(want), atol=2e-3)
 
 
 def test_cli_ask_hyde_prints_the_passage(server, tmp_path):
@@ -189,3 +201,53 @@ def test_cli_ask_hyde_prints_the_passage(server, tmp_path):
     server.reply = lambda n: (500, {'error': {'code': 500, 'message': 'boom', 'status': 'INTERNAL'}})
     r = run('ask', 'another question?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY, RAGNB_HYDE_BASE_URL=server.url)
     assert r.returncode == 0 and 'HyDE: not used, searched with the plain question (HydeError: HyDE generation failed: HTTP 500)' in r.stdout
+
+
+# --- a hostile endpoint -------------------------------------------------------------------------------------------
+
+def test_cross_origin_redirect_is_refused_and_the_key_stays_home(server, monkeypatch):
+    other = FakeGemini()
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        server.reply = lambda n: (307, {}, {'Location': other.url + '/v1/models/m:generateContent'})
+        monkeypatch.setenv('GEMINI_API_KEY', KEY)
+        with pytest.raises(HydeError, match='refused a redirect to another origin') as e:
+            generate_hyde('how to rotate keys', base_url=server.url, timeout_s=5)
+        assert other.requests == [] and KEY not in str(e.value)
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
+def test_a_dripping_server_is_cut_at_the_total_deadline(server, monkeypatch):
+    server.drip = 0.4
+    server.reply = lambda n: answer('{"passage": "' + 'x' * 50 + '"}')
+    monkeypatch.setenv('GEMINI_API_KEY', KEY)
+    t = time.perf_counter()
+    with pytest.raises(HydeTimeout, match='in all'):
+        generate_hyde('how to rotate keys', base_url=server.url, timeout_s=1.5)
+    assert time.perf_counter() - t < 1.5 + 1.0
+
+
+def test_huge_answers_are_refused_and_long_passages_capped(server, monkeypatch):
+    from ragnb.hyde import MAX_PASSAGE_CHARS, MAX_RESPONSE_BYTES
+    monkeypatch.setenv('GEMINI_API_KEY', KEY)
+    server.reply = lambda n: answer('{"passage": "' + 'y' * (MAX_RESPONSE_BYTES + 10) + '"}')
+    with pytest.raises(HydeError, match='answer too large'):
+        generate_hyde('how to rotate keys', base_url=server.url)
+    server.reply = lambda n: answer(json.dumps({'passage': 'Rotate the key. ' * 1000}))
+    p = generate_hyde('how to rotate keys', base_url=server.url)
+    assert len(p) <= MAX_PASSAGE_CHARS and p.startswith('Rotate the key.')
+
+
+def test_the_fallback_error_keeps_no_sdk_context(server, client):
+    server.reply = lambda n: (500, {'error': {'code': 500, 'message': f'bad key {KEY}', 'status': 'X'}})
+    with pytest.raises(HydeError) as e:
+        generate_hyde('how to rotate keys', client=client)
+    assert e.value.__context__ is None and e.value.__cause__ is None and KEY not in str(e.value)
+
+
+@pytest.mark.parametrize('n', [0, 9, 10000, True, 1.5])
+def test_n_passages_is_validated(emb, n):
+    with pytest.raises(ValueError, match='n_passages must be an integer from 1 to 8'):
+        build_query_vec('how to rotate keys', emb, hyde=True, n_passages=n, generator=lambda p: 'x')

@@ -1,0 +1,332 @@
+"""Fault injection against ragnb stores: kill -9 during `ragnb index`, readers during a writer, byte flips in every
+store file, crafted hnswlib files, a full disk, and a long-running reader's memory and descriptors.
+
+Each case returns a dict with `tried`, `survived` and `lost` (and details). tests/test_store_faults.py runs them with
+few trials; bench/fault_injection.py runs them with the full counts and prints one table.
+Run as a script, this file is the writer process of `readers_during_writer`.
+"""
+import hashlib, json, os, random, shutil, signal, struct, subprocess, sys, tempfile, time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / 'data'
+
+
+class HashEmbedder:
+    "Deterministic pseudo-random unit vectors per text: a model-free embedder for fast store tests."
+    name, pooling, query_instruction = 'test/hash-embedder', 'mean', ''
+
+    def __init__(self, dim=32): self.dim = dim
+
+    def embed_documents(self, texts, progress=None):
+        if not texts: return np.zeros((0, self.dim), np.float32)
+        seeds = [int(hashlib.sha1(t.encode()).hexdigest()[:8], 16) for t in texts]
+        out = np.stack([np.random.default_rng(s).standard_normal(self.dim) for s in seeds])
+        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+    def embed_query(self, q): return self.embed_documents([q])[0]
+
+
+def unit(rng, dim):
+    v = rng.standard_normal(dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def copy_corpus(dst):
+    "The bundled docs and code, copied (tests edit them)."
+    dst = Path(dst)
+    shutil.copytree(DATA / 'docs', dst / 'docs')
+    shutil.copytree(DATA / 'code', dst / 'code')
+    return dst
+
+
+def store_state(path):
+    "What a store holds, comparable across runs: per source, its hash and its chunk texts; plus `verify()`."
+    from ragnb.index import Store
+    with Store.open(path, readonly=True) as s:
+        rows = s.db.execute('select source, content_hash from sources order by source').fetchall()
+        texts = sorted(r[0] for r in s.db.execute('select text from chunks'))
+        return dict(sources=rows, texts=texts, problems=s.verify()['problems'])
+
+
+# --- kill -9 at random moments of `ragnb index` ---------------------------------------------------------------
+
+def _index_cmd(store, corpus):
+    return [sys.executable, '-m', 'ragnb.cli', 'index', str(corpus / 'docs'), str(corpus / 'code'),
+            '--store', str(store), '--quiet']
+
+
+def _edit_corpus(corpus, rng):
+    "Change the corpus so that the next run adds, updates and removes sources."
+    docs = sorted((corpus / 'docs').rglob('*.md'))
+    for f in rng.sample(docs, 3): f.write_text(f.read_text(encoding='utf-8') + '\n\nUna frase nueva. A new line.\n',
+                                               encoding='utf-8')
+    rng.choice(docs).unlink()
+    (corpus / 'docs' / f'new-{rng.randrange(10**6)}.md').write_text('# New\n\nA new page. It has two sentences.\n')
+
+
+def kill_during_index(trials=20, seed=0, workdir=None):
+    """Build a store, edit the corpus, then run `ragnb index` and kill -9 it at a random moment, `trials` times.
+    After each kill the store must open with no problems; a final uninterrupted run must reach the state of a
+    reference store built once from the same files."""
+    rng = random.Random(seed)
+    work = Path(workdir or tempfile.mkdtemp())
+    corpus, store = copy_corpus(work / 'corpus'), work / 'store'
+    env = dict(os.environ, PYTHONUNBUFFERED='1')
+    t0 = time.perf_counter()
+    subprocess.run(_index_cmd(store, corpus), check=True, capture_output=True, env=env)
+    full = time.perf_counter() - t0
+    survived, failures, phases = 0, [], []
+    for i in range(trials):
+        _edit_corpus(corpus, rng)
+        at = rng.uniform(0.2, full)
+        p = subprocess.Popen(_index_cmd(store, corpus), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        time.sleep(at)
+        p.send_signal(signal.SIGKILL)
+        p.communicate()
+        phases.append(round(at, 2))
+        try:
+            problems = store_state(store)['problems']
+            if problems: failures.append((i, at, problems))
+            else: survived += 1
+        except Exception as e:
+            failures.append((i, at, f'{type(e).__name__}: {e}'))
+    r = subprocess.run(_index_cmd(store, corpus), capture_output=True, text=True, env=env)
+    ref = work / 'reference'
+    subprocess.run(_index_cmd(ref, corpus), check=True, capture_output=True, env=env)
+    final_same = r.returncode == 0 and store_state(store) == store_state(ref)
+    if not final_same: failures.append(('final', r.stderr[-500:]))
+    shutil.rmtree(work, ignore_errors=True)
+    return dict(tried=trials, survived=survived, lost=trials - survived, final_state_equal=final_same,
+                kill_times_s=phases, full_run_s=round(full, 1), failures=failures)
+
+
+# --- readers during a writer ------------------------------------------------------------------------------------
+
+def build_fake_store(path, corpus, dim=32):
+    from ragnb.index import Store
+    with Store.open(path, embedder=HashEmbedder(dim)) as s: s.index_paths([corpus / 'docs', corpus / 'code'])
+
+
+def writer_loop(store, corpus, seconds):
+    "Re-index edited files and remove sources in a loop, as fast as it goes, for `seconds`."
+    from ragnb.index import Store
+    rng, t_end, commits = random.Random(1), time.time() + seconds, 0
+    with Store.open(store, embedder=HashEmbedder()) as s:
+        while time.time() < t_end:
+            _edit_corpus(corpus, rng)
+            s.index_paths([corpus / 'docs', corpus / 'code'])
+            srcs = [r[0] for r in s.db.execute('select source from sources')]
+            s.remove_source(rng.choice(srcs))
+            commits += 2
+    print(commits)
+
+
+def readers_during_writer(queries=1000, workdir=None):
+    """A long-lived read-only Store answers `queries` searches (with filters, chunk reads and sentence vectors) while
+    another process re-indexes and removes sources in a loop. Counts exceptions and short or stale results."""
+    from ragnb.index import Store
+    work = Path(workdir or tempfile.mkdtemp())
+    corpus, store = copy_corpus(work / 'corpus'), work / 'store'
+    build_fake_store(store, corpus)
+    w = subprocess.Popen([sys.executable, __file__, 'writer', str(store), str(corpus), '600'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rng, errors, short, reloads = np.random.default_rng(0), [], 0, 0
+    reader = Store.open(store, readonly=True)
+    time.sleep(1.0)
+    for i in range(queries):
+        try:
+            reloads += reader.refresh()
+            filters = {'source': [r for r in ['docs/en/faq.md', 'docs/es/faq.md']]} if i % 3 == 0 else None
+            hits = reader.search(unit(rng, 32), k=5, filters=filters)
+            live = reader.stats()['chunks']
+            want = 5 if filters is None else None
+            if want and live >= want and len(hits) != want: short += 1
+            reader.sentence_vectors([c.id for c in hits])
+        except Exception as e:
+            errors.append(f'{type(e).__name__}: {e}')
+        if w.poll() is not None: break
+        time.sleep(0.002)
+    w.kill()
+    out, err = w.communicate()
+    reader.close()
+    shutil.rmtree(work, ignore_errors=True)
+    n = i + 1
+    return dict(tried=n, survived=n - len(errors) - short, lost=len(errors) + short, exceptions=errors[:5],
+                short_results=short, reloads=reloads, writer_stderr=err[-300:] if w.returncode not in (0, -9) else '')
+
+
+# --- byte flips and crafted files -----------------------------------------------------------------------------
+
+def _probe(store, qs):
+    "What a reader returns for a few queries: ids, sources, texts, and which chunks have sentence vectors."
+    from ragnb.index import Store
+    with Store.open(store, readonly=True) as s:
+        out = []
+        for q in qs:
+            hits = s.search(q, k=5)
+            sv = s.sentence_vectors([c.id for c in hits])
+            out.append([(c.id, c.source, c.text, c.metadata, c.id in sv and sv[c.id][1].tobytes()) for c in hits])
+        return out
+
+
+def _classify(store, qs, base):
+    "'same' results; 'detected' when they differ but `verify` reports the damage; else a silent 'changed'."
+    from ragnb.index import Store
+    if _probe(store, qs) == base: return 'same'
+    with Store.open(store, readonly=True) as s: return 'detected' if s.verify()['problems'] else 'changed'
+
+
+def fuzz_file_main(store, pattern, flips, seed):
+    "Child process: `flips` single-byte flips of the store file matching `pattern`; print the outcome counts."
+    from ragnb.index import StoreError
+    store, rng = Path(store), random.Random(seed)
+    qs = [unit(np.random.default_rng(i), 32) for i in range(3)]
+    base = _probe(store, qs)
+    target = next(store.glob(pattern)).name
+    counts, examples = dict(detected=0, same=0, changed=0, crashed=0), []
+    for _ in range(flips):
+        d = Path(tempfile.mkdtemp())
+        shutil.copytree(store, d / 's')
+        f = d / 's' / target
+        b = bytearray(f.read_bytes())
+        pos = rng.randrange(len(b))
+        b[pos] ^= rng.randrange(1, 256)
+        f.write_bytes(b)
+        try: counts[_classify(d / 's', qs, base)] += 1
+        except StoreError: counts['detected'] += 1
+        except Exception as e:
+            counts['crashed'] += 1
+            examples.append(f'byte {pos}: {type(e).__name__}: {e}'[:200])
+        shutil.rmtree(d)
+    print(json.dumps(dict(counts, examples=examples[:3])))
+
+
+def fuzz_store_files(flips=200, workdir=None):
+    "`flips` byte flips in each store file, each file in its own child process (a segfault would show as a signal)."
+    work = Path(workdir or tempfile.mkdtemp())
+    corpus, store = copy_corpus(work / 'corpus'), work / 'store'
+    build_fake_store(store, corpus)
+    res = {}
+    for pattern in ('manifest.json', 'chunks.sqlite', 'index-*.hnsw', 'sentences-*.f16'):
+        p = subprocess.run([sys.executable, __file__, 'fuzz', str(store), pattern, str(flips), '0'],
+                           capture_output=True, text=True)
+        if p.returncode != 0: res[pattern] = dict(tried=flips, signal_or_exit=p.returncode, stderr=p.stderr[-300:])
+        else: res[pattern] = dict(tried=flips, **json.loads(p.stdout.strip().splitlines()[-1]))
+    shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+def crafted_index_files(workdir=None):
+    """Index files crafted so that hnswlib would read out of bounds (links to huge ids, entry point out of range,
+    counts, link-list sizes), with the database's size and SHA-256 updated to match. Each is opened in a child
+    process; `survived` counts clean `StoreCorruptedError`s."""
+    from ragnb.index import Store, _HNSW_HEADER
+    work = Path(workdir or tempfile.mkdtemp())
+    corpus, store = copy_corpus(work / 'corpus'), work / 'store'
+    build_fake_store(store, corpus)
+    with Store.open(store, readonly=True) as s: meta = s._meta()
+    f = store / meta['index_file']
+    good = f.read_bytes()
+    n, per = _HNSW_HEADER.unpack_from(good)[2], _HNSW_HEADER.unpack_from(good)[3]
+    H = _HNSW_HEADER.size
+    variants = {'level-0 link to a huge id': (H + 4, '<I', 10**9), 'entry point out of range': (52, '<I', n + 5),
+                'count beyond the records': (16, '<Q', n + 1), 'link-list size overruns': (H + n * per, '<I', 2**31),
+                'level-0 link count too large': (H, '<H', 65000), 'maxlevel too high': (48, '<i', 40),
+                'record size wrong': (24, '<Q', per + 8), 'link to the element count': (H + per + 4, '<I', n)}
+    res = {}
+    for name, (off, fmt, val) in variants.items():
+        b = bytearray(good)
+        struct.pack_into(fmt, b, off, val)
+        f.write_bytes(b)
+        import sqlite3
+        db = sqlite3.connect(store / 'chunks.sqlite')
+        db.executemany('update meta set value=? where key=?', [(str(len(b)), 'index_size'),
+                                                               (hashlib.sha256(b).hexdigest(), 'index_sha256')])
+        db.commit()
+        db.close()
+        code = ('import sys, numpy as np; from ragnb.index import Store, StoreCorruptedError\n'
+                'try:\n with Store.open(sys.argv[1], readonly=True) as s: s.search(np.ones(32, np.float32) / 32**.5, k=5)\n'
+                'except StoreCorruptedError as e: print("detected:", e)')
+        p = subprocess.run([sys.executable, '-c', code, str(store)], capture_output=True, text=True)
+        res[name] = 'detected' if p.returncode == 0 and 'detected:' in p.stdout else f'rc={p.returncode} {p.stderr[-200:]}'
+    shutil.rmtree(work, ignore_errors=True)
+    ok = sum(v == 'detected' for v in res.values())
+    return dict(tried=len(res), survived=ok, lost=len(res) - ok, variants=res)
+
+
+# --- a full disk ------------------------------------------------------------------------------------------------
+
+def _mount_tmpfs(d, size):
+    d.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size}', 'tmpfs', str(d)], capture_output=True)
+    return r.returncode == 0
+
+
+def disk_full(workdir=None):
+    """A store on a small tmpfs: index more and more until a commit runs out of space. The commit must fail with
+    one 'disk full' line, and the store must still open with the previous commit's contents and no problems."""
+    from ragnb.index import Store, StoreDiskFullError
+    from ragnb.chunking import Chunk
+    work = Path(workdir or tempfile.mkdtemp())
+    mnt = work / 'tmpfs'
+    if not _mount_tmpfs(mnt, '3m'): return dict(tried=0, survived=0, lost=0, skipped='cannot mount a tmpfs (not root?)')
+    tried = survived = 0
+    msgs = []
+    try:
+        rng = np.random.default_rng(0)
+        with Store.open(mnt / 'store', embedder=HashEmbedder(384)) as s:
+            for i in range(400):
+                chunks = [Chunk(f'[Doc: D{i}]\n' + ' '.join(f'Sentence {j} of batch {i}, part {k}.' for j in range(30)),
+                                f'd{i}-{k}.md', 'documental', f'D{i}', 1, 2, 0, 10, 'v') for k in range(20)]
+                before = s.stats()['chunks']
+                try: s.add_documents(chunks)
+                except StoreDiskFullError as e:
+                    tried += 1
+                    msgs.append(str(e))
+                    ok = '\n' not in str(e) and 'disk full' in str(e) and s.stats()['chunks'] == before
+                    with Store.open(mnt / 'store', readonly=True) as r:
+                        ok = ok and r.stats()['chunks'] == before and not r.verify()['problems']
+                        ok = ok and len(r.search(unit(rng, 384), k=3)) == 3
+                    survived += ok
+                    if tried == 3: break
+        with Store.open(mnt / 'store', readonly=True) as r: final = r.verify()['problems']
+    finally:
+        subprocess.run(['umount', str(mnt)], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    return dict(tried=tried, survived=survived, lost=tried - survived, message=msgs[:1], final_problems=final)
+
+
+# --- memory and descriptors -----------------------------------------------------------------------------------
+
+def _rss_mb():
+    for line in Path('/proc/self/status').read_text().splitlines():
+        if line.startswith('VmRSS:'): return int(line.split()[1]) / 1024
+
+
+def reader_resources(queries=2000, workdir=None):
+    "One reader answers `queries` searches, filtered searches and sentence-vector reads: RSS growth and open fds."
+    from ragnb.index import Store
+    work = Path(workdir or tempfile.mkdtemp())
+    corpus, store = copy_corpus(work / 'corpus'), work / 'store'
+    build_fake_store(store, corpus)
+    rng = np.random.default_rng(0)
+    with Store.open(store, readonly=True) as r:
+        def one(i):
+            hits = r.search(unit(rng, 32), k=5, filters={'source': 'docs/en/faq.md'} if i % 2 else None)
+            r.sentence_vectors([c.id for c in hits])
+        for i in range(200): one(i)                   # warm up caches and the allocator
+        rss0, fds0 = _rss_mb(), len(os.listdir('/proc/self/fd'))
+        for i in range(queries): one(i)
+        rss1, fds1 = _rss_mb(), len(os.listdir('/proc/self/fd'))
+    shutil.rmtree(work, ignore_errors=True)
+    ok = rss1 - rss0 < 20 and fds1 == fds0
+    return dict(tried=queries, survived=queries if ok else 0, lost=0 if ok else queries,
+                rss_growth_mb=round(rss1 - rss0, 2), fds_before=fds0, fds_after=fds1)
+
+
+if __name__ == '__main__':
+    if sys.argv[1] == 'writer': writer_loop(Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4]))
+    elif sys.argv[1] == 'fuzz': fuzz_file_main(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))

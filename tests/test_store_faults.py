@@ -1,0 +1,172 @@
+"""The store under faults: kill -9 during `ragnb index`, readers during a writer, byte flips, crafted index files,
+a full disk, a long-running reader; and hostile entries in an indexed folder. bench/fault_injection.py runs the
+same cases (tests/faults.py) with the full trial counts."""
+import errno, os, sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import faults
+from faults import HashEmbedder
+
+from ragnb.chunking import Chunk
+from ragnb.index import Store, StoreDiskFullError, StoreError
+
+
+def test_kill9_at_random_moments_of_ragnb_index(tmp_path):
+    r = faults.kill_during_index(trials=4, seed=1, workdir=tmp_path)
+    assert r['lost'] == 0 and r['final_state_equal'], r
+
+
+def test_reader_answers_1000_queries_while_a_writer_commits(tmp_path):
+    r = faults.readers_during_writer(queries=1000, workdir=tmp_path)
+    assert r['tried'] == 1000 and r['lost'] == 0 and r['reloads'] > 10, r
+
+
+def test_byte_flips_in_every_store_file_never_crash(tmp_path):
+    res = faults.fuzz_store_files(flips=30, workdir=tmp_path)
+    for name, r in res.items():
+        assert r.get('crashed') == 0 and 'signal_or_exit' not in r, (name, r)
+    assert res['index-*.hnsw']['detected'] == 30 and res['manifest.json']['changed'] == 0, res
+    assert res['sentences-*.f16']['changed'] == 0, res          # every changed vector fails its checksum
+
+
+def test_crafted_index_files_raise_instead_of_segfaulting(tmp_path):
+    r = faults.crafted_index_files(workdir=tmp_path)
+    assert r['lost'] == 0, r['variants']
+
+
+def test_disk_full_on_a_real_tmpfs_leaves_the_previous_store(tmp_path):
+    r = faults.disk_full(workdir=tmp_path)
+    if r.get('skipped'): pytest.skip(r['skipped'])
+    assert r['tried'] == 3 and r['lost'] == 0 and not r['final_problems'], r
+
+
+@pytest.mark.parametrize('where', ['index', 'sentences'])
+def test_disk_full_while_writing_a_file_says_so_and_rolls_back(tmp_path, monkeypatch, where):
+    import ragnb.index as ix
+    with Store.open(tmp_path / 's', embedder=HashEmbedder()) as s:
+        s.add_documents([Chunk('[Doc: A]\nOne. Two.', 'a.md', 'documental', 'A', 1, 2, 0, 8, 'v')])
+        real_fsync = os.fsync
+        def full(fd):
+            name = os.readlink(f'/proc/self/fd/{fd}')
+            if ('.hnsw' in name) == (where == 'index') and ('.f16' in name) == (where == 'sentences'):
+                raise OSError(errno.ENOSPC, 'No space left on device')
+            return real_fsync(fd)
+        monkeypatch.setattr(ix.os, 'fsync', full)
+        with pytest.raises(StoreDiskFullError, match='disk full') as e:
+            s.add_documents([Chunk('[Doc: B]\nThree. Four.', 'b.md', 'documental', 'B', 1, 2, 0, 8, 'v')])
+        assert '\n' not in str(e.value)
+        monkeypatch.setattr(ix.os, 'fsync', real_fsync)
+        assert s.stats()['chunks'] == 1 and s.verify()['problems'] == []
+        s.add_documents([Chunk('[Doc: B]\nThree. Four.', 'b.md', 'documental', 'B', 1, 2, 0, 8, 'v')])
+    with Store.open(tmp_path / 's', readonly=True) as r:
+        assert r.stats()['chunks'] == 2 and r.verify()['problems'] == []
+
+
+def test_a_truncated_index_write_is_caught(tmp_path, monkeypatch):
+    "hnswlib writes a short file on a full disk without raising: the size check catches it."
+    import ragnb.index as ix
+    with Store.open(tmp_path / 's', embedder=HashEmbedder()) as s:
+        s.add_documents([Chunk('[Doc: A]\nOne. Two.', 'a.md', 'documental', 'A', 1, 2, 0, 8, 'v')])
+        real_save = ix._save_index
+        def short_write(index, f):
+            class Short:
+                def __getattr__(self, k): return getattr(index, k)
+                def save_index(self, p):
+                    index.save_index(p)
+                    os.truncate(p, 100)
+            real_save(Short(), f)
+        monkeypatch.setattr(ix, '_save_index', short_write)
+        with pytest.raises(OSError, match='wrote 100 of'):
+            s.add_documents([Chunk('[Doc: B]\nThree.', 'b.md', 'documental', 'B', 1, 1, 0, 6, 'v')])
+        monkeypatch.setattr(ix, '_save_index', real_save)
+        assert s.stats()['chunks'] == 1 and s.verify()['problems'] == []
+
+
+def test_reader_memory_and_descriptors_stay_flat_over_2000_queries(tmp_path):
+    r = faults.reader_resources(queries=2000, workdir=tmp_path)
+    assert r['rss_growth_mb'] < 20 and r['fds_after'] == r['fds_before'], r
+
+
+def test_a_killed_first_run_and_an_empty_database_give_one_clear_line(tmp_path):
+    (tmp_path / 's').mkdir()
+    (tmp_path / 's' / 'chunks.sqlite').write_bytes(b'')
+    (tmp_path / 's' / 'manifest.json').write_text('{"format_version": 1, "model": "m", "dim": 32, "M": 32, '
+                                                  '"ef_construction": 200, "ef": 128}')
+    with pytest.raises(StoreError, match='nothing committed yet'):
+        Store.open(tmp_path / 's', readonly=True)
+    with Store.open(tmp_path / 's', embedder=type('E', (HashEmbedder,), {'name': 'm'})()) as s:
+        assert s.stats()['chunks'] == 0                      # a writer creates the tables and goes on
+
+
+# --- hostile entries in an indexed folder ---------------------------------------------------------------------
+
+@pytest.fixture
+def docs(tmp_path):
+    d = tmp_path / 'docs'
+    (d / 'sub').mkdir(parents=True)
+    (d / 'a.md').write_text('# A\n\nAlpha text. More alpha.', encoding='utf-8')
+    (d / 'sub' / 'b.md').write_text('# B\n\nBeta text. More beta.', encoding='utf-8')
+    return d
+
+
+def _index(tmp_path, docs, **kw):
+    with Store.open(tmp_path / 'store', embedder=HashEmbedder()) as s:
+        return s.index_paths([docs], **kw), s.stats()['chunks']
+
+
+def test_fifo_device_link_and_outside_link_are_skipped_with_a_reason(tmp_path, docs):
+    os.mkfifo(docs / 'pipe.md')
+    os.symlink('/dev/zero', docs / 'zero.md')
+    outside = tmp_path / 'secret.md'
+    outside.write_text('# Secret\n\nDo not index me.', encoding='utf-8')
+    os.symlink(outside, docs / 'secret.md')
+    rep, n = _index(tmp_path, docs)
+    reasons = dict((Path(p).name, why) for p, why in rep.skipped)
+    assert 'not a regular file' in reasons['pipe.md'] and 'not a regular file' in reasons['zero.md']
+    assert 'leaves the indexed folder' in reasons['secret.md']
+    assert sorted(rep.added) == ['docs/a.md', 'docs/sub/b.md']
+
+
+def test_size_cap_and_utf16(tmp_path, docs):
+    (docs / 'big.md').write_text('word ' * 1000, encoding='utf-8')
+    (docs / 'wide.md').write_text('# Ancho\n\nTexto en UTF-16. Se lee bien.', encoding='utf-16')
+    rep, _ = _index(tmp_path, docs, max_bytes=2000)
+    assert any('over the 0 MB limit' in why or 'limit' in why for p, why in rep.skipped if p.endswith('big.md'))
+    assert 'docs/wide.md' in rep.added
+
+
+def test_non_utf8_file_name_is_skipped_not_fatal(tmp_path, docs):
+    (docs / os.fsdecode(b'caf\xe9.md')).write_text('# C\n\nCafe.', encoding='utf-8')
+    rep, _ = _index(tmp_path, docs)
+    assert any('not valid UTF-8' in why for _, why in rep.skipped) and len(rep.added) == 2
+
+
+@pytest.mark.parametrize('bad', [b'\\', b'\xff\xfe\x00bad', 'dir'])
+def test_a_broken_ragnbignore_skips_its_folder_and_says_why(tmp_path, docs, bad):
+    _index(tmp_path, docs)
+    ign = docs / 'sub' / '.ragnbignore'
+    if bad == 'dir': ign.mkdir()
+    else: ign.write_bytes(bad)
+    rep, n = _index(tmp_path, docs)
+    assert any('.ragnbignore' in why for _, why in rep.skipped), rep.skipped
+    assert rep.removed == [] and n == 2                     # its files stay indexed
+
+
+def test_an_unreadable_folder_keeps_its_sources(tmp_path, docs, monkeypatch):
+    _index(tmp_path, docs)
+    real = os.scandir
+    def scandir(p='.'):
+        if Path(p).name == 'sub': raise PermissionError(errno.EACCES, 'Permission denied', str(p))
+        return real(p)
+    monkeypatch.setattr(os, 'scandir', scandir)
+    rep, n = _index(tmp_path, docs)
+    assert rep.removed == [] and n == 2, rep
+
+
+def test_missing_path_creates_nothing(tmp_path):
+    from ragnb.cli import main
+    assert main(['index', str(tmp_path / 'nope'), '--store', str(tmp_path / 'store')]) == 2
+    assert not (tmp_path / 'store').exists()
