@@ -10,7 +10,7 @@ from pathlib import Path
 from .sentences import sentence_spans
 
 # %% auto #0
-__all__ = ['UserError', 'cmd_sentences', 'bundled_data_dir', 'default_store_dir', 'cmd_index', 'cmd_ask', 'cmd_eval',
+__all__ = ['UserError', 'cmd_sentences', 'bundled_data_dir', 'default_store_dir', 'cmd_index', 'cmd_ask', 'cmd_check', 'cmd_eval',
            'build_parser', 'main']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
@@ -55,11 +55,21 @@ def _parse_kv(items, what):
         out.setdefault(k, []).append(v)
     return {k: v[0] if len(v) == 1 else v for k, v in out.items()}
 
+def _load_embedder(name):
+    "The embedder of `--model`, or None; a model that cannot be loaded is one line, not a Hugging Face traceback."
+    if not name: return None
+    from ragnb.embed import Embedder
+    try: return Embedder.from_pretrained(name)
+    except (OSError, ValueError, RuntimeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UserError(f'cannot load the model {name!r} ({first}); pass a local model folder, or a hub name '
+                        'already in the Hugging Face cache') from None
+
 def _open_store(args, create_from_data=False):
     from ragnb.index import Store, StoreError
     from ragnb.embed import Embedder
     path = _store_dir(args)
-    emb = Embedder.from_pretrained(args.model) if getattr(args, 'model', None) else None
+    emb = _load_embedder(getattr(args, 'model', None))
     try:
         if not (path / 'manifest.json').exists():
             if not create_from_data: raise UserError(f'{path}: no store here; build one with `ragnb index DOCS --store {path}`')
@@ -76,13 +86,12 @@ def _open_store(args, create_from_data=False):
 # %% ../nbs/09_cli.ipynb #67d1f23c
 def cmd_index(args) -> int:
     from ragnb.index import Store, StoreError
-    from ragnb.embed import Embedder
     path = _store_dir(args)
     meta = _parse_kv(args.meta, '--meta')
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
     try:
-        with Store.open(path, embedder=Embedder.from_pretrained(args.model) if args.model else None) as store:
+        with Store.open(path, embedder=_load_embedder(args.model)) as store:
             rep = store.index_paths(args.paths, metadata=meta, progress=not args.quiet)
             st = store.stats()
     except StoreError as e: raise UserError(str(e)) from None
@@ -102,18 +111,25 @@ def _print_index_report(path, rep, st, verbose):
 
 def cmd_ask(args) -> int:
     from ragnb.retrieve import retrieve, RetrieveOpts
+    from ragnb.index import StoreError
     store = _open_store(args, create_from_data=not args.store)
     opts = RetrieveOpts()
     if args.trim: opts.trim = True
-    if args.hyde or args.hyde_model or args.hyde_passages:
-        from ragnb.hyde import HydeCache
+    if args.hyde or args.hyde_model or args.hyde_passages is not None:
+        from ragnb.hyde import HydeCache, MAX_PASSAGES
         opts.hyde = True
-        opts.hyde_options = dict(cache=HydeCache.for_store(store), n_passages=args.hyde_passages or 1)
+        n = 1 if args.hyde_passages is None else args.hyde_passages
+        if not 1 <= n <= MAX_PASSAGES: raise UserError(f'--hyde-passages must be from 1 to {MAX_PASSAGES}, got {n}')
+        opts.hyde_options = dict(cache=HydeCache.for_store(store), n_passages=n)
         if args.hyde_model: opts.hyde_options['model'] = args.hyde_model
     if args.threshold is not None: opts.trim, opts.trim_threshold = True, args.threshold   # either implies --trim
     if args.window is not None: opts.trim, opts.trim_window = True, args.window
-    try: res = retrieve(store, args.question, top_k=args.k, opts=opts, filters=_parse_kv(args.filter, '--filter'))
-    except ValueError as e: raise UserError(str(e)) from None
+    try:
+        if store.stats()['chunks'] == 0:
+            raise UserError(f'{store.path}: the store is empty; index some files first: '
+                            f'ragnb index DOCS --store {store.path}')
+        res = retrieve(store, args.question, top_k=args.k, opts=opts, filters=_parse_kv(args.filter, '--filter'))
+    except (ValueError, StoreError) as e: raise UserError(str(e)) from None
     finally: store.close()
     if args.json:
         print(json.dumps(dict(query=res.query, tokens_before=res.tokens_before, tokens_in_context=res.tokens_in_context,
@@ -142,6 +158,29 @@ def cmd_ask(args) -> int:
         print(f'Tokens: {res.tokens_before} → {res.tokens_in_context} ({pct:+.0%}) · threshold {res.info["trim"]["threshold"]:g}{" (auto)" if res.info["trim"]["auto"] else ""}, window {opts.trim_window} · {t}')
     else: print(f'Tokens: {res.tokens_in_context} (≈ words × 1.3) · {t}')
     return 0
+
+# %% ../nbs/09_cli.ipynb #72667953
+def cmd_check(args) -> int:
+    from ragnb.index import Store, StoreError
+    path = _store_dir(args)
+    rows = []
+    try:
+        with Store.open(path, readonly=True) as store:
+            rows.append(('opens: manifest, database, index file, sentence file', 'ok'))
+            v, st = store.verify(), store.stats()
+    except StoreError as e:
+        v = None
+        rows.append(('opens: manifest, database, index file, sentence file', f'FAILED: {e}'))
+    if v is not None:
+        rows += [('chunks / sources', f"{v['chunks']} / {st['sources']}"),
+                 ('index: live / deleted elements', f"{v['index_live']} / {v['index_deleted']}"),
+                 ('sentence vector rows', str(v['sentence_rows']))]
+        rows += [('problem', p) for p in v['problems']] or [('index, chunks, hashes and sentence rows agree', 'ok')]
+    print(f'{path}\n\n| check | result |\n|---|---|')
+    for k, r in rows: print(f'| {k} | {r} |')
+    bad = v is None or bool(v['problems'])
+    print(f"\n{'problems found: see the table' if bad else 'the store is sound'}")
+    return 1 if bad else 0
 
 # %% ../nbs/09_cli.ipynb #9fe72a96
 def cmd_eval(args) -> int:
@@ -204,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--quiet', action='store_true', help='no progress bar')
     s.add_argument('--verbose', action='store_true', help='list each binary file skipped')
     s.set_defaults(func=cmd_index)
+    s = sub.add_parser('check', help='verify a store end to end and print one table (exit 1 on any problem)')
+    s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
+    s.set_defaults(func=cmd_check)
     s = sub.add_parser('ask', help='retrieve the best chunks for a question')
     s.add_argument('question')
     s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')

@@ -85,8 +85,10 @@ def _hnsw_header(path:Path, data, dim:int) -> tuple:
     if len(data) < _HNSW_HEADER.size: raise _bad(path, 'shorter than its header')
     off0, cap, n, per, lab_off, data_off, maxlevel, entry, maxM, maxM0, M, _, _ = _HNSW_HEADER.unpack_from(data)
     links0 = 4 * (maxM0 + 1)
-    if (off0, data_off, lab_off, per) != (0, links0, links0 + 4 * dim, links0 + 4 * dim + 8):
-        raise _bad(path, 'record layout does not match the dimension')
+    if (off0, data_off, per) != (0, links0, lab_off + 8) or (lab_off - links0) % 4:
+        raise _bad(path, 'inconsistent record layout')
+    if lab_off != links0 + 4 * dim:
+        raise _bad(path, f'it holds {(lab_off - links0) // 4}-d vectors, the manifest says {dim}-d')
     if not (0 < M <= 10_000 and maxM == M and maxM0 == 2 * M and n <= cap and -1 <= maxlevel < 64):
         raise _bad(path, f'header out of range (M={M}, count={n}, capacity={cap}, maxlevel={maxlevel})')
     if n and entry >= n or _HNSW_HEADER.size + n * per > len(data): raise _bad(path, 'entry point or count too large')
@@ -178,6 +180,7 @@ class Store:
         self.index, self._generation = None, None       # loaded by `_sync`, inside a read transaction
         self._sent_pending, self._sent_map = [], None   # uncommitted float16 rows; (file name, memmap) being read
         self._dirty = False                             # the in-memory index has uncommitted changes
+        self._max_label = 0                             # the highest label given out by this writer
         self._crc = 'crc' in {r[1] for r in db.execute('pragma table_info(sentences)')}   # older stores lack it
 
     def __repr__(self):
@@ -428,6 +431,11 @@ def _begin(self:Store):
     if self._lock is None: raise StoreError(f'{self.path}: opened read-only')
     if not self.db.in_transaction: self.db.execute('begin immediate')
 
+@patch
+def _next_label(self:Store) -> int:
+    "The first label never used: labels are chunk ids and are not reused, not even after the index is compacted."
+    return max(self.index.element_count, int(self._meta().get('max_label', 0)), self._max_label) + 1
+
 def _hash(text): return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
 def _chunk_row(i:int, c:Chunk) -> tuple:
@@ -450,8 +458,9 @@ def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, 
     spans = [chunk_sentence_spans(c) for c in chunks] if self.manifest.get('sentence_vectors') else None
     if spans is not None: sentence_vectors = self._checked_sentence_vectors(chunks, spans, sentence_vectors)
     self._begin()
-    start = self.index.element_count + 1                  # labels 1..count, never reused: deleted ones stay counted
+    start = self._next_label()
     ids = list(range(start, start + len(chunks)))
+    self._max_label = ids[-1]
     self.db.executemany('insert into chunks values (?,?,?,?,?,?,?,?,?,?,?,?,?)',
                         [_chunk_row(i, c) for i, c in zip(ids, chunks)])
     need = self.index.element_count + len(chunks)
@@ -527,12 +536,14 @@ def commit(self:Store):
     old, written = self._meta(), []
     gen = int(old.get('generation', 0)) + 1
     try:
-        name = f'index-{gen:06d}.hnsw'
+        name, max_label = f'index-{gen:06d}.hnsw', self._next_label() - 1
+        index = self._compacted_index() if self._index_is_mostly_deleted() else self.index
         written.append(self.path / name)
-        _save_index(self.index, self.path / name)
+        _save_index(index, self.path / name)
         meta = dict(generation=gen, index_file=name, index_size=(self.path / name).stat().st_size,
-                    index_sha256=_sha256(self.path / name), index_capacity=self.index.get_max_elements(),
-                    prev_index_file=old.get('index_file', ''), prev_sent_file=old.get('sent_file', ''))
+                    index_sha256=_sha256(self.path / name), index_capacity=index.get_max_elements(),
+                    prev_index_file=old.get('index_file', ''), prev_sent_file=old.get('sent_file', ''),
+                    max_label=max_label)
         if self.manifest.get('sentence_vectors'): meta.update(_write_sentences(self, gen, written))
         self.db.executemany('insert or replace into meta values (?, ?)', [(k, str(v)) for k, v in meta.items()])
         _commit_db(self.db)
@@ -540,8 +551,25 @@ def commit(self:Store):
         self.rollback(remove=written)
         if _is_disk_full(e): raise _disk_full_error(self.path, e) from None
         raise
-    self._dirty = False
+    self.index, self._dirty = index, False
     _remove_stale(self.path, self._meta())
+
+# %% ../nbs/03_index.ipynb #954d93aa
+@patch
+def _index_is_mostly_deleted(self:Store) -> bool:
+    live = self.db.execute('select count(*) from chunks').fetchone()[0]
+    return self.index.element_count - live > max(live, COMPACT_MIN_ROWS)
+
+@patch
+def _compacted_index(self:Store):
+    "A new hnswlib index of the live chunks' vectors, under the same labels."
+    import hnswlib
+    m, ids = self.manifest, np.array([r[0] for r in self.db.execute('select id from chunks order by id')], np.int64)
+    index = hnswlib.Index(space='ip', dim=m['dim'])
+    index.init_index(max_elements=max(1024, 2 * len(ids)), M=m['M'], ef_construction=m['ef_construction'])
+    if len(ids): index.add_items(np.asarray(self.index.get_items(ids, return_type='numpy'), np.float32), ids)
+    index.set_ef(m['ef'])
+    return index
 
 # %% ../nbs/03_index.ipynb #5689e6b7
 @patch
@@ -549,7 +577,7 @@ def rollback(self:Store, remove:list=()):
     "Drop uncommitted changes: the SQLite transaction, pending sentence rows, and the in-memory index's changes."
     if self.db.in_transaction: self.db.execute('rollback')
     for f in remove: Path(f).unlink(missing_ok=True)
-    self._sent_pending, was_dirty, self._dirty = [], self._dirty, False
+    self._sent_pending, was_dirty, self._dirty, self._max_label = [], self._dirty, False, 0
     if was_dirty:
         with self._snapshot(): self.index = _load_index(self.path, self.manifest, self._meta())
 

@@ -73,3 +73,50 @@ def test_ask_trim_json_has_kept_spans(tmp_path):
     c = out['chunks'][0]
     assert c['tokens_after'] < c['tokens_before'] and out['info']['trim']['threshold'] == 0.38
     assert 'Logs are kept for 14 days.' in c['text'] and 'paella' not in c['text'] and len(c['kept_spans']) >= 1
+
+
+def test_index_reports_binaries_once_and_lists_them_only_when_verbose(tmp_path):
+    docs = tmp_path / 'docs'
+    docs.mkdir()
+    (docs / 'a.md').write_text('# A\n\nLogs are kept for 14 days.', encoding='utf-8')
+    for i in range(3): (docs / f'img{i}.png').write_bytes(b'\x89PNG\r\n\x1a\n' + bytes(50))
+    (docs / 'blob.dat2').write_bytes(b'\x00\x01binary')
+    (docs / 'latin1.md').write_bytes('Canción.'.encode('latin-1'))
+    r = ragnb('index', str(docs), '--store', str(tmp_path / 's'), '--quiet')
+    out, err = r.stdout.decode(), r.stderr.decode()
+    assert r.returncode == 0 and 'skipped 4 binary files: images 3, other 1 (list them with --verbose)' in out
+    assert 'img0.png' not in out + err and err.count('latin1.md') == 1        # each unreadable file once
+    r = ragnb('index', str(docs), '--store', str(tmp_path / 's'), '--quiet', '--verbose')
+    assert all(f'img{i}.png' in r.stderr.decode() for i in range(3))
+
+
+def test_missing_path_bogus_model_empty_store_and_passages_are_one_line_errors(tmp_path):
+    r = ragnb('index', str(tmp_path / 'nope'), '--store', str(tmp_path / 's'))
+    assert r.returncode == 2 and str(tmp_path / 'nope') in r.stderr.decode() and not (tmp_path / 's').exists()
+    (tmp_path / 'a.md').write_text('# A\n\nText.', encoding='utf-8')
+    r = ragnb('index', str(tmp_path / 'a.md'), '--store', str(tmp_path / 's'), '--model', str(tmp_path / 'no-model'))
+    assert r.returncode == 2 and "cannot load the model" in r.stderr.decode() and 'Traceback' not in r.stderr.decode()
+    (tmp_path / 'empty').mkdir()
+    assert ragnb('index', str(tmp_path / 'empty'), '--store', str(tmp_path / 'e'), '--quiet').returncode == 0
+    r = ragnb('ask', 'anything?', '--store', str(tmp_path / 'e'))
+    assert r.returncode == 2 and 'the store is empty' in r.stderr.decode()
+    assert ragnb('index', str(tmp_path / 'a.md'), '--store', str(tmp_path / 'e'), '--quiet').returncode == 0
+    r = ragnb('ask', 'anything?', '--store', str(tmp_path / 'e'), '--hyde-passages', '0')
+    assert r.returncode == 2 and '--hyde-passages must be from 1 to 8' in r.stderr.decode()
+
+
+def test_check_reports_a_sound_store_and_a_tampered_one(tmp_path):
+    import sqlite3
+    (tmp_path / 'a.md').write_text('# A\n\nLogs are kept for 14 days. Keys rotate yearly.', encoding='utf-8')
+    store = tmp_path / 's'
+    assert ragnb('index', str(tmp_path / 'a.md'), '--store', str(store), '--quiet').returncode == 0
+    r = ragnb('check', '--store', str(store))
+    assert r.returncode == 0 and 'the store is sound' in r.stdout.decode(), r.stdout
+    db = sqlite3.connect(store / 'chunks.sqlite')
+    db.execute("update chunks set text = replace(text, '14', '41')")
+    db.commit()
+    db.close()
+    r = ragnb('check', '--store', str(store))
+    assert r.returncode == 1 and 'does not match its hash' in r.stdout.decode(), r.stdout
+    r = ragnb('ask', 'How long are logs kept?', '--store', str(store))
+    assert r.returncode == 2 and 'does not match its hash' in r.stderr.decode()       # never served as-is

@@ -4,6 +4,7 @@ same cases (tests/faults.py) with the full trial counts."""
 import errno, os, sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -170,3 +171,23 @@ def test_missing_path_creates_nothing(tmp_path):
     from ragnb.cli import main
     assert main(['index', str(tmp_path / 'nope'), '--store', str(tmp_path / 'store')]) == 2
     assert not (tmp_path / 'store').exists()
+
+
+def test_the_index_file_stays_bounded_over_many_updates(tmp_path, monkeypatch):
+    import ragnb.index as ix
+    monkeypatch.setattr(ix, 'COMPACT_MIN_ROWS', 0)
+    corpus = faults.copy_corpus(tmp_path / 'corpus')
+    with Store.open(tmp_path / 's', embedder=HashEmbedder()) as s:
+        s.index_paths([corpus / 'docs'])
+        size0, ids0 = s.stats()['bytes_on_disk'], {r[0] for r in s.db.execute('select id from chunks')}
+        gen = s._meta()['generation']
+        assert s.index_paths([corpus / 'docs']).counts()['unchanged'] and s._meta()['generation'] == gen  # no-op
+        for i in range(25):
+            for f in sorted((corpus / 'docs').rglob('*.md')): f.write_text(f.read_text() + f'\nEdit {i}.\n')
+            s.index_paths([corpus / 'docs'])
+        index_file = tmp_path / 's' / s._meta()['index_file']
+        info = ix.check_hnsw_file(index_file, 32)
+        assert info['count'] < 3 * len(ids0) and s.verify()['problems'] == []
+        new_ids = {r[0] for r in s.db.execute('select id from chunks')}
+        assert min(new_ids) > max(ids0)                      # labels are never reused after a compaction
+        assert len(s.search(np.ones(32, np.float32) / 32 ** .5, k=5)) == 5
