@@ -52,6 +52,10 @@ def main():
         lambda r: ', '.join(k for k, v in r['variants'].items() if v != 'detected') or 'all raise StoreCorruptedError')
     run('disk full (tmpfs)', faults.disk_full,
         lambda r: r.get('skipped') or f"message: {r['message'][0][-95:] if r['message'] else '-'}")
+    run('hostile entries in a folder', faults.hostile_entries,
+        lambda r: 'failed: ' + ', '.join(r['failed']) if r.get('failed') else 'each reported, the run completes')
+    run('hostile HyDE endpoint', faults.hostile_hyde,
+        lambda r: 'failed: ' + ', '.join(r['failed']) if r['failed'] else 'redirect, drip, 2 MB, key echo: refused')
     run('one reader, RSS and fds', lambda: faults.reader_resources(queries=a.resource_queries),
         lambda r: f"RSS growth {r['rss_growth_mb']} MB, fds {r['fds_before']} → {r['fds_after']}")
     print('\n| case | tried | survived | lost | notes | seconds |')

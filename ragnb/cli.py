@@ -10,8 +10,8 @@ from pathlib import Path
 from .sentences import sentence_spans
 
 # %% auto #0
-__all__ = ['UserError', 'cmd_sentences', 'bundled_data_dir', 'default_store_dir', 'cmd_index', 'cmd_ask', 'cmd_check', 'cmd_eval',
-           'build_parser', 'main']
+__all__ = ['UserError', 'cmd_sentences', 'bundled_data_dir', 'default_corpus', 'default_store_dir', 'cmd_index', 'cmd_ask',
+           'cmd_check', 'cmd_eval', 'build_parser', 'main']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -42,6 +42,10 @@ def bundled_data_dir() -> Path:
     "The sample corpus shipped with the repository."
     return Path(__file__).resolve().parent.parent / 'data'
 
+def default_corpus() -> list[Path]:
+    "What the default store indexes: the bundled docs and code, never the labelled questions in `data/eval`."
+    return [bundled_data_dir() / 'docs', bundled_data_dir() / 'code']
+
 def default_store_dir() -> Path:
     return Path(os.environ.get('RAGNB_STORE') or Path.cwd() / '.ragnb' / 'store')
 
@@ -67,7 +71,6 @@ def _load_embedder(name):
 
 def _open_store(args, create_from_data=False):
     from ragnb.index import Store, StoreError
-    from ragnb.embed import Embedder
     path = _store_dir(args)
     emb = _load_embedder(getattr(args, 'model', None))
     try:
@@ -77,7 +80,7 @@ def _open_store(args, create_from_data=False):
             if not data.is_dir(): raise UserError(f'no --store given and no bundled data/ folder at {data}')
             print(f'building the default store at {path} from {data} (first use) ...', file=sys.stderr)
             store = Store.open(path, embedder=emb)
-            rep = store.index_paths([data])
+            rep = store.index_paths(default_corpus())
             print(f'indexed {rep.chunks} chunks from {len(rep.added)} files in {rep.seconds:.1f}s', file=sys.stderr)
             return store
         return Store.open(path, embedder=emb, readonly=True)
@@ -159,7 +162,7 @@ def cmd_ask(args) -> int:
     else: print(f'Tokens: {res.tokens_in_context} (≈ words × 1.3) · {t}')
     return 0
 
-# %% ../nbs/09_cli.ipynb #72667953
+# %% ../nbs/09_cli.ipynb #b0135bec
 def cmd_check(args) -> int:
     from ragnb.index import Store, StoreError
     path = _store_dir(args)
@@ -286,5 +289,8 @@ def main(argv:list[str]|None=None) -> int:
     return rc
 
 # %% ../nbs/09_cli.ipynb #9d166242
-#| eval: false
-if __name__ == '__main__': main()
+def _in_notebook() -> bool:
+    import builtins
+    return bool(getattr(builtins, '__IPYTHON__', False))
+
+if __name__ == '__main__' and not _in_notebook(): main()       # "Run All" in Jupyter runs this cell too

@@ -157,7 +157,7 @@ def _call_gemini(call, timeout_s, *secrets):
         err = _hyde_cause(e) or (HydeTimeout(f'HyDE generation timed out after {timeout_s:g} s') if _is_timeout(e)
                                  else HydeError(_redact(f'HyDE generation failed: {type(e).__name__}: {e}', *secrets)))
     err.__cause__ = err.__context__ = None
-    raise err                                   # outside `except`: the SDK's error (which may echo the key) stays behind
+    raise err                         # outside `except`: the SDK's error (which may echo the key) stays behind
 
 # %% ../nbs/05_hyde.ipynb #a6bf596e
 def _cap(passage:str) -> str:

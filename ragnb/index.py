@@ -31,6 +31,7 @@ class StoreLockedError(StoreError): "Another process is writing to this store."
 class StoreMismatchError(StoreError): "The store was built with another model or dimension."
 class StoreCorruptedError(StoreError): "A store file is missing, truncated or corrupted."
 class StoreDiskFullError(StoreError): "A write ran out of disk space; the store is unchanged."
+class _GenerationGone(StoreCorruptedError): "A file of the generation being read is gone: a writer moved on."
 
 def _is_disk_full(e:BaseException) -> bool:
     "ENOSPC/EDQUOT from the OS, or SQLite's 'database or disk is full'."
@@ -64,7 +65,7 @@ def _sha256(path:Path) -> str:
 _SCHEMA = '''
 create table if not exists chunks (id integer primary key, source text not null, mode text, section text,
   start_line int, end_line int, start_char int, end_char int, text text not null, metadata text not null,
-  chunker_version text, content_hash text, overlap int default 0);
+  chunker_version text, content_hash text, overlap int default 0, row_crc integer);
 create index if not exists chunks_source on chunks(source);
 create table if not exists sources (source text primary key, root text, content_hash text, chunker_version text,
   metadata text, n_chunks int, indexed_at real);
@@ -181,7 +182,8 @@ class Store:
         self._sent_pending, self._sent_map = [], None   # uncommitted float16 rows; (file name, memmap) being read
         self._dirty = False                             # the in-memory index has uncommitted changes
         self._max_label = 0                             # the highest label given out by this writer
-        self._crc = 'crc' in {r[1] for r in db.execute('pragma table_info(sentences)')}   # older stores lack it
+        cols = lambda t: {r[1] for r in db.execute(f'pragma table_info({t})')}
+        self._crc, self._row_crc = 'crc' in cols('sentences'), 'row_crc' in cols('chunks')   # older stores lack them
 
     def __repr__(self):
         return f"Store({str(self.path)!r}, model={self.manifest['model']!r}, {'writer' if self._lock else 'reader'})"
@@ -251,7 +253,8 @@ def _load_index(path:Path, manifest:dict, meta:dict):
     else:
         f = path / meta['index_file']
         try: data = np.fromfile(f, dtype=np.uint8)
-        except FileNotFoundError: raise StoreCorruptedError(f'{f}: index file missing; re-index into a new store') from None
+        except FileNotFoundError:
+            raise _GenerationGone(f'{f}: index file missing; re-index into a new store') from None
         if len(data) != int(meta['index_size']) or hashlib.sha256(data).hexdigest() != meta['index_sha256']:
             raise StoreCorruptedError(f'{f}: index file truncated or corrupted (size/SHA-256 differ from the '
                                       'database); re-index into a new store')
@@ -294,10 +297,15 @@ def _snapshot(self:Store, attempts:int=8):
         try:
             self._sync()
             break
-        except StoreCorruptedError:                 # a writer removed that generation meanwhile: look again
+        except _GenerationGone:                     # a writer removed that generation meanwhile: look again
             self.db.execute('rollback')
             if attempt == attempts - 1: raise
             time.sleep(0.01 * 2 ** attempt)
+        except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as e:
+            self.db.execute('rollback')
+            if isinstance(e, sqlite3.DatabaseError): raise _db_error(self.path / 'chunks.sqlite', e) from None
+            raise StoreCorruptedError(f'{self.path}: unreadable store metadata ({type(e).__name__}: {e}); '
+                                      'run `ragnb check`') from None
     try: yield
     except sqlite3.DatabaseError as e: raise _db_error(self.path / 'chunks.sqlite', e) from None
     finally:
@@ -316,7 +324,7 @@ def _check_sentence_file(path:Path, manifest:dict, meta:dict):
     "The sentence-vector file exists and holds at least the rows the database counts."
     if 'sent_file' not in meta: return
     f, need = path / meta['sent_file'], int(meta['sent_rows']) * manifest['dim'] * 2
-    if not f.exists(): raise StoreCorruptedError(f'{f}: sentence vector file missing; re-index into a new store')
+    if not f.exists(): raise _GenerationGone(f'{f}: sentence vector file missing; re-index into a new store')
     if f.stat().st_size < need:
         raise StoreCorruptedError(f'{f}: sentence vector file truncated ({f.stat().st_size} bytes, the database '
                                   f'counts {need}); re-index into a new store')
@@ -334,7 +342,8 @@ def _take_lock(path:Path):
     try: fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         lock.close()
-        raise StoreLockedError(f'{path}: another process is writing to this store (lock file {path / ".lock"})') from None
+        raise StoreLockedError(f'{path}: another process is writing to this store '
+                               f'(lock file {path / ".lock"})') from None
     return lock
 
 def _check_model(path:Path, manifest:dict, embedder):
@@ -389,12 +398,13 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
 @patch
 def _upgrade(self:Store, meta:dict):
     "Bring an older store's database up to date (a writer, at open): sentence checksums, the build fingerprint."
-    if self._crc and 'manifest_sha256' in meta: return
+    if self._crc and self._row_crc and 'manifest_sha256' in meta: return
     self._begin()
     if not self._crc: self.db.execute('alter table sentences add column crc integer')
+    if not self._row_crc: self.db.execute('alter table chunks add column row_crc integer')
     self.db.execute("insert or replace into meta values ('manifest_sha256', ?)", (_build_fingerprint(self.manifest),))
     _commit_db(self.db)
-    self._crc = True
+    self._crc = self._row_crc = True
 
 # %% ../nbs/03_index.ipynb #d81771f5
 @patch
@@ -422,7 +432,8 @@ def embedder(self:Store):
     "The embedder of this store's model, loaded on first use."
     if self._embedder is None:
         from ragnb.embed import Embedder
-        self._embedder = Embedder.from_pretrained(os.environ.get('RAGNB_MODEL') or _model_location(self.manifest['model']))
+        name = os.environ.get('RAGNB_MODEL') or _model_location(self.manifest['model'])
+        self._embedder = Embedder.from_pretrained(name)
     return self._embedder
 
 # %% ../nbs/03_index.ipynb #b20d3624
@@ -438,15 +449,20 @@ def _next_label(self:Store) -> int:
 
 def _hash(text): return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
+def _row_crc(row:tuple) -> int:
+    "A checksum of a whole `chunks` row (id, source, lines, metadata, text...): a flipped byte anywhere shows."
+    return zlib.crc32(json.dumps(list(row), ensure_ascii=False).encode())
+
 def _chunk_row(i:int, c:Chunk) -> tuple:
-    "The `chunks` table row of chunk `c` with id `i`."
-    return (i, c.source or '', c.mode, c.section_title, c.start_line, c.end_line, c.start_char, c.end_char, c.text,
-            json.dumps(c.metadata, ensure_ascii=False, sort_keys=True), c.chunker_version, _hash(c.text), c.overlap)
+    "The `chunks` table row of chunk `c` with id `i`, its checksum last."
+    row = (i, c.source or '', c.mode, c.section_title, c.start_line, c.end_line, c.start_char, c.end_char, c.text,
+           json.dumps(c.metadata, ensure_ascii=False, sort_keys=True), c.chunker_version, _hash(c.text), c.overlap)
+    return (*row, _row_crc(row))
 
 # %% ../nbs/03_index.ipynb #01649e75
 @patch
 def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, *,
-                  sentence_vectors:np.ndarray|None=None, # vectors of `sentence_texts(chunks)`, when the store keeps them
+                  sentence_vectors:np.ndarray|None=None, # vectors of `sentence_texts(chunks)`, if the store keeps them
                   commit:bool=True) -> list[int]:
     "Embed (unless `vectors` are given) and add chunks, and their sentence vectors; returns their ids."
     if not chunks: return []
@@ -461,7 +477,7 @@ def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, 
     start = self._next_label()
     ids = list(range(start, start + len(chunks)))
     self._max_label = ids[-1]
-    self.db.executemany('insert into chunks values (?,?,?,?,?,?,?,?,?,?,?,?,?)',
+    self.db.executemany('insert into chunks values (?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
                         [_chunk_row(i, c) for i, c in zip(ids, chunks)])
     need = self.index.element_count + len(chunks)
     if need > self.index.get_max_elements(): self.index.resize_index(max(need, 2 * self.index.get_max_elements()))
@@ -488,11 +504,15 @@ def _add_sentence_rows(self:Store, ids, spans, vecs):
     row = _sent_rows(self) + sum(len(p) for p in self._sent_pending)
     rows, v16, at = [], vecs.astype(np.float16), 0
     for i, sp in zip(ids, spans):
-        crc = zlib.crc32(v16[at:at + len(sp)].tobytes())
-        rows.append((i, row, len(sp), json.dumps(sp, separators=(',', ':')), crc))
+        sp_json = json.dumps(sp, separators=(',', ':'))
+        rows.append((i, row, len(sp), sp_json, _sent_crc(sp_json, v16[at:at + len(sp)])))
         row, at = row + len(sp), at + len(sp)
     self.db.executemany('insert into sentences values (?,?,?,?,?)', rows)
     self._sent_pending.append(v16)
+
+def _sent_crc(spans_json:str, vecs:np.ndarray) -> int:
+    "The checksum of one chunk's sentence rows: its spans as stored, then its float16 vectors."
+    return zlib.crc32(np.ascontiguousarray(vecs).tobytes(), zlib.crc32(spans_json.encode()))
 
 def _sent_rows(self): return int((self.db.execute("select value from meta where key='sent_rows'").fetchone() or [0])[0])
 
@@ -521,7 +541,8 @@ def _save_index(index, f:Path):
             size = os.fstat(fh.fileno()).st_size
         if size != index.index_file_size():
             full = shutil.disk_usage(f.parent).free < index.index_file_size()
-            raise OSError(errno.ENOSPC if full else errno.EIO, f'wrote {size} of {index.index_file_size()} bytes', str(f))
+            raise OSError(errno.ENOSPC if full else errno.EIO, f'wrote {size} of {index.index_file_size()} bytes',
+                          str(f))
         os.replace(tmp, f)
     finally: tmp.unlink(missing_ok=True)
 
@@ -554,7 +575,7 @@ def commit(self:Store):
     self.index, self._dirty = index, False
     _remove_stale(self.path, self._meta())
 
-# %% ../nbs/03_index.ipynb #954d93aa
+# %% ../nbs/03_index.ipynb #b314159c
 @patch
 def _index_is_mostly_deleted(self:Store) -> bool:
     live = self.db.execute('select count(*) from chunks').fetchone()[0]
@@ -639,8 +660,10 @@ def sentence_vectors(self:Store, ids:list) -> dict:
     for cid, r0, n, sp, h, crc in rows:
         if not n or r0 + n > nrows: continue
         v = np.asarray(mm[r0:r0 + n])
-        if (crc is None or zlib.crc32(v.tobytes()) == crc) and np.isfinite(v).all():
-            out[str(cid)] = ([tuple(x) for x in json.loads(sp)], v, h)
+        try: spans = [tuple(x) for x in json.loads(sp)]
+        except (TypeError, ValueError): spans = None
+        if spans is not None and (crc is None or _sent_crc(sp, v) == crc) and np.isfinite(v).all():
+            out[str(cid)] = (spans, v, h)
         else: log.warning('%s: chunk %s: sentence vectors fail their checksum; trimming embeds it again (see '
                           '`Store.verify`)', self.path, cid)
     return out
@@ -675,7 +698,7 @@ def _ignore_spec(d:Path):
 
 # %% ../nbs/03_index.ipynb #d4f09b23
 def _walk(root:Path, rep:IndexReport, unreadable:list):
-    "Files under `root`, honouring `.ragnbignore` files and skipping hidden entries; folders that fail go to `unreadable`."
+    "Files under `root`, honouring `.ragnbignore` and skipping hidden entries; failing folders go to `unreadable`."
     if not root.is_dir():
         yield root
         return
@@ -728,12 +751,18 @@ def _source_key(f:Path, p:Path) -> str:
     return (p.name + '/' + rel) if p.name not in ('', '.') else rel
 
 # %% ../nbs/03_index.ipynb #682acb28
+def _eval_data_reason(f:Path, root:Path) -> str|None:
+    "Labelled questions (`.json`/`.jsonl` under an `eval/` folder) are test data: indexing them leaks the answers."
+    parts = f.relative_to(root).parts[:-1] if root.is_dir() else f.parts[:-1]
+    if f.suffix.lower() in ('.json', '.jsonl') and 'eval' in parts:
+        return 'an eval data file (under eval/), not indexed'
+
 @patch
 def _scan(self:Store, p:Path, rep:IndexReport, known:dict, mjson:str, max_bytes:int) -> list[SourceFile]:
     "Read the files under `p`; record unchanged, skipped, binary and removed sources in `rep`; return what changed."
     root, todo, seen, unreadable = (str(p.resolve()) if p.is_dir() else ''), [], set(), []
     for f in _walk(p, rep, unreadable):
-        why = _unreadable_reason(f, p, max_bytes)
+        why = _unreadable_reason(f, p, max_bytes) or _eval_data_reason(f, p)
         if why:
             rep.skipped.append((os.fsdecode(f), why))
             continue
@@ -851,30 +880,33 @@ def _nearest(self:Store, q, kk, allowed, exact_below):
             lab, dist = self.index.knn_query(q, k=kk, filter=fn)
             if lab.shape[1] == kk: return lab[0], 1 - dist[0]
         except RuntimeError: pass                 # hnswlib could not fill k: fall back to exact search
-    ids = allowed if allowed is not None else np.array([r[0] for r in self.db.execute('select id from chunks')], np.int64)
+    ids = allowed
+    if ids is None: ids = np.array([r[0] for r in self.db.execute('select id from chunks')], np.int64)
     sims = np.asarray(self.index.get_items(ids, return_type='numpy'), dtype=np.float32) @ q
     top = np.argsort(-sims)[:kk]
     return ids[top], sims[top]
 
 # %% ../nbs/03_index.ipynb #75576ff9
-_CHUNK_COLS = ('id, text, source, mode, section, start_line, end_line, start_char, end_char, chunker_version, '
-               'metadata, overlap, content_hash')
+_CHUNK_COLS = ('id, source, mode, section, start_line, end_line, start_char, end_char, text, metadata, '
+               'chunker_version, content_hash, overlap')     # the table's order, which `_row_crc` covers
 
 @patch
 def get_chunks(self:Store, ids:list[int], scores:list[float]|None=None) -> list[Chunk]:
     "Chunks by id, in the order given; a chunk whose text no longer matches its hash raises `StoreCorruptedError`."
     if not ids: return []
     with self._snapshot():
-        rows = {r[0]: r for r in self.db.execute(f'select {_CHUNK_COLS} from chunks where id in '
+        crc = 'row_crc' if self._row_crc else 'null'
+        rows = {r[0]: r for r in self.db.execute(f'select {_CHUNK_COLS}, {crc} from chunks where id in '
                                                  f'({",".join("?" * len(ids))})', [int(i) for i in ids])}
     out = []
     for j, i in enumerate(ids):
         r = rows.get(int(i))
         if r is None: continue
-        cid, text, source, mode, section, sl, el, sc, ec, ver, meta, overlap, h = r
+        cid, source, mode, section, sl, el, sc, ec, text, meta, ver, h, overlap, crc = r
         try: metadata = json.loads(meta)
         except (TypeError, ValueError): metadata = None
-        if not isinstance(text, str) or _hash(text) != h or not isinstance(metadata, dict):
+        bad_crc = crc is not None and _row_crc(r[:-1]) != crc
+        if bad_crc or not isinstance(text, str) or _hash(text) != h or not isinstance(metadata, dict):
             raise StoreCorruptedError(f'{self.path}: chunk {cid} of {source!r} does not match its hash; '
                                       f'run `ragnb check`, then re-index that source')
         out.append(Chunk(text, source, mode, section, sl, el, sc, ec, ver, metadata, overlap=overlap or 0,
@@ -900,9 +932,11 @@ def stats(self:Store) -> dict:
 @patch
 def update_manifest(self:Store, **entries):
     "Record `entries` (e.g. a calibrated trim threshold) in manifest.json, atomically; needs a writer."
-    if self._lock is None: raise StoreError(f'{self.path}: opened read-only; open it for writing to change the manifest')
+    if self._lock is None:
+        raise StoreError(f'{self.path}: opened read-only; open it for writing to change the manifest')
     fixed = set(_BUILD_FIELDS)
-    if fixed & entries.keys(): raise ValueError(f'{sorted(fixed & entries.keys())} describe how the store was built and cannot change')
+    if fixed & entries.keys():
+        raise ValueError(f'{sorted(fixed & entries.keys())} describe how the store was built and cannot change')
     self.manifest.update(entries)
     _fsync_write(self.path / 'manifest.json', json.dumps(self.manifest, indent=1).encode())
 
@@ -912,15 +946,18 @@ def verify(self:Store) -> dict:
     "Check index, chunks and sentence vectors against each other: counts, and `problems` (empty when sound)."
     with self._snapshot():
         meta, ids = self._meta(), {r[0] for r in self.db.execute('select id from chunks')}
-        bad_text = [r[0] for r in self.db.execute('select id, text, content_hash from chunks') if _hash(r[1]) != r[2]]
-        sent = self.db.execute(f"select chunk_id, row0, n, {'crc' if self._crc else 'null'} from sentences").fetchall()
+        crc = 'row_crc' if self._row_crc else 'null'
+        bad_text = [r[0] for r in self.db.execute(f'select {_CHUNK_COLS}, {crc} from chunks')
+                    if _hash(r[8]) != r[11] or (r[13] is not None and _row_crc(r[:-1]) != r[13])]
+        crc = 'crc' if self._crc else 'null'
+        sent = self.db.execute(f'select chunk_id, row0, n, spans, {crc} from sentences').fetchall()
     live, deleted = set(), 0
     if 'index_file' in meta:
         info = check_hnsw_file(self.path / meta['index_file'], self.manifest['dim'])
         live, deleted = set(info['labels'][~info['deleted_mask']].tolist()), info['deleted']
     problems = [f'{len(ids - live)} chunks missing from the index'] * bool(ids - live)
     problems += [f'{len(live - ids)} index labels without a chunk'] * bool(live - ids)
-    problems += [f'{len(bad_text)} chunks whose text does not match its hash (ids {bad_text[:5]})'] * bool(bad_text)
+    problems += [f'{len(bad_text)} chunks do not match their hash (ids {bad_text[:5]})'] * bool(bad_text)
     problems += _sentence_problems(self, meta, ids, sent)
     return dict(chunks=len(ids), index_live=len(live), index_deleted=deleted, sentence_rows=sum(r[2] for r in sent),
                 problems=problems)
@@ -933,11 +970,11 @@ def _sentence_problems(self:Store, meta:dict, ids:set, sent:list) -> list[str]:
     dangling = [c for c, *_ in sent if c not in ids]
     if dangling: out.append(f'{len(dangling)} sentence rows of removed chunks')
     if len(ids - {c for c, *_ in sent}): out.append(f'{len(ids - {c for c, *_ in sent})} chunks without sentence rows')
-    if any(r0 + n > nrows for _, r0, n, _ in sent): out.append('sentence rows past the end of the sentence file')
+    if any(r0 + n > nrows for _, r0, n, *_ in sent): out.append('sentence rows past the end of the sentence file')
     if nrows and meta.get('sent_file'):
         mm = np.memmap(self.path / meta['sent_file'], dtype=np.float16, mode='r', shape=(nrows, self.manifest['dim']))
         bad = int((~np.isfinite(mm).all(axis=1)).sum())
         if bad: out.append(f'{bad} sentence vectors with NaN or infinite values')
-        crc = [c for c, r0, n, k in sent if k is not None and r0 + n <= nrows and zlib.crc32(mm[r0:r0 + n].tobytes()) != k]
+        crc = [c for c, r0, n, sp, k in sent if k is not None and r0 + n <= nrows and _sent_crc(sp, mm[r0:r0 + n]) != k]
         if crc: out.append(f'{len(crc)} chunks whose sentence vectors fail their checksum (ids {crc[:5]})')
     return out

@@ -248,10 +248,12 @@ def crafted_index_files(workdir=None):
         db.commit()
         db.close()
         code = ('import sys, numpy as np; from ragnb.index import Store, StoreCorruptedError\n'
-                'try:\n with Store.open(sys.argv[1], readonly=True) as s: s.search(np.ones(32, np.float32) / 32**.5, k=5)\n'
+                'try:\n with Store.open(sys.argv[1], readonly=True) as s:\n'
+                '  s.search(np.ones(32, np.float32) / 32**.5, k=5)\n'
                 'except StoreCorruptedError as e: print("detected:", e)')
         p = subprocess.run([sys.executable, '-c', code, str(store)], capture_output=True, text=True)
-        res[name] = 'detected' if p.returncode == 0 and 'detected:' in p.stdout else f'rc={p.returncode} {p.stderr[-200:]}'
+        ok = p.returncode == 0 and 'detected:' in p.stdout
+        res[name] = 'detected' if ok else f'rc={p.returncode} {p.stderr[-200:]}'
     shutil.rmtree(work, ignore_errors=True)
     ok = sum(v == 'detected' for v in res.values())
     return dict(tried=len(res), survived=ok, lost=len(res) - ok, variants=res)
@@ -330,3 +332,85 @@ def reader_resources(queries=2000, workdir=None):
 if __name__ == '__main__':
     if sys.argv[1] == 'writer': writer_loop(Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4]))
     elif sys.argv[1] == 'fuzz': fuzz_file_main(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+
+
+# --- hostile entries in an indexed folder, and a hostile HyDE endpoint ----------------------------------------
+
+def hostile_entries(workdir=None):
+    """One `index_paths` run over a folder holding, besides two good files, each kind of bad entry. `survived`
+    counts entries that were reported (or, for UTF-16, read) while the run went on and indexed the good files."""
+    import threading
+    from ragnb.index import Store
+    work = Path(workdir or tempfile.mkdtemp())
+    d = work / 'docs'
+    (d / 'sub').mkdir(parents=True)
+    (d / 'good.md').write_text('# Good\n\nA good file. It is indexed.', encoding='utf-8')
+    (d / 'sub' / 'good2.md').write_text('# Good too\n\nAnother good file.', encoding='utf-8')
+    (work / 'outside.md').write_text('# Secret\n\nOutside the folder.', encoding='utf-8')
+    entries = {'fifo pipe.md': lambda: os.mkfifo(d / 'pipe.md'),
+               'link to /dev/zero': lambda: os.symlink('/dev/zero', d / 'zero.md'),
+               'link out of the folder': lambda: os.symlink(work / 'outside.md', d / 'outside.md'),
+               'non-UTF-8 file name': lambda: (d / os.fsdecode(b'caf\xe9.md')).write_text('# C\n\nx.'),
+               'latin-1 file': lambda: (d / 'latin1.md').write_bytes('Canción.'.encode('latin-1')),
+               'UTF-16 file (read)': lambda: (d / 'wide.md').write_text('# Ancho\n\nUTF-16.', encoding='utf-16'),
+               'file over the size cap': lambda: (d / 'big.md').write_text('word ' * 300_000),
+               'bad .ragnbignore (stray \\)': lambda: (d / 'sub' / '.ragnbignore').write_bytes(b'\\'),
+               'binary by extension': lambda: (d / 'logo.png').write_bytes(b'\x89PNG\r\n\x1a\n' + bytes(99)),
+               'binary by content': lambda: (d / 'blob.xyz').write_bytes(b'\x00\x01\x02')}
+    for make in entries.values(): make()
+    out = {}
+    def run():
+        with Store.open(work / 'store', embedder=HashEmbedder()) as s:
+            out['rep'] = s.index_paths([d], max_bytes=1_000_000)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    if t.is_alive(): return dict(tried=len(entries), survived=0, lost=len(entries), note='the run hung')
+    rep = out['rep']
+    said = ' '.join(f'{p} {why}' for p, why in rep.skipped) + ' '.join(p for p, _ in rep.binary)
+    checks = {'fifo pipe.md': 'pipe.md', 'link to /dev/zero': 'zero.md', 'link out of the folder': 'outside.md',
+              'non-UTF-8 file name': 'not valid UTF-8; rename', 'latin-1 file': 'latin1.md',
+              'file over the size cap': 'big.md', 'bad .ragnbignore (stray \\)': '.ragnbignore',
+              'binary by extension': 'logo.png', 'binary by content': 'blob.xyz'}
+    res = {k: (v in said) for k, v in checks.items()}
+    res['UTF-16 file (read)'] = 'docs/wide.md' in rep.added
+    good = 'docs/good.md' in rep.added
+    shutil.rmtree(work, ignore_errors=True)
+    ok = sum(res.values()) if good else 0
+    return dict(tried=len(entries), survived=ok, lost=len(entries) - ok, failed=[k for k, v in res.items() if not v])
+
+
+def hostile_hyde():
+    "A loopback Gemini that redirects off-origin, drips, answers 2 MB, or echoes the key in an error."
+    sys.path.insert(0, str(Path(__file__).parent))
+    import threading
+    from test_hyde import FakeGemini, answer, KEY
+    from ragnb.hyde import HydeError, HydeTimeout, generate_hyde
+    srv, other = FakeGemini(), FakeGemini()
+    for s in (srv, other): threading.Thread(target=s.serve_forever, daemon=True).start()
+    os.environ['GEMINI_API_KEY'] = KEY
+    cases = {}
+    def case(name, setup, want, check=lambda e: True, timeout_s=5):
+        srv.drip = 0.0
+        setup()
+        t = time.perf_counter()
+        try:
+            generate_hyde('how to rotate keys', base_url=srv.url, timeout_s=timeout_s)
+            cases[name] = False
+        except want as e:
+            cases[name] = KEY not in str(e) and e.__context__ is None and check(e) and time.perf_counter() - t < 10
+    case('cross-origin redirect', lambda: setattr(srv, 'reply', lambda n: (307, {}, {'Location': other.url + '/x'})),
+         HydeError, lambda e: not other.requests)
+    case('1 byte every 0.5 s', lambda: (setattr(srv, 'drip', 0.5),
+                                         setattr(srv, 'reply', lambda n: answer('{"passage": "' + 'x' * 40 + '"}'))),
+         HydeTimeout, timeout_s=1.5)
+    case('2 MB answer', lambda: setattr(srv, 'reply', lambda n: answer('{"passage": "' + 'y' * 2_000_000 + '"}')),
+         HydeError)
+    case('error that echoes the key', lambda: setattr(srv, 'reply', lambda n: (500, {'error': {'code': 500,
+         'message': f'bad key {KEY}', 'status': 'X'}})), HydeError)
+    del os.environ['GEMINI_API_KEY']
+    for s in (srv, other):
+        s.shutdown()
+        s.server_close()
+    ok = sum(cases.values())
+    return dict(tried=len(cases), survived=ok, lost=len(cases) - ok, failed=[k for k, v in cases.items() if not v])

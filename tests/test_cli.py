@@ -117,6 +117,6 @@ def test_check_reports_a_sound_store_and_a_tampered_one(tmp_path):
     db.commit()
     db.close()
     r = ragnb('check', '--store', str(store))
-    assert r.returncode == 1 and 'does not match its hash' in r.stdout.decode(), r.stdout
+    assert r.returncode == 1 and 'do not match their hash' in r.stdout.decode(), r.stdout
     r = ragnb('ask', 'How long are logs kept?', '--store', str(store))
     assert r.returncode == 2 and 'does not match its hash' in r.stderr.decode()       # never served as-is
