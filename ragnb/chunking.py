@@ -372,8 +372,9 @@ def _ts_units(text, lang):
         kind = _TS_KINDS.get(decl.type)
         if kind in ('const', 'var'):       # a top-level const is a declaration when it holds a function or class
             vals = [c.child_by_field_name('value') for c in decl.children if c.type == 'variable_declarator']
-            if not exported and not any(v is not None and v.type in ('arrow_function', 'function_expression', 'function',
-                                                                     'class', 'call_expression', 'object', 'new_expression')
+            callable_types = ('arrow_function', 'function_expression', 'function', 'class', 'call_expression',
+                              'object', 'new_expression')
+            if not exported and not any(v is not None and v.type in callable_types
                                         for v in vals): kind = None
         if default and kind is None: kind = 'export default'
         elif exported and kind is None: kind = 'export'
@@ -439,7 +440,8 @@ def _json_units(text):
     for pair in (c for c in obj.children if c.type == 'pair'):
         key = pair.child_by_field_name('key').text.decode('utf-8', 'replace').strip('"')
         val = pair.child_by_field_name('value')
-        members = [(c.start_point[0], c.end_point[0]) for c in val.children if c.is_named] if val.type in ('object', 'array') else []
+        members = ([(c.start_point[0], c.end_point[0]) for c in val.children if c.is_named]
+                   if val.type in ('object', 'array') else [])
         units.append(_Unit(pair.start_point[0], pair.end_point[0], 'key', key, members, f'"{key}":'))
     return units
 
@@ -457,7 +459,8 @@ def _yaml_units(text):
                     for item in v.value:
                         node = item[0] if isinstance(item, tuple) else item
                         last = item[1] if isinstance(item, tuple) else item
-                        members.append((node.start_mark.line, max(node.start_mark.line, last.end_mark.line - (1 if last.end_mark.column == 0 else 0))))
+                        end = last.end_mark.line - (1 if last.end_mark.column == 0 else 0)
+                        members.append((node.start_mark.line, max(node.start_mark.line, end)))
                 start = k.start_mark.line
                 while start > 0 and lines[start - 1].lstrip().startswith('#'): start -= 1   # leading comments
                 units.append(_Unit(start, end, 'key', str(k.value), members, f'{k.value}:'))
@@ -521,7 +524,9 @@ def chunk_code(text:str, # source code
     for u in full:
         bare = not u.kind and all(not l.strip() or _BARE.match(l) for l in lines[u.start:u.end + 1])
         if bare and merged: merged[-1].end = u.end
-        elif merged and merged[-1].kind == '' and merged[-1].name == '\0': u.start = merged.pop().start; merged.append(u)
+        elif merged and merged[-1].kind == '' and merged[-1].name == '\0':
+            u.start = merged.pop().start
+            merged.append(u)
         else:
             if bare: u.name = '\0'
             merged.append(u)
@@ -605,7 +610,8 @@ def mode_for(path:str|Path) -> str:
     "'codigo' for the code extensions, 'documental' for md, markdown, txt and any other text."
     return 'codigo' if Path(path).suffix.lower() in CODE_EXTS else 'documental'
 
-def strategy_version(path:str|Path, strategies:dict|None=None, target:int=1500, max_chars:int=2200, overlap:int=200) -> str:
+def strategy_version(path:str|Path, strategies:dict|None=None, target:int=1500, max_chars:int=2200,
+                     overlap:int=200) -> str:
     "The `chunker_version` that `chunk_file` stamps on the chunks of `path`, without reading it."
     mode = mode_for(path)
     name = (strategies or DEFAULT_CHUNKERS)[mode]

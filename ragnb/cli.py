@@ -26,7 +26,8 @@ def _read_input(src:str) -> str:
         data, name = p.read_bytes(), src
     if b'\x00' in data[:8192]: raise UserError(f'{name}: looks like a binary file (NUL bytes), not text')
     try: return data.decode('utf-8-sig')
-    except UnicodeDecodeError as e: raise UserError(f'{name}: not valid UTF-8 (byte {e.start}: {data[e.start:e.start+1]!r})') from None
+    except UnicodeDecodeError as e:
+        raise UserError(f'{name}: not valid UTF-8 (byte {e.start}: {data[e.start:e.start+1]!r})') from None
 
 # %% ../nbs/09_cli.ipynb #76b026af
 def cmd_sentences(args) -> int:
@@ -75,7 +76,8 @@ def _open_store(args, create_from_data=False):
     emb = _load_embedder(getattr(args, 'model', None))
     try:
         if not (path / 'manifest.json').exists():
-            if not create_from_data: raise UserError(f'{path}: no store here; build one with `ragnb index DOCS --store {path}`')
+            if not create_from_data:
+                raise UserError(f'{path}: no store here; build one with `ragnb index DOCS --store {path}`')
             data = bundled_data_dir()
             if not data.is_dir(): raise UserError(f'no --store given and no bundled data/ folder at {data}')
             print(f'building the default store at {path} from {data} (first use) ...', file=sys.stderr)
@@ -108,7 +110,8 @@ def _print_index_report(path, rep, st, verbose):
           f"skipped {c['skipped']} files; {rep.chunks} chunks embedded in {rep.seconds:.1f}s; "
           f"store has {st['chunks']} chunks")
     if rep.binary: print(rep.binary_summary() + ('' if verbose else ' (list them with --verbose)'))
-    for f, why in rep.skipped: print(f'  skipped {f}: {why}' if not why.startswith(f) else f'  skipped {why}', file=sys.stderr)
+    for f, why in rep.skipped:
+        print(f'  skipped {why}' if why.startswith(f) else f'  skipped {f}: {why}', file=sys.stderr)
     if verbose:
         for f, kind in rep.binary: print(f'  binary ({kind}): {f}', file=sys.stderr)
 
@@ -135,18 +138,19 @@ def cmd_ask(args) -> int:
     except (ValueError, StoreError) as e: raise UserError(str(e)) from None
     finally: store.close()
     if args.json:
+        trimmed = lambda c: ({'tokens_before': c.tokens_before, 'tokens_after': c.tokens_after,
+                              'kept_spans': c.kept_spans} if hasattr(c, 'kept_spans') else {})
+        chunks = [dict(id=c.id, score=c.score, source=c.source, start_line=c.start_line, end_line=c.end_line,
+                       section=c.section_title, metadata=c.metadata, text=c.text, **trimmed(c)) for c in res.chunks]
         print(json.dumps(dict(query=res.query, tokens_before=res.tokens_before, tokens_in_context=res.tokens_in_context,
-                              timings_ms=res.timings_ms, info=res.info, chunks=[dict(id=c.id, score=c.score, source=c.source,
-                              start_line=c.start_line, end_line=c.end_line, section=c.section_title, metadata=c.metadata,
-                              text=c.text, **({'tokens_before': c.tokens_before, 'tokens_after': c.tokens_after,
-                              'kept_spans': c.kept_spans} if hasattr(c, 'kept_spans') else {})) for c in res.chunks]),
-                         ensure_ascii=False, indent=1))
+                              timings_ms=res.timings_ms, info=res.info, chunks=chunks), ensure_ascii=False, indent=1))
         return 0
     print(f'Q: {res.query}\n')
     h = res.info.get('hyde')
     if h:
         if h['hyde'] == 'ok':
-            print(f"HyDE: used ({h['model']}, {h['language']}, {h['latency_ms']:.0f} ms{', cached' if h['cached'] else ''})")
+            cached = ', cached' if h['cached'] else ''
+            print(f"HyDE: used ({h['model']}, {h['language']}, {h['latency_ms']:.0f} ms{cached})")
             for p in h['passages']: print('    ' + p.replace('\n', '\n    '))
         else: print(f"HyDE: not used, searched with the plain question ({h['reason']})")
         print()
@@ -158,7 +162,9 @@ def cmd_ask(args) -> int:
     t = ', '.join(f'{k} {v:.0f} ms' for k, v in res.timings_ms.items())
     if opts.trim:
         pct = (res.tokens_in_context - res.tokens_before) / max(res.tokens_before, 1)
-        print(f'Tokens: {res.tokens_before} → {res.tokens_in_context} ({pct:+.0%}) · threshold {res.info["trim"]["threshold"]:g}{" (auto)" if res.info["trim"]["auto"] else ""}, window {opts.trim_window} · {t}')
+        th = f'{res.info["trim"]["threshold"]:g}' + (' (auto)' if res.info['trim']['auto'] else '')
+        print(f'Tokens: {res.tokens_before} → {res.tokens_in_context} ({pct:+.0%}) · threshold {th}, '
+              f'window {opts.trim_window} · {t}')
     else: print(f'Tokens: {res.tokens_in_context} (≈ words × 1.3) · {t}')
     return 0
 
@@ -188,12 +194,15 @@ def cmd_check(args) -> int:
 # %% ../nbs/09_cli.ipynb #9fe72a96
 def cmd_eval(args) -> int:
     from ragnb.eval import eval_retrieval, sweep, calibrate, bundled_questions
+    from ragnb.trim import DEFAULT_TRIM_THRESHOLD
     from ragnb.index import Store, StoreError
     qpath = Path(args.questions) if args.questions else bundled_questions()
     if not qpath.is_file(): raise UserError(f'{qpath}: no such questions file')
     if args.save:
         args.sweep = True
-        try: store = Store.open(_store_dir(args)) if (_store_dir(args) / 'manifest.json').exists() else _open_store(args, create_from_data=not args.store)
+        try:
+            if (_store_dir(args) / 'manifest.json').exists(): store = Store.open(_store_dir(args))
+            else: store = _open_store(args, create_from_data=not args.store)
         except StoreError as e: raise UserError(str(e)) from None
     else: store = _open_store(args, create_from_data=not args.store)
     hyde_options = {}
@@ -203,21 +212,28 @@ def cmd_eval(args) -> int:
     try:
         if args.sweep or args.plot:
             windows = (args.window,) if args.window is not None else (0, 1)
-            res = sweep(store, qpath, windows=windows, top_k=args.k, hyde=args.hyde, hyde_options=hyde_options, progress=True)
+            res = sweep(store, qpath, windows=windows, top_k=args.k, hyde=args.hyde, hyde_options=hyde_options,
+                        progress=True)
             cals = {w: calibrate(store, qpath, window=w, top_k=args.k, result=res, save=args.save) for w in windows}
             if args.plot: res.plot(args.plot)
-            if args.json: print(json.dumps(dict(sweep=res.rows, calibration={str(w): c for w, c in cals.items()}), ensure_ascii=False, indent=1))
+            if args.json:
+                print(json.dumps(dict(sweep=res.rows, calibration={str(w): c for w, c in cals.items()}),
+                                 ensure_ascii=False, indent=1))
             else:
                 print(f"{res.config['questions']} questions, top_k={args.k}, model {res.config['model']}\n")
                 print(res.table() + '\n')
                 for w, c in cals.items():
                     if c['threshold'] is None: print(f'window {w}: {c["reason"]}')
-                    else: print(f"window {w}: calibrated threshold {c['threshold']:.2f}: {c['token_reduction_pct']:.1f}% fewer tokens, "
-                                f"answer retention {c['answer_retention']:.1%} (untrimmed {c['answer_in_baseline']:.1%})")
-                if args.save: print(f"saved the calibrated thresholds in {store.path / 'manifest.json'}; use them with --threshold auto")
+                    else: print(f"window {w}: calibrated threshold {c['threshold']:.2f}: "
+                                f"{c['token_reduction_pct']:.1f}% fewer tokens, answer retention "
+                                f"{c['answer_retention']:.1%} (untrimmed {c['answer_in_baseline']:.1%})")
+                if args.save:
+                    print(f"saved the calibrated thresholds in {store.path / 'manifest.json'}; "
+                          "use them with --threshold auto")
                 if args.plot: print(f'plot: {args.plot}')
             return 0
-        rep = eval_retrieval(store, qpath, top_k=args.k, trim_threshold=args.threshold if args.threshold is not None else 0.38,
+        threshold = args.threshold if args.threshold is not None else DEFAULT_TRIM_THRESHOLD
+        rep = eval_retrieval(store, qpath, top_k=args.k, trim_threshold=threshold,
                              trim_window=args.window or 0, hyde=args.hyde, hyde_options=hyde_options, progress=True)
     except (ValueError, FileNotFoundError) as e: raise UserError(str(e)) from None
     finally: store.close()
@@ -253,26 +269,36 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('question')
     s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
     s.add_argument('-k', type=int, default=5, help='how many chunks (default 5)')
-    s.add_argument('--filter', action='append', metavar='KEY=VALUE', help='metadata or source filter; repeat a key for "in"')
+    s.add_argument('--filter', action='append', metavar='KEY=VALUE',
+                   help='metadata or source filter; repeat a key for "in"')
     s.add_argument('--model', help=argparse.SUPPRESS)
-    s.add_argument('--trim', action='store_true', help='cut each chunk to the sentences close to the question (also: RETRIEVAL_TRIM=1)')
-    s.add_argument('--threshold', type=_threshold_arg, help="trim threshold, a cosine, or 'auto' for the calibrated one (default $RETRIEVAL_TRIM_THRESHOLD or 0.38)")
+    s.add_argument('--trim', action='store_true',
+                   help='cut each chunk to the sentences close to the question (also: RETRIEVAL_TRIM=1)')
+    s.add_argument('--threshold', type=_threshold_arg,
+                   help="trim threshold, a cosine, or 'auto' for the calibrated one "
+                        "(default $RETRIEVAL_TRIM_THRESHOLD or 0.38)")
     s.add_argument('--window', type=int, help='also keep this many neighbour sentences on each side (default 0)')
-    s.add_argument('--hyde', action='store_true', help='search with a hypothetical passage from Gemini (needs GOOGLE_AI_API_KEY or GEMINI_API_KEY; falls back to the plain question)')
-    s.add_argument('--hyde-model', help='LLM for HyDE (default $RAGNB_HYDE_MODEL or gemini-2.5-flash-lite); implies --hyde')
+    s.add_argument('--hyde', action='store_true',
+                   help='search with a hypothetical passage from Gemini (needs GOOGLE_AI_API_KEY or GEMINI_API_KEY; '
+                        'falls back to the plain question)')
+    s.add_argument('--hyde-model',
+                   help='LLM for HyDE (default $RAGNB_HYDE_MODEL or gemini-2.5-flash-lite); implies --hyde')
     s.add_argument('--hyde-passages', type=int, help='passages to generate and average (default 1); implies --hyde')
     s.add_argument('--json', action='store_true', help='machine-readable output')
     s.set_defaults(func=cmd_ask)
-    s = sub.add_parser('eval', help='token saving and answer retention of trimming (and HyDE) on a labelled question set')
+    s = sub.add_parser('eval',
+                       help='token saving and answer retention of trimming (and HyDE) on a labelled question set')
     s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
     s.add_argument('--questions', help='JSONL questions file (default: the bundled data/eval/questions.jsonl)')
     s.add_argument('-k', type=int, default=5, help='chunks in the context (default 5)')
     s.add_argument('--threshold', type=_threshold_arg, help="trim threshold, or 'auto' (default 0.38)")
-    s.add_argument('--window', type=int, help='neighbour sentences kept on each side (default 0; with --sweep: 0 and 1)')
+    s.add_argument('--window', type=int,
+                   help='neighbour sentences kept on each side (default 0; with --sweep: 0 and 1)')
     s.add_argument('--hyde', action='store_true', help='HyDE for the variant (needs an API key; falls back otherwise)')
     s.add_argument('--sweep', action='store_true', help='evaluate a grid of thresholds and print the calibrated one')
     s.add_argument('--plot', metavar='PNG', help='save the sweep plot (implies --sweep)')
-    s.add_argument('--save', action='store_true', help="save the calibrated threshold in the store's manifest (implies --sweep)")
+    s.add_argument('--save', action='store_true',
+                   help="save the calibrated threshold in the store's manifest (implies --sweep)")
     s.add_argument('--json', action='store_true', help='machine-readable output')
     s.add_argument('--model', help=argparse.SUPPRESS)
     s.set_defaults(func=cmd_eval)

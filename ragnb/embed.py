@@ -104,8 +104,10 @@ class Embedder:
     def __init__(self, model, tokenizer, *, name:str, pooling:str='cls', query_instruction:str='', device:str='cpu',
                  dtype:str='auto', max_length:int=512, batch_size:int=32, query_cache_size:int=1024):
         self.model, self.tokenizer, self.name, self.pooling = model.eval(), tokenizer, name, pooling
-        self.query_instruction, self.device, self.max_length, self.batch_size = query_instruction, device, max_length, batch_size
-        if dtype not in ('auto', 'fp32', 'bf16'): raise ValueError(f"dtype must be 'auto', 'fp32' or 'bf16', not {dtype!r}")
+        self.query_instruction, self.device = query_instruction, device
+        self.max_length, self.batch_size = max_length, batch_size
+        if dtype not in ('auto', 'fp32', 'bf16'):
+            raise ValueError(f"dtype must be 'auto', 'fp32' or 'bf16', not {dtype!r}")
         self.autocast = dtype == 'bf16' or (dtype == 'auto' and device == 'cpu' and cpu_has_bf16())
         self.dim = int(model.config.hidden_size)
         self._qcache, self._qcache_size = OrderedDict(), query_cache_size
@@ -123,9 +125,11 @@ class Embedder:
         model = AutoModel.from_pretrained(path, local_files_only=local_files_only).to(device)
         name = name_or_path or os.environ.get('RAGNB_MODEL') or _model_name(path)
         return cls(model, tok, name=str(name), pooling=read_pooling(path), device=device, dtype=dtype,
-                   query_instruction=read_query_instruction(path, str(name)), max_length=max_length, batch_size=batch_size)
+                   query_instruction=read_query_instruction(path, str(name)), max_length=max_length,
+                   batch_size=batch_size)
 
-    def __repr__(self): return f'Embedder({self.name!r}, dim={self.dim}, pooling={self.pooling!r}, bf16={self.autocast})'
+    def __repr__(self):
+        return f'Embedder({self.name!r}, dim={self.dim}, pooling={self.pooling!r}, bf16={self.autocast})'
 
 # %% ../nbs/02_embed.ipynb #ec42bc78
 def _model_name(path):

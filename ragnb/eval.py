@@ -108,7 +108,8 @@ class EvalReport:
     def table(self) -> list[tuple[str, str, str]]:
         "(measure, baseline, variant) rows."
         s, k = self.summary, self.config['top_k']
-        f = lambda v, p=False: '–' if v is None else (f'{v:.1%}' if p else f'{v:.3f}' if isinstance(v, float) else str(v))
+        f = lambda v, p=False: ('–' if v is None else f'{v:.1%}' if p else f'{v:.3f}' if isinstance(v, float)
+                                else str(v))
         rows = [('questions', str(s['n_questions']), str(s['n_questions'])),
                 ('avg tokens in context', f"{s['avg_tokens_baseline']:.1f}", f"{s['avg_tokens_trim']:.1f}"),
                 ('token reduction', '', f"{s['token_reduction_pct']:.1f}%"),
@@ -127,18 +128,26 @@ class EvalReport:
         w = max(len(r[0]) for r in self.table())
         lines = [head, f"{'measure':<{w}}  {'baseline':>10}  {'variant':>10}"]
         lines += [f'{a:<{w}}  {b:>10}  {v:>10}' for a, b, v in self.table()]
-        if self.labelling_errors: lines.append(f'labelling errors ({len(self.labelling_errors)}): ' + '; '.join(f'{q!r} → {l}' for q, l in self.labelling_errors))
-        for why, n in (self.summary.get('hyde_fallback_reasons') or {}).items(): lines.append(f'HyDE fell back on {n} questions: {why}')
-        if self.bad_lines: lines.append(f'unreadable lines ({len(self.bad_lines)}): ' + '; '.join(f'line {n}: {w}' for n, w in self.bad_lines))
+        if self.labelling_errors:
+            lines.append(f'labelling errors ({len(self.labelling_errors)}): '
+                         + '; '.join(f'{q!r} → {l}' for q, l in self.labelling_errors))
+        for why, n in (self.summary.get('hyde_fallback_reasons') or {}).items():
+            lines.append(f'HyDE fell back on {n} questions: {why}')
+        if self.bad_lines:
+            lines.append(f'unreadable lines ({len(self.bad_lines)}): '
+                         + '; '.join(f'line {n}: {w}' for n, w in self.bad_lines))
         return '\n'.join(lines)
     __repr__ = __str__
 
     def _repr_html_(self):
-        cells = ''.join(f'<tr><td>{html.escape(a)}</td><td style="text-align:right">{b}</td><td style="text-align:right">{v}</td></tr>'
-                        for a, b, v in self.table())
-        extra = ''.join(f'<p>⚠ labelling error: {html.escape(q)} → <code>{html.escape(l)}</code> not in the store</p>' for q, l in self.labelling_errors)
+        td = '<td style="text-align:right">'
+        cells = ''.join(f'<tr><td>{html.escape(a)}</td>{td}{b}</td>{td}{v}</td></tr>' for a, b, v in self.table())
+        extra = ''.join(f'<p>⚠ labelling error: {html.escape(q)} → <code>{html.escape(l)}</code> not in the store'
+                        '</p>'
+                        for q, l in self.labelling_errors)
         extra += ''.join(f'<p>⚠ line {n}: {html.escape(w)}</p>' for n, w in self.bad_lines)
-        return f'<p><code>{html.escape(str(self).splitlines()[0])}</code></p><table><tr><th>measure</th><th>baseline</th><th>variant</th></tr>{cells}</table>{extra}'
+        head = '<tr><th>measure</th><th>baseline</th><th>variant</th></tr>'
+        return f'<p><code>{html.escape(str(self).splitlines()[0])}</code></p><table>{head}{cells}</table>{extra}'
 
 # %% ../nbs/07_eval.ipynb #62fffcde
 def _as_questions(questions):
@@ -147,7 +156,9 @@ def _as_questions(questions):
     for q in questions:
         if isinstance(q, EvalQuestion): out.append(q)
         elif isinstance(q, str): out.append(EvalQuestion(q))
-        elif isinstance(q, dict): out.append(EvalQuestion(q['question'], q.get('lang'), list(q.get('relevant') or []), q.get('answer'), list(q.get('tags') or [])))
+        elif isinstance(q, dict):
+            out.append(EvalQuestion(q['question'], q.get('lang'), list(q.get('relevant') or []), q.get('answer'),
+                                    list(q.get('tags') or [])))
         else: raise TypeError(f'a question must be a str, dict or EvalQuestion, not {type(q).__name__}')
     return out, []
 
@@ -166,9 +177,11 @@ def _retrieve_all(store, qs, k, hyde, hyde_options, filters, progress, desc):
     "Per question: baseline chunks, variant chunks (HyDE or the baseline's), HyDE info, and the plain question vector."
     base, var, infos, qvecs = [], [], [], []
     for q in _progress(qs, progress if progress is not None else len(qs) > 20, desc):
-        base.append(retrieve(store, q.question, top_k=k, opts=RetrieveOpts(trim=False, hyde=False), filters=filters).chunks)
+        base.append(retrieve(store, q.question, top_k=k, opts=RetrieveOpts(trim=False, hyde=False),
+                             filters=filters).chunks)
         if hyde:
-            v = retrieve(store, q.question, top_k=k, opts=RetrieveOpts(trim=False, hyde=True, hyde_options=dict(hyde_options or {})), filters=filters)
+            opts = RetrieveOpts(trim=False, hyde=True, hyde_options=dict(hyde_options or {}))
+            v = retrieve(store, q.question, top_k=k, opts=opts, filters=filters)
             var.append(v.chunks); infos.append(v.info.get('hyde'))
         else: var.append(base[-1]); infos.append(None)
         qvecs.append(store.embedder.embed_query(q.question))      # trimming scores against the plain question
@@ -241,15 +254,15 @@ def eval_retrieval(store:Store, # an open store
                    filters:dict|None=None, # e.g. {'tenant': 't1'}
                    progress:bool|None=None, # a progress bar over the questions (default: when more than 20)
                   ) -> EvalReport:
-    "Baseline (no trim, no HyDE) against the variant on each question: tokens, overlap, ranking metrics, answer retention."
+    "Baseline (no trim, no HyDE) against the variant per question: tokens, overlap, ranking metrics, answer retention."
     qs, bad = _as_questions(questions)
     if not qs: raise ValueError('no questions to evaluate' + (f' ({len(bad)} unreadable lines)' if bad else ''))
     threshold = resolve_trim_threshold(store, trim_threshold, trim_window)
     sources = _store_sources(store)
     kk = max(top_k, 10)
     base, var, infos, qvecs = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'eval')
-    ctx = [trim_chunks_by_sentence(v, c[:top_k], store=store, threshold=threshold, window=trim_window) if trim else c[:top_k]
-           for v, c in zip(qvecs, var)]
+    ctx = [trim_chunks_by_sentence(v, c[:top_k], store=store, threshold=threshold, window=trim_window) if trim
+           else c[:top_k] for v, c in zip(qvecs, var)]
     rows, mb, mv = _rows_and_metrics(qs, base, var, ctx, infos, sources, top_k)
     config = dict(top_k=top_k, trim=trim, trim_threshold=threshold, trim_window=trim_window, hyde=hyde,
                   model=store.manifest['model'], questions=len(qs))
@@ -271,10 +284,12 @@ class SweepResult:
         return max(ok, key=lambda r: (r['token_reduction_pct'], -r['threshold'])) if ok else None
 
     def table(self) -> str:
-        lines = ['| threshold | window | token reduction | answer retention | vs baseline | overlap |', '|---|---|---|---|---|---|']
+        lines = ['| threshold | window | token reduction | answer retention | vs baseline | overlap |',
+                 '|---|---|---|---|---|---|']
         for r in self.rows:
             ratio = r['answer_retention'] / r['answer_in_baseline'] if r['answer_in_baseline'] else float('nan')
-            lines.append(f"| {r['threshold']:.2f} | {r['window']} | {r['token_reduction_pct']:.1f}% | {r['answer_retention']:.1%} | {ratio:.1%} | {r['avg_overlap_vs_baseline']:.3f} |")
+            lines.append(f"| {r['threshold']:.2f} | {r['window']} | {r['token_reduction_pct']:.1f}% | "
+                         f"{r['answer_retention']:.1%} | {ratio:.1%} | {r['avg_overlap_vs_baseline']:.3f} |")
         return '\n'.join(lines)
     def __repr__(self): return self.table()
     def _repr_markdown_(self): return self.table()
@@ -290,13 +305,16 @@ class SweepResult:
             x = [r['token_reduction_pct'] for r in rs]
             axes[0].plot(x, [100 * r['answer_retention'] for r in rs], marker='o', label=f'window {w}')
             axes[1].plot(x, [r['avg_overlap_vs_baseline'] for r in rs], marker='o', label=f'window {w}')
-            for r in rs: axes[0].annotate(f"{r['threshold']:.2f}", (r['token_reduction_pct'], 100 * r['answer_retention']), fontsize=7, xytext=(3, 3), textcoords='offset points')
+            for r in rs:
+                axes[0].annotate(f"{r['threshold']:.2f}", (r['token_reduction_pct'], 100 * r['answer_retention']),
+                                 fontsize=7, xytext=(3, 3), textcoords='offset points')
         base = self.rows[0]['answer_in_baseline']
         if base is not None:
             axes[0].axhline(100 * base, color='grey', ls='--', lw=1, label='untrimmed')
             axes[0].axhline(95 * base, color='grey', ls=':', lw=1, label='95% of untrimmed')
         axes[0].set(xlabel='token reduction (%)', ylabel='answer retention (%)', title='What trimming saves and loses')
-        axes[1].set(xlabel='token reduction (%)', ylabel='chunk overlap with baseline', title='Overlap with untrimmed retrieval', ylim=(0, 1.05))
+        axes[1].set(xlabel='token reduction (%)', ylabel='chunk overlap with baseline',
+                    title='Overlap with untrimmed retrieval', ylim=(0, 1.05))
         for ax in axes: ax.grid(alpha=0.3); ax.legend(fontsize=8)
         if path is not None: fig.savefig(path, dpi=120); plt.close(fig)
         return fig
@@ -323,14 +341,17 @@ def sweep(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, windows=(0, 
 
 def calibrate(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, window:int=0, min_ratio:float=0.95,
               top_k:int=5, save:bool=True, result:SweepResult|None=None, **kw) -> dict:
-    "The threshold with the largest token reduction keeping ≥ `min_ratio` of the baseline's answer retention; saved in the manifest."
+    "The threshold that cuts most tokens while keeping ≥ `min_ratio` of the baseline's answer retention; saved."
     res = result or sweep(store, questions, thresholds=thresholds, windows=(window,), top_k=top_k, **kw)
     best = res.best(window, min_ratio)
     if best is None:
-        return dict(threshold=None, reason=f'no threshold keeps {min_ratio:.0%} of the baseline answer retention', model=store.manifest['model'])
-    cal = dict(model=store.manifest['model'], threshold=best['threshold'], window=window, min_ratio=min_ratio, top_k=top_k,
+        return dict(threshold=None, reason=f'no threshold keeps {min_ratio:.0%} of the baseline answer retention',
+                    model=store.manifest['model'])
+    cal = dict(model=store.manifest['model'], threshold=best['threshold'], window=window, min_ratio=min_ratio,
+               top_k=top_k,
                token_reduction_pct=best['token_reduction_pct'], answer_retention=best['answer_retention'],
-               answer_in_baseline=best['answer_in_baseline'], questions=res.config['questions'], calibrated_at=time.time())
+               answer_in_baseline=best['answer_in_baseline'], questions=res.config['questions'],
+               calibrated_at=time.time())
     if save:
         entry = dict(store.manifest.get('trim_calibration') or {})
         if entry.get('model') != cal['model']: entry = dict(model=cal['model'], windows={})
@@ -355,13 +376,17 @@ def _chunk_html(c:Chunk) -> str:
 def render_html(res:RetrievalResult) -> str:
     "HTML of a retrieval: per chunk, score, source:lines, section, kept sentences highlighted, dropped ones greyed."
     pct = 100 * (res.tokens_before - res.tokens_in_context) / res.tokens_before if res.tokens_before else 0.0
-    parts = [f'<div class="ragnb-tokens"><b>Tokens: {res.tokens_before} → {res.tokens_in_context} (-{pct:.0f}%)</b></div>']
+    parts = [f'<div class="ragnb-tokens"><b>Tokens: {res.tokens_before} → {res.tokens_in_context} '
+             f'(-{pct:.0f}%)</b></div>']
     h = res.info.get('hyde')
-    if h: parts.append(f'<div>HyDE: {html.escape(h["hyde"])}' + (f' — <i>{html.escape(h["passage"])}</i>' if h.get('passage') else
-                                                               f' ({html.escape(str(h.get("reason")))})' if h.get('reason') else '') + '</div>')
+    if h:
+        why = (f' — <i>{html.escape(h["passage"])}</i>' if h.get('passage') else
+               f' ({html.escape(str(h.get("reason")))})' if h.get('reason') else '')
+        parts.append(f'<div>HyDE: {html.escape(h["hyde"])}{why}</div>')
     for i, c in enumerate(res.chunks, 1):
         tok = f' · {c.tokens_before} → {c.tokens_after} tokens' if isinstance(c, TrimmedChunk) else ''
-        parts.append(f'<div style="margin-top:.8em"><b>#{i}</b> {c.score:.3f} · <code>{html.escape(c.source or "")}:{c.start_line}-{c.end_line}</code>'
+        where = f'{html.escape(c.source or "")}:{c.start_line}-{c.end_line}'
+        parts.append(f'<div style="margin-top:.8em"><b>#{i}</b> {c.score:.3f} · <code>{where}</code>'
                      f' · {html.escape(c.section_title or "")}{tok}</div>{_chunk_html(c)}')
     return '\n'.join(parts)
 
@@ -371,7 +396,8 @@ class Explorer:
                  hyde_options:dict|None=None):
         import ipywidgets as W
         self.store, self.hyde_options = store, dict(hyde_options or {})
-        self.question = W.Text(value=question, placeholder='Ask something…', description='Question', layout=W.Layout(width='70%'))
+        self.question = W.Text(value=question, placeholder='Ask something…', description='Question',
+                               layout=W.Layout(width='70%'))
         self.k = W.IntSlider(value=k, min=1, max=20, description='k')
         self.threshold = W.FloatSlider(value=threshold, min=0.0, max=1.0, step=0.01, description='threshold')
         self.window = W.IntSlider(value=window, min=0, max=3, description='window')

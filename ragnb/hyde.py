@@ -35,7 +35,8 @@ def detect_language(text:str) -> str:
 # %% ../nbs/05_hyde.ipynb #2c256f9a
 PROMPTS = {
     'es': ('Escribe un breve pasaje hipotético de documentación (2-4 frases) que responda a la pregunta. Usa la '
-           'terminología más probable y detalles plausibles, sin advertencias ni descargos. Escribe en español.\n\nPregunta: {question}'),
+           'terminología más probable y detalles plausibles, sin advertencias ni descargos. Escribe en español.'
+           '\n\nPregunta: {question}'),
     'en': ('Write a short hypothetical documentation passage (2-4 sentences) that answers the question. Use the most '
            'likely terminology and plausible detail, with no disclaimers. Write in English.\n\nQuestion: {question}'),
 }
@@ -214,10 +215,15 @@ class HydeCache:
 
     def get(self, key:tuple) -> str|None:
         with self._lock:
-            if key in self._mem: self._mem.move_to_end(key); return self._mem[key]
+            if key in self._mem:
+                self._mem.move_to_end(key)
+                return self._mem[key]
             if self._db is None: return None
-            row = self._db.execute('select passage from passages where model=? and lang=? and question=? and i=?', key).fetchone()
-            if row: self._remember(key, row[0]); return row[0]
+            row = self._db.execute('select passage from passages where model=? and lang=? and question=? and i=?',
+                                   key).fetchone()
+            if row:
+                self._remember(key, row[0])
+                return row[0]
         return None
 
     def put(self, key:tuple, passage:str):
@@ -225,7 +231,8 @@ class HydeCache:
         with self._lock:
             self._remember(key, passage)
             if self._db is not None:
-                try: self._db.execute('insert or replace into passages values (?,?,?,?,?,?)', (*key, passage, time.time()))
+                try: self._db.execute('insert or replace into passages values (?,?,?,?,?,?)',
+                                      (*key, passage, time.time()))
                 except sqlite3.Error as e: log.warning('HyDE cache write failed: %s', e)
 
     def _remember(self, key, passage):

@@ -30,7 +30,7 @@ def _env_threshold(name, default):
     except ValueError: raise ValueError(f"{name}={v!r} is neither a number nor 'auto'") from None
 
 def resolve_trim_threshold(store:Store, threshold:float|str, window:int=0) -> float:
-    "A number stays; 'auto' is the threshold calibrated for this store's model and `window` (`ragnb.eval.calibrate`), else 0.38."
+    "A number stays; 'auto' is the threshold calibrated for this store's model and `window`, else the default."
     if threshold != 'auto': return threshold
     cal = store.manifest.get('trim_calibration') or {}
     if cal.get('model') != store.manifest['model']: return DEFAULT_TRIM_THRESHOLD
@@ -42,11 +42,12 @@ def resolve_trim_threshold(store:Store, threshold:float|str, window:int=0) -> fl
 class RetrieveOpts:
     "Options of `retrieve`; defaults come from `RETRIEVAL_TRIM`, `RETRIEVAL_TRIM_THRESHOLD` and `RETRIEVAL_HYDE`."
     trim: bool = field(default_factory=lambda: _env_flag('RETRIEVAL_TRIM'))
-    trim_threshold: float|str = field(default_factory=lambda: _env_threshold('RETRIEVAL_TRIM_THRESHOLD', DEFAULT_TRIM_THRESHOLD))  # or 'auto'
+    trim_threshold: float|str = field(   # or 'auto'
+        default_factory=lambda: _env_threshold('RETRIEVAL_TRIM_THRESHOLD', DEFAULT_TRIM_THRESHOLD))
     trim_min_sentences: int = 1
     trim_window: int = 0
     hyde: bool = field(default_factory=lambda: _env_flag('RETRIEVAL_HYDE'))
-    hyde_options: dict = field(default_factory=dict)   # for `build_query_vec`: generator, model, n_passages, cache, timeout_s...
+    hyde_options: dict = field(default_factory=dict)   # for `build_query_vec`: generator, model, n_passages, cache...
 
 @dataclass
 class RetrievalResult:

@@ -26,7 +26,8 @@ def estimate_tokens(chunks:list[Chunk]|list[str]) -> int:
 DEFAULT_TRIM_THRESHOLD = 0.38   # the one home of the default cosine threshold
 
 def _check_opts(threshold, min_sentences, window):
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or math.isnan(threshold) or not -1 <= threshold <= 1:
+    real = isinstance(threshold, numbers.Real) and not isinstance(threshold, bool)
+    if not real or math.isnan(threshold) or not -1 <= threshold <= 1:
         raise ValueError(f'threshold must be a cosine between -1 and 1, got {threshold!r}')
     for name, v in (('min_sentences', min_sentences), ('window', window)):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
@@ -109,7 +110,7 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
                             *,
                             embedder=None, # embeds sentences that have no stored vectors (default: the store's)
                             store:Store|None=None, # where stored sentence vectors come from
-                            threshold:float=DEFAULT_TRIM_THRESHOLD, # keep sentences whose cosine to the query is at least this
+                            threshold:float=DEFAULT_TRIM_THRESHOLD, # keep sentences whose cosine reaches this
                             min_sentences:int=1, # keep at least this many sentences per chunk
                             window:int=0, # and this many neighbours on each side of each kept sentence
                            ) -> list[TrimmedChunk]:
