@@ -14,6 +14,7 @@ def main():
     import torch
     from ragnb.embed import Embedder
     from ragnb.index import Store
+    from ragnb.ingest import index_paths
     from ragnb.chunking import chunk_file
     from ragnb.sentences import split_sentences
     root = corpus_dir()
@@ -31,7 +32,7 @@ def main():
     # 2. index building: walk, read, chunk, embed, hnswlib, SQLite, atomic commit
     tmp = pathlib.Path(tempfile.mkdtemp())
     store = Store.open(tmp / 'store', embedder=emb)
-    rep = store.index_paths([root], progress=False)
+    rep = index_paths(store, [root], progress=False)
     build = rep.chunks / rep.seconds
     # 3. ask latency with a warm model, by part
     rng = np.random.default_rng(0)

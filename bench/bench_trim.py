@@ -30,6 +30,7 @@ def main():
     ap = argparse.ArgumentParser(); ap.add_argument('--queries', type=int, default=60); a = ap.parse_args()
     from ragnb.embed import Embedder
     from ragnb.index import Store
+    from ragnb.ingest import index_paths
     from ragnb.sentences import split_sentences
     from ragnb.trim import SCORE_TOLERANCE, as_chunk, trim_agreement, trim_chunks_by_sentence, estimate_tokens
     root = corpus_dir()
@@ -37,9 +38,9 @@ def main():
     tmp = pathlib.Path(tempfile.mkdtemp())
     # 1. two stores, with and without sentence vectors: index time and size on disk
     plain = Store.open(tmp / 'plain', embedder=emb, sentence_vectors=False)
-    rep0 = plain.index_paths([root], progress=False); size0 = plain.stats()['bytes_on_disk']; plain.close()
+    rep0 = index_paths(plain, [root], progress=False); size0 = plain.stats()['bytes_on_disk']; plain.close()
     store = Store.open(tmp / 'store', embedder=emb)
-    rep1 = store.index_paths([root], progress=False); st = store.stats()
+    rep1 = index_paths(store, [root], progress=False); st = store.stats()
     n_chunks, n_sent = st['chunks'], st['sentence_vectors']
     f16 = sum(f.stat().st_size for f in (tmp / 'store').glob('sentences-*.f16'))
     spans_bytes = store.db.execute('select sum(length(spans)) + 16 * count(*) from sentences').fetchone()[0]

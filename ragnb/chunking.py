@@ -16,8 +16,8 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'MAX_HEADING_CHARS', 'DOCUMENTAL_VERSION',
            'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
-           'read_text_file', 'normalize_markdown', 'normalize_code', 'chunk_markdown', 'chunk_code', 'Chunker',
-           'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+           'read_text_file', 'decode_text', 'normalize_markdown', 'normalize_code', 'chunk_markdown', 'chunk_code',
+           'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 @dataclass
@@ -36,6 +36,7 @@ class Chunk:
     overlap: int = 0                # leading body characters repeated from the previous chunk
     id: str|None = None             # set by the store
     score: float|None = None        # set by retrieval
+    display_path: str|None = None   # the source as shown to people (e.g. relative to the indexed folder)
 
     @property
     def prefix(self) -> str: return split_chunk_prefix(self.text)[0]
@@ -43,6 +44,11 @@ class Chunk:
     def body(self) -> str: return split_chunk_prefix(self.text)[1]
     @property
     def lines(self) -> str: return f'{self.start_line}-{self.end_line}'
+    @property
+    def cite(self) -> str:
+        "Where the chunk comes from, as people read it: `docs/es/despliegue.md:12-30`."
+        return f'{self.display_path or self.source or "?"}:{self.lines}'
+
 
     def to_dict(self) -> dict: return asdict(self)
 
@@ -65,7 +71,6 @@ BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides tex
     'compiled or data': '.so .o .a .dll .exe .pyc .class .bin .dat .db .sqlite .pkl .npy .parquet'}
 BINARY_KIND = {ext: kind for kind, exts in BINARY_EXTS.items() for ext in exts.split()}
 
-
 # %% ../nbs/01_chunking.ipynb #ee77a0a4
 def read_text_file(path:str|Path, # file to read
                   ) -> str:
@@ -75,16 +80,19 @@ def read_text_file(path:str|Path, # file to read
     if kind: raise BinaryFileError(f'{path}: binary file ({kind}), not text; skipped', kind)
     try: data = path.read_bytes()
     except OSError as e: raise ChunkingError(f'{path}: cannot read ({e.strerror})') from None
+    return decode_text(data, str(path))
+
+def decode_text(data:bytes, name:str) -> str:
+    "Bytes as text: UTF-8 (a BOM is allowed) or BOM-marked UTF-16; `ChunkingError` naming `name` otherwise."
     if data[:2] in (b'\xff\xfe', b'\xfe\xff'):
         try: return data.decode('utf-16')
-        except UnicodeDecodeError: raise ChunkingError(f'{path}: marked UTF-16 but not valid UTF-16') from None
-    if b'\x00' in data[:65536]: raise BinaryFileError(f'{path}: binary file (NUL bytes), not text; skipped')
+        except UnicodeDecodeError: raise ChunkingError(f'{name}: marked UTF-16 but not valid UTF-16') from None
+    if b'\x00' in data[:65536]: raise BinaryFileError(f'{name}: binary file (NUL bytes), not text; skipped')
     try: return data.decode('utf-8-sig')
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b'\n') + 1
-        raise ChunkingError(f'{path}: not valid UTF-8 (byte 0x{data[e.start]:02x} at line {line}); '
+        raise ChunkingError(f'{name}: not valid UTF-8 (byte 0x{data[e.start]:02x} at line {line}); '
                             're-save it as UTF-8') from None
-
 
 # %% ../nbs/01_chunking.ipynb #4a0d323a
 def _newlines(text):
@@ -240,7 +248,7 @@ def _overlap_start(text, blocks, prev_end, budget):
     return None
 
 # %% ../nbs/01_chunking.ipynb #cb3541d1
-def _sections(text, blocks):
+def _sections(blocks):
     "Group blocks into sections `(path, blocks)` by heading."
     secs, stack, cur = [], [], None
     for b in blocks:
@@ -261,7 +269,7 @@ def _common_path(a, b):
         common.append(x)
     return ' > '.join(common)
 
-def _doc_title(text, blocks, title, source):
+def _doc_title(blocks, title, source):
     if title: return title
     for b in blocks:
         if b.kind == 'heading' and b.level == 1 and b.title: return b.title
@@ -285,12 +293,12 @@ def chunk_markdown(text:str, # markdown or plain text
     norm, line_map = normalize_markdown(text)
     if not norm.strip(): return []
     lines, blocks = _Lines(norm, line_map), _md_blocks(norm)
-    doc_title = _doc_title(norm, blocks, title, source)
+    doc_title = _doc_title(blocks, title, source)
     version = f'{DOCUMENTAL_VERSION}:t{target}-m{max_chars}-o{overlap}'
     meta = dict(metadata or {})
     # merge small consecutive sections, then cut the big ones
     groups, pending = [], None
-    for path, bl in _sections(norm, blocks):
+    for path, bl in _sections(blocks):
         size = bl[-1].end - bl[0].start
         if pending is not None:
             psize = pending[1][-1].end - pending[1][0].start

@@ -10,24 +10,18 @@ from pathlib import Path
 from .sentences import sentence_spans
 
 # %% auto #0
-__all__ = ['UserError', 'cmd_sentences', 'bundled_data_dir', 'default_corpus', 'default_store_dir', 'cmd_index', 'cmd_ask',
-           'cmd_check', 'cmd_eval', 'build_parser', 'main']
+__all__ = ['UserError', 'cmd_sentences', 'cmd_index', 'cmd_ask', 'cmd_check', 'cmd_eval', 'build_parser', 'main']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
     "An error caused by the user's input: reported as one line, exit code 2."
 
 def _read_input(src:str) -> str:
-    "Read a UTF-8 text file, or standard input for `-`, with a clear error for binary or mis-encoded data."
-    if src == '-': data, name = sys.stdin.buffer.read(), '<stdin>'
-    else:
-        p = Path(src)
-        if not p.is_file(): raise UserError(f'{src}: no such file')
-        data, name = p.read_bytes(), src
-    if b'\x00' in data[:8192]: raise UserError(f'{name}: looks like a binary file (NUL bytes), not text')
-    try: return data.decode('utf-8-sig')
-    except UnicodeDecodeError as e:
-        raise UserError(f'{name}: not valid UTF-8 (byte {e.start}: {data[e.start:e.start+1]!r})') from None
+    "A text file, or standard input for `-`, decoded as `chunking.decode_text` does; errors are one line."
+    from ragnb.chunking import ChunkingError, decode_text, read_text_file
+    if src != '-' and not Path(src).is_file(): raise UserError(f'{src}: no such file')
+    try: return decode_text(sys.stdin.buffer.read(), '<stdin>') if src == '-' else read_text_file(src)
+    except ChunkingError as e: raise UserError(str(e)) from None
 
 # %% ../nbs/09_cli.ipynb #76b026af
 def cmd_sentences(args) -> int:
@@ -39,18 +33,9 @@ def cmd_sentences(args) -> int:
     return 0
 
 # %% ../nbs/09_cli.ipynb #d6cd5550
-def bundled_data_dir() -> Path:
-    "The sample corpus shipped with the repository."
-    return Path(__file__).resolve().parent.parent / 'data'
-
-def default_corpus() -> list[Path]:
-    "What the default store indexes: the bundled docs and code, never the labelled questions in `data/eval`."
-    return [bundled_data_dir() / 'docs', bundled_data_dir() / 'code']
-
-def default_store_dir() -> Path:
-    return Path(os.environ.get('RAGNB_STORE') or Path.cwd() / '.ragnb' / 'store')
-
-def _store_dir(args) -> Path: return Path(args.store) if args.store else default_store_dir()
+def _store_dir(args) -> Path:
+    from ragnb.ingest import default_store_dir
+    return Path(args.store) if args.store else default_store_dir()
 
 def _parse_kv(items, what):
     out = {}
@@ -71,33 +56,29 @@ def _load_embedder(name):
                         'already in the Hugging Face cache') from None
 
 def _open_store(args, create_from_data=False):
+    "The store of `--store` for reading; with no `--store`, the default one, built on first use."
     from ragnb.index import Store, StoreError
+    from ragnb.ingest import open_default_store
     path = _store_dir(args)
     emb = _load_embedder(getattr(args, 'model', None))
     try:
+        if create_from_data: return open_default_store(path, embedder=emb, log=lambda m: print(m, file=sys.stderr))
         if not (path / 'manifest.json').exists():
-            if not create_from_data:
-                raise UserError(f'{path}: no store here; build one with `ragnb index DOCS --store {path}`')
-            data = bundled_data_dir()
-            if not data.is_dir(): raise UserError(f'no --store given and no bundled data/ folder at {data}')
-            print(f'building the default store at {path} from {data} (first use) ...', file=sys.stderr)
-            store = Store.open(path, embedder=emb)
-            rep = store.index_paths(default_corpus())
-            print(f'indexed {rep.chunks} chunks from {len(rep.added)} files in {rep.seconds:.1f}s', file=sys.stderr)
-            return store
+            raise UserError(f'{path}: no store here; build one with `ragnb index DOCS --store {path}`')
         return Store.open(path, embedder=emb, readonly=True)
-    except StoreError as e: raise UserError(str(e)) from None
+    except (StoreError, FileNotFoundError) as e: raise UserError(str(e)) from None
 
 # %% ../nbs/09_cli.ipynb #67d1f23c
 def cmd_index(args) -> int:
     from ragnb.index import Store, StoreError
+    from ragnb.ingest import index_paths
     path = _store_dir(args)
     meta = _parse_kv(args.meta, '--meta')
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
     try:
         with Store.open(path, embedder=_load_embedder(args.model)) as store:
-            rep = store.index_paths(args.paths, metadata=meta, progress=not args.quiet)
+            rep = index_paths(store, args.paths, metadata=meta, progress=not args.quiet)
             st = store.stats()
     except StoreError as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
@@ -138,12 +119,7 @@ def cmd_ask(args) -> int:
     except (ValueError, StoreError) as e: raise UserError(str(e)) from None
     finally: store.close()
     if args.json:
-        trimmed = lambda c: ({'tokens_before': c.tokens_before, 'tokens_after': c.tokens_after,
-                              'kept_spans': c.kept_spans} if hasattr(c, 'kept_spans') else {})
-        chunks = [dict(id=c.id, score=c.score, source=c.source, start_line=c.start_line, end_line=c.end_line,
-                       section=c.section_title, metadata=c.metadata, text=c.text, **trimmed(c)) for c in res.chunks]
-        print(json.dumps(dict(query=res.query, tokens_before=res.tokens_before, tokens_in_context=res.tokens_in_context,
-                              timings_ms=res.timings_ms, info=res.info, chunks=chunks), ensure_ascii=False, indent=1))
+        print(json.dumps(res.to_dict(), ensure_ascii=False, indent=1))
         return 0
     print(f'Q: {res.query}\n')
     h = res.info.get('hyde')
@@ -155,7 +131,7 @@ def cmd_ask(args) -> int:
         else: print(f"HyDE: not used, searched with the plain question ({h['reason']})")
         print()
     for i, c in enumerate(res.chunks, 1):
-        print(f'#{i}  {c.score:.3f}  {c.source}:{c.start_line}-{c.end_line}  [{c.section_title}]')
+        print(f'#{i}  {c.score:.3f}  {c.cite}  [{c.section_title}]')
         body = c.body.strip()
         if not opts.trim and len(body) > 600: body = body[:600] + ' …'      # trimmed context is printed whole
         print('    ' + body.replace('\n', '\n    ') + '\n')
@@ -242,11 +218,13 @@ def cmd_eval(args) -> int:
 
 # %% ../nbs/09_cli.ipynb #ed9984ae
 def _threshold_arg(v):
-    if v.strip().lower() == 'auto': return 'auto'
-    try: return float(v)
-    except ValueError: raise argparse.ArgumentTypeError(f"{v!r} is neither a number nor 'auto'") from None
+    "argparse's view of `trim.parse_threshold`."
+    from ragnb.trim import parse_threshold
+    try: return parse_threshold(v, '--threshold')
+    except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
 
 def build_parser() -> argparse.ArgumentParser:
+    from ragnb.trim import DEFAULT_TRIM_THRESHOLD
     p = argparse.ArgumentParser(prog='ragnb', description='Notebook-first retrieval for RAG.')
     sub = p.add_subparsers(dest='command', required=True)
     s = sub.add_parser('sentences', help='split a markdown/text file into sentences and structural units')
@@ -276,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help='cut each chunk to the sentences close to the question (also: RETRIEVAL_TRIM=1)')
     s.add_argument('--threshold', type=_threshold_arg,
                    help="trim threshold, a cosine, or 'auto' for the calibrated one "
-                        "(default $RETRIEVAL_TRIM_THRESHOLD or 0.38)")
+                        f"(default $RETRIEVAL_TRIM_THRESHOLD or {DEFAULT_TRIM_THRESHOLD})")
     s.add_argument('--window', type=int, help='also keep this many neighbour sentences on each side (default 0)')
     s.add_argument('--hyde', action='store_true',
                    help='search with a hypothetical passage from Gemini (needs GOOGLE_AI_API_KEY or GEMINI_API_KEY; '
@@ -291,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
     s.add_argument('--questions', help='JSONL questions file (default: the bundled data/eval/questions.jsonl)')
     s.add_argument('-k', type=int, default=5, help='chunks in the context (default 5)')
-    s.add_argument('--threshold', type=_threshold_arg, help="trim threshold, or 'auto' (default 0.38)")
+    s.add_argument('--threshold', type=_threshold_arg, help=f"trim threshold, or 'auto' (default {DEFAULT_TRIM_THRESHOLD})")
     s.add_argument('--window', type=int,
                    help='neighbour sentences kept on each side (default 0; with --sweep: 0 and 1)')
     s.add_argument('--hyde', action='store_true', help='HyDE for the variant (needs an API key; falls back otherwise)')

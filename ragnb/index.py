@@ -4,26 +4,25 @@
 
 # %% ../nbs/03_index.ipynb #d30848e4
 from __future__ import annotations
-import errno, fcntl, hashlib, json, logging, os, shutil, sqlite3, stat, struct, time, zlib
-from collections import Counter
+import errno, fcntl, hashlib, json, logging, os, shutil, sqlite3, struct, time, zlib
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from fastcore.basics import patch
 
-from .chunking import BinaryFileError, Chunk, ChunkingError, chunk_text, read_text_file, strategy_version
+from .chunking import Chunk
 from .sentences import sentence_spans
 
 log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 
 # %% auto #0
-__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'MAX_FILE_BYTES', 'StoreError', 'StoreLockedError', 'StoreMismatchError',
+__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'StoreError', 'StoreLockedError', 'StoreMismatchError',
            'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file', 'chunk_sentence_spans', 'sentence_texts',
-           'IndexReport', 'Store', 'SourceFile']
+           'SentenceVectorFile', 'Store', 'text_hash', 'SourceRecord']
 
 # %% ../nbs/03_index.ipynb #9d57735f
 class StoreError(RuntimeError): "Base class of store errors."
@@ -65,7 +64,7 @@ def _sha256(path:Path) -> str:
 _SCHEMA = '''
 create table if not exists chunks (id integer primary key, source text not null, mode text, section text,
   start_line int, end_line int, start_char int, end_char int, text text not null, metadata text not null,
-  chunker_version text, content_hash text, overlap int default 0, row_crc integer);
+  chunker_version text, content_hash text, overlap int default 0, row_crc integer, display text);
 create index if not exists chunks_source on chunks(source);
 create table if not exists sources (source text primary key, root text, content_hash text, chunker_version text,
   metadata text, n_chunks int, indexed_at real);
@@ -73,7 +72,6 @@ create table if not exists meta (key text primary key, value text);
 create table if not exists sentences (chunk_id integer primary key, row0 int not null, n int not null,
   spans text not null, crc integer);
 '''
-
 
 # %% ../nbs/03_index.ipynb #dd403503
 _HNSW_HEADER = struct.Struct('<QQQQQQiIQQQdQ')   # offsetLevel0, max_elements, count, size per element, label offset,
@@ -94,7 +92,6 @@ def _hnsw_header(path:Path, data, dim:int) -> tuple:
         raise _bad(path, f'header out of range (M={M}, count={n}, capacity={cap}, maxlevel={maxlevel})')
     if n and entry >= n or _HNSW_HEADER.size + n * per > len(data): raise _bad(path, 'entry point or count too large')
     return n, per, maxlevel, entry, maxM, maxM0
-
 
 # %% ../nbs/03_index.ipynb #6f792731
 def _check_upper_links(path, data, pos, n, maxM, maxlevel) -> np.ndarray:
@@ -118,7 +115,6 @@ def _check_upper_links(path, data, pos, n, maxM, maxlevel) -> np.ndarray:
             raise _bad(path, 'an upper-level link points outside the index')
     return levels
 
-
 # %% ../nbs/03_index.ipynb #7991163c
 def check_hnsw_file(path:str|Path, # an `index-*.hnsw` file
                     dim:int, # the store's dimension
@@ -138,7 +134,6 @@ def check_hnsw_file(path:str|Path, # an `index-*.hnsw` file
     labels = rec[:, per - 8:].copy().view(np.uint64).ravel()
     return dict(count=n, deleted=int((rec[:, 2] & 1).sum()), labels=labels, deleted_mask=(rec[:, 2] & 1) > 0)
 
-
 # %% ../nbs/03_index.ipynb #75051202
 def chunk_sentence_spans(chunk:Chunk) -> list[tuple[int, int]]:
     "Spans, in `chunk.text`, of the sentences of its body (the `[Doc: ...]` prefix is never one); `[]` for code."
@@ -149,41 +144,84 @@ def sentence_texts(chunks:list[Chunk]) -> list[str]:
     "The sentences of all `chunks`, in order: what the store embeds for trimming."
     return [c.text[s:e] for c in chunks for s, e in chunk_sentence_spans(c)]
 
-# %% ../nbs/03_index.ipynb #5d52b5fe
-@dataclass
-class IndexReport:
-    "What `index_paths` did."
-    added: list = field(default_factory=list)
-    updated: list = field(default_factory=list)
-    removed: list = field(default_factory=list)
-    unchanged: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)     # (path, reason): files that should be text but could not be read
-    binary: list = field(default_factory=list)      # (path, kind): images, archives... skipped quietly
-    chunks: int = 0
-    seconds: float = 0.0
-    def counts(self):
-        return {k: len(getattr(self, k)) for k in ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary')}
-    def __repr__(self): return f'IndexReport({self.counts()}, chunks={self.chunks}, {self.seconds:.1f}s)'
+# %% ../nbs/03_index.ipynb #3f08504a
+COMPACT_MIN_ROWS = 4096   # the default: compact only past this many dead rows (or deleted index elements)
 
-# %% ../nbs/03_index.ipynb #fe15f439
+class SentenceVectorFile:
+    "The float16 sentence vectors of a store, one row per sentence, append-only between compactions."
+    def __init__(self, folder:Path, # the store directory
+                 dim:int, # the vectors' dimension
+                 compact_min_rows:int=COMPACT_MIN_ROWS, # compact when dead rows exceed this and the live rows
+                ):
+        self.folder, self.dim, self.compact_min_rows = Path(folder), dim, compact_min_rows
+        self._map = None          # ((file name, rows), memmap): the mapping being read
+    def __repr__(self): return f'SentenceVectorFile({str(self.folder)!r}, dim={self.dim})'
+
+# %% ../nbs/03_index.ipynb #e8211cc6
 @patch
-def binary_summary(self:IndexReport) -> str:
-    "One line on the binary files skipped: 'skipped 212 binary files: images 209, other 3'; '' when none."
-    if not self.binary: return ''
-    kinds = Counter(k for _, k in self.binary).most_common()
-    return f'skipped {len(self.binary)} binary files: ' + ', '.join(f'{k} {n}' for k, n in kinds)
+def append(self:SentenceVectorFile, name:str, committed:int, rows:np.ndarray):
+    "Write `rows` after the first `committed` rows of file `name` (dropping whatever lies past them), fsynced."
+    with open(self.folder / name, 'ab') as f:
+        f.truncate(committed * self.dim * 2)
+        f.write(np.ascontiguousarray(rows, dtype=np.float16).tobytes())
+        f.flush()
+        os.fsync(f.fileno())
+
+# %% ../nbs/03_index.ipynb #33ea3ae9
+@patch
+def mapped(self:SentenceVectorFile, name:str, rows:int) -> np.ndarray:
+    "The first `rows` rows of file `name`, memory-mapped read-only; the mapping is kept while both stay the same."
+    if self._map is None or self._map[0] != (name, rows):
+        mm = np.memmap(self.folder / name, dtype=np.float16, mode='r', shape=(rows, self.dim))
+        self._map = ((name, rows), mm)
+    return self._map[1]
+
+# %% ../nbs/03_index.ipynb #538f8a67
+@patch
+def check(self:SentenceVectorFile, meta:dict):
+    "The file that `meta` (the database's view) points to exists and holds at least the rows it counts."
+    if 'sent_file' not in meta: return
+    f, need = self.folder / meta['sent_file'], int(meta['sent_rows']) * self.dim * 2
+    if not f.exists(): raise _GenerationGone(f'{f}: sentence vector file missing; re-index into a new store')
+    if f.stat().st_size < need:
+        raise StoreCorruptedError(f'{f}: sentence vector file truncated ({f.stat().st_size} bytes, the database '
+                                  f'counts {need}); re-index into a new store')
+
+# %% ../nbs/03_index.ipynb #fb3cff16
+@patch
+def needs_compaction(self:SentenceVectorFile, rows:int, live:int) -> bool:
+    "Do the dead rows, of `rows` in all, outnumber both the `live` ones and `compact_min_rows`?"
+    return rows - live > max(live, self.compact_min_rows)
+
+@patch
+def compact(self:SentenceVectorFile, old:str|None, committed:int, pending:np.ndarray, layout:list,
+            name:str) -> list[tuple[int, int]]:
+    "Write the rows of `layout` ((chunk id, first row, rows) each) to file `name`; the chunks' new first rows."
+    src = self.mapped(old, committed) if committed else None
+    moves, row = [], 0
+    with open(self.folder / name, 'wb') as f:
+        for cid, r0, n in layout:     # a row past the committed ones is a pending one
+            f.write((src[r0:r0 + n] if r0 + n <= committed else pending[r0 - committed:r0 - committed + n]).tobytes())
+            moves.append((row, cid))
+            row += n
+        f.flush()
+        os.fsync(f.fileno())
+    return moves
 
 # %% ../nbs/03_index.ipynb #5a9e8957
 class Store:
     "A directory holding an hnswlib index, a SQLite chunk table and a manifest. Open it with `Store.open`."
-    def __init__(self, path, manifest, db, embedder, lock):
+    def __init__(self, path, manifest, db, embedder, lock, compact_min_rows:int=4096):
         self.path, self.manifest, self.db, self._embedder, self._lock = path, manifest, db, embedder, lock
         self.index, self._generation = None, None       # loaded by `_sync`, inside a read transaction
-        self._sent_pending, self._sent_map = [], None   # uncommitted float16 rows; (file name, memmap) being read
+        self._sent_pending = []                         # uncommitted float16 sentence rows
+        self.sentence_file = SentenceVectorFile(path, manifest['dim'], compact_min_rows=compact_min_rows)
+        self.compact_min_rows = compact_min_rows        # compact the index past this many deleted elements
         self._dirty = False                             # the in-memory index has uncommitted changes
         self._max_label = 0                             # the highest label given out by this writer
         cols = lambda t: {r[1] for r in db.execute(f'pragma table_info({t})')}
         self._crc, self._row_crc = 'crc' in cols('sentences'), 'row_crc' in cols('chunks')   # older stores lack them
+        self._display = 'display' in cols('chunks')
 
     def __repr__(self):
         return f"Store({str(self.path)!r}, model={self.manifest['model']!r}, {'writer' if self._lock else 'reader'})"
@@ -280,7 +318,7 @@ def _sync(self:Store):
         raise StoreCorruptedError(f'{self.path / "manifest.json"}: the fields that say how the store was built '
                                   'differ from what its database recorded; restore the file or re-index')
     index = _load_index(self.path, self.manifest, meta)
-    _check_sentence_file(self.path, self.manifest, meta)
+    self.sentence_file.check(meta)
     self.index, self._generation = index, gen
 
 # %% ../nbs/03_index.ipynb #840ae588
@@ -320,15 +358,6 @@ def refresh(self:Store) -> bool:
     return self._generation != before
 
 # %% ../nbs/03_index.ipynb #af8251b2
-def _check_sentence_file(path:Path, manifest:dict, meta:dict):
-    "The sentence-vector file exists and holds at least the rows the database counts."
-    if 'sent_file' not in meta: return
-    f, need = path / meta['sent_file'], int(meta['sent_rows']) * manifest['dim'] * 2
-    if not f.exists(): raise _GenerationGone(f'{f}: sentence vector file missing; re-index into a new store')
-    if f.stat().st_size < need:
-        raise StoreCorruptedError(f'{f}: sentence vector file truncated ({f.stat().st_size} bytes, the database '
-                                  f'counts {need}); re-index into a new store')
-
 def _remove_stale(path:Path, meta:dict):
     "Remove files no generation needs: all but the current and the previous generation's, and leftover temp files."
     keep = {meta.get(k) for k in ('index_file', 'sent_file', 'prev_index_file', 'prev_sent_file')}
@@ -369,6 +398,7 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
          readonly:bool=False, # readers take no lock
          ef:int=128, M:int=32, ef_construction:int=200, # hnswlib parameters for a new store
          sentence_vectors:bool=True, # a new store keeps per-sentence vectors for fast trimming
+         compact_min_rows:int=COMPACT_MIN_ROWS, # compact the index and sentence file only past this many dead rows
         ) -> Store:
     "Open or create a store; refuse a model/dimension mismatch; detect corrupted files."
     path = Path(path)
@@ -384,7 +414,7 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
             manifest = _new_manifest(path, embedder, M=M, ef_construction=ef_construction, ef=ef,
                                      sentence_vectors=sentence_vectors)
         _check_model(path, manifest, embedder)
-        store = cls(path, manifest, db, embedder, lock)
+        store = cls(path, manifest, db, embedder, lock, compact_min_rows)
         with store._snapshot(): meta = store._meta()
         if lock:
             store._upgrade(meta)
@@ -395,23 +425,25 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
         raise
     return store
 
+# %% ../nbs/03_index.ipynb #8e11258a
 @patch
 def _upgrade(self:Store, meta:dict):
-    "Bring an older store's database up to date (a writer, at open): sentence checksums, the build fingerprint."
-    if self._crc and self._row_crc and 'manifest_sha256' in meta: return
+    "Bring an older store's database up to date (a writer, at open): checksums, display paths, the fingerprint."
+    if self._crc and self._row_crc and self._display and 'manifest_sha256' in meta: return
     self._begin()
     if not self._crc: self.db.execute('alter table sentences add column crc integer')
     if not self._row_crc: self.db.execute('alter table chunks add column row_crc integer')
+    if not self._display: self.db.execute('alter table chunks add column display text')
     self.db.execute("insert or replace into meta values ('manifest_sha256', ?)", (_build_fingerprint(self.manifest),))
     _commit_db(self.db)
-    self._crc = self._row_crc = True
+    self._crc = self._row_crc = self._display = True
 
 # %% ../nbs/03_index.ipynb #d81771f5
 @patch
 def close(self:Store):
     "Drop what is uncommitted, release the lock and the database."
     if self._lock is not None and self.db.in_transaction: self.db.execute('rollback')
-    self._sent_map, self._sent_pending = None, []
+    self.sentence_file._map, self._sent_pending = None, []
     self.db.close()
     if self._lock:
         self._lock.close()
@@ -421,18 +453,12 @@ def _default_embedder():
     from ragnb.embed import Embedder
     return Embedder.from_pretrained()
 
-def _model_location(name):
-    "Where a manifest's model name loads from: the packaged default, else the name itself (a folder or cached hub id)."
-    from ragnb.embed import packaged_model_path, _cached_snapshot
-    if name == 'sentence-transformers/all-MiniLM-L6-v2' and packaged_model_path(): return str(packaged_model_path())
-    return str(_cached_snapshot(name) or name)
-
 @patch(as_prop=True)
 def embedder(self:Store):
-    "The embedder of this store's model, loaded on first use."
+    "The embedder of this store's model (where `embed.model_location` finds it), loaded on first use."
     if self._embedder is None:
-        from ragnb.embed import Embedder
-        name = os.environ.get('RAGNB_MODEL') or _model_location(self.manifest['model'])
+        from ragnb.embed import Embedder, model_location
+        name = os.environ.get('RAGNB_MODEL') or model_location(self.manifest['model'])
         self._embedder = Embedder.from_pretrained(name)
     return self._embedder
 
@@ -447,17 +473,19 @@ def _next_label(self:Store) -> int:
     "The first label never used: labels are chunk ids and are not reused, not even after the index is compacted."
     return max(self.index.element_count, int(self._meta().get('max_label', 0)), self._max_label) + 1
 
-def _hash(text): return hashlib.sha256(text.encode('utf-8')).hexdigest()
+def text_hash(text:str) -> str:
+    "The SHA-256 of a chunk's text, as the store records it: trimming checks stored sentence vectors against it."
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
-def _row_crc(row:tuple) -> int:
-    "A checksum of a whole `chunks` row (id, source, lines, metadata, text...): a flipped byte anywhere shows."
-    return zlib.crc32(json.dumps(list(row), ensure_ascii=False).encode())
+def _row_crc(row:tuple, display:str|None=None) -> int:
+    "A checksum of a whole `chunks` row (id, source, lines, metadata, text..., display): a flipped byte shows."
+    return zlib.crc32(json.dumps(list(row) + ([display] if display is not None else []), ensure_ascii=False).encode())
 
 def _chunk_row(i:int, c:Chunk) -> tuple:
-    "The `chunks` table row of chunk `c` with id `i`, its checksum last."
+    "The `chunks` table row of chunk `c` with id `i`: its columns, the checksum, the display path."
     row = (i, c.source or '', c.mode, c.section_title, c.start_line, c.end_line, c.start_char, c.end_char, c.text,
-           json.dumps(c.metadata, ensure_ascii=False, sort_keys=True), c.chunker_version, _hash(c.text), c.overlap)
-    return (*row, _row_crc(row))
+           json.dumps(c.metadata, ensure_ascii=False, sort_keys=True), c.chunker_version, text_hash(c.text), c.overlap)
+    return (*row, _row_crc(row, c.display_path), c.display_path)
 
 # %% ../nbs/03_index.ipynb #01649e75
 @patch
@@ -477,7 +505,7 @@ def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, 
     start = self._next_label()
     ids = list(range(start, start + len(chunks)))
     self._max_label = ids[-1]
-    self.db.executemany('insert into chunks values (?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
+    self.db.executemany('insert into chunks values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
                         [_chunk_row(i, c) for i, c in zip(ids, chunks)])
     need = self.index.element_count + len(chunks)
     if need > self.index.get_max_elements(): self.index.resize_index(max(need, 2 * self.index.get_max_elements()))
@@ -565,7 +593,7 @@ def commit(self:Store):
                     index_sha256=_sha256(self.path / name), index_capacity=index.get_max_elements(),
                     prev_index_file=old.get('index_file', ''), prev_sent_file=old.get('sent_file', ''),
                     max_label=max_label)
-        if self.manifest.get('sentence_vectors'): meta.update(_write_sentences(self, gen, written))
+        if self.manifest.get('sentence_vectors'): meta.update(self._write_sentences(gen, written))
         self.db.executemany('insert or replace into meta values (?, ?)', [(k, str(v)) for k, v in meta.items()])
         _commit_db(self.db)
     except BaseException as e:
@@ -579,7 +607,7 @@ def commit(self:Store):
 @patch
 def _index_is_mostly_deleted(self:Store) -> bool:
     live = self.db.execute('select count(*) from chunks').fetchone()[0]
-    return self.index.element_count - live > max(live, COMPACT_MIN_ROWS)
+    return self.index.element_count - live > max(live, self.compact_min_rows)
 
 @patch
 def _compacted_index(self:Store):
@@ -603,44 +631,21 @@ def rollback(self:Store, remove:list=()):
         with self._snapshot(): self.index = _load_index(self.path, self.manifest, self._meta())
 
 # %% ../nbs/03_index.ipynb #8a88078e
-COMPACT_MIN_ROWS = 4096   # compact the sentence file when dead rows exceed both this and the live rows
-
+@patch
 def _write_sentences(self:Store, gen:int, written:list) -> dict:
-    "Append pending sentence rows to the current file (past the committed rows only), or compact into a new one."
-    dim, cur = self.manifest['dim'], self._meta().get('sent_file')
-    committed = _sent_rows(self)
-    pending = np.concatenate(self._sent_pending) if self._sent_pending else np.zeros((0, dim), np.float16)
+    "Append pending sentence rows past the committed ones, or compact the live rows into a new generation's file."
+    sf, cur, committed = self.sentence_file, self._meta().get('sent_file'), _sent_rows(self)
+    pending = np.concatenate(self._sent_pending) if self._sent_pending else np.zeros((0, sf.dim), np.float16)
     live = self.db.execute('select coalesce(sum(n), 0) from sentences').fetchone()[0]
-    if cur is not None and committed + len(pending) - live > max(live, COMPACT_MIN_ROWS):
-        return _compact_sentences(self, gen, cur, committed, pending, written)
-    name = cur or f'sentences-{gen:06d}.f16'
-    if cur is None: written.append(self.path / name)
-    with open(self.path / name, 'ab') as f:
-        f.truncate(committed * dim * 2)            # drop rows a crash left past the committed ones
-        f.seek(committed * dim * 2)
-        f.write(np.ascontiguousarray(pending).tobytes())
-        f.flush()
-        os.fsync(f.fileno())
+    name = f'sentences-{gen:06d}.f16' if cur is None or sf.needs_compaction(committed + len(pending), live) else cur
+    if name != cur: written.append(self.path / name)
+    if cur is None or name == cur: sf.append(name, committed, pending)
+    else:
+        layout = self.db.execute('select chunk_id, row0, n from sentences order by chunk_id').fetchall()
+        self.db.executemany('update sentences set row0=? where chunk_id=?',
+                            sf.compact(cur, committed, pending, layout, name))
     self._sent_pending = []
-    return dict(sent_file=name, sent_rows=committed + len(pending))
-
-# %% ../nbs/03_index.ipynb #e9a1c044
-def _compact_sentences(self:Store, gen, cur, committed, pending, written) -> dict:
-    "Write the live rows (committed and pending) to a new file, in chunk order, and point the database at them."
-    dim = self.manifest['dim']
-    old = np.memmap(self.path / cur, dtype=np.float16, mode='r', shape=(committed, dim)) if committed else None
-    name, row, moves = f'sentences-{gen:06d}.f16', 0, []
-    written.append(self.path / name)
-    with open(self.path / name, 'wb') as f:
-        for cid, r0, n in self.db.execute('select chunk_id, row0, n from sentences order by chunk_id').fetchall():
-            f.write((old[r0:r0 + n] if r0 + n <= committed else pending[r0 - committed:r0 - committed + n]).tobytes())
-            moves.append((row, cid))
-            row += n
-        f.flush()
-        os.fsync(f.fileno())
-    self.db.executemany('update sentences set row0=? where chunk_id=?', moves)
-    self._sent_pending = []
-    return dict(sent_file=name, sent_rows=row)
+    return dict(sent_file=name, sent_rows=live if name != cur and cur is not None else committed + len(pending))
 
 # %% ../nbs/03_index.ipynb #34a645ef
 @patch
@@ -650,12 +655,11 @@ def sentence_vectors(self:Store, ids:list) -> dict:
     ids = [int(i) for i in ids]
     for attempt in range(3):
         try:
-            rows, nrows = self._sentence_rows(ids)
+            rows, nrows, mm = self._sentence_rows(ids)
             break
         except FileNotFoundError:               # compacted twice by a writer since this read began: read again
             if attempt == 2: raise
     if not rows: return {}
-    mm = self._sent_map[1]
     out = {}
     for cid, r0, n, sp, h, crc in rows:
         if not n or r0 + n > nrows: continue
@@ -674,178 +678,31 @@ def _sentence_rows(self:Store, ids:list) -> tuple:
     with self._snapshot():
         meta = self._meta()
         fname, nrows = meta.get('sent_file'), int(meta.get('sent_rows') or 0)
-        if fname is None: return [], 0
+        if fname is None: return [], 0, None
         crc = 's.crc' if self._crc else 'null'
         rows = self.db.execute(f'select s.chunk_id, s.row0, s.n, s.spans, c.content_hash, {crc} from sentences s '
                                'join chunks c '
                                f"on c.id = s.chunk_id where s.chunk_id in ({','.join('?' * len(ids))})", ids).fetchall()
-        if rows and (self._sent_map is None or self._sent_map[0] != (fname, nrows)):
-            mm = np.memmap(self.path / fname, dtype=np.float16, mode='r', shape=(nrows, self.manifest['dim']))
-            self._sent_map = ((fname, nrows), mm)
-    return rows, nrows
-
-# %% ../nbs/03_index.ipynb #62267edd
-MAX_FILE_BYTES = 50 * 2**20
-
-def _ignore_spec(d:Path):
-    "The `.ragnbignore` of folder `d` (gitignore syntax), or None; `ValueError` names the file when it is unusable."
-    import pathspec
-    ign = d / '.ragnbignore'
-    if not os.path.lexists(ign): return None
-    try: return pathspec.GitIgnoreSpec.from_lines(ign.read_text(encoding='utf-8').splitlines())
-    except (OSError, UnicodeDecodeError, ValueError, TypeError) as e:
-        raise ValueError(f'{ign}: unusable ignore file ({type(e).__name__}: {e}); fix it, then index again') from None
-
-# %% ../nbs/03_index.ipynb #d4f09b23
-def _walk(root:Path, rep:IndexReport, unreadable:list):
-    "Files under `root`, honouring `.ragnbignore` and skipping hidden entries; failing folders go to `unreadable`."
-    if not root.is_dir():
-        yield root
-        return
-    specs = {}
-    def failed(e): unreadable.append(Path(e.filename))
-    for dirpath, dirnames, filenames in os.walk(root, onerror=failed):
-        d = Path(dirpath)
-        try: specs[d] = _ignore_spec(d)
-        except ValueError as e:
-            rep.skipped.append((str(d), str(e)))
-            unreadable.append(d)
-            dirnames[:] = []
-            continue
-        ignored = lambda p, is_dir=False: any(
-            s is not None and (b == p.parent or b in p.parents)
-            and s.match_file(p.relative_to(b).as_posix() + ('/' if is_dir else '')) for b, s in specs.items())
-        dirnames[:] = sorted(n for n in dirnames if not n.startswith('.') and not ignored(d / n, True))
-        yield from (d / n for n in sorted(filenames) if not n.startswith('.') and not ignored(d / n))
-
-# %% ../nbs/03_index.ipynb #74b6deb1
-def _unreadable_reason(f:Path, root:Path, max_bytes:int) -> str|None:
-    "Why `f` is not read at all: not a regular file, too big, a link out of `root`, a name SQLite cannot store."
-    try:
-        f.as_posix().encode('utf-8')
-        st = f.stat()
-    except UnicodeEncodeError: return 'the file name is not valid UTF-8; rename it'
-    except OSError as e: return f'cannot read ({e.strerror})'
-    if not stat.S_ISREG(st.st_mode): return 'not a regular file (a FIFO, device or socket)'
-    if f.is_symlink() and root.is_dir() and not f.resolve().is_relative_to(root.resolve()):
-        return f'a link that leaves the indexed folder ({f.resolve()}); not followed'
-    if st.st_size > max_bytes: return f'{st.st_size / 2**20:.0f} MB, over the {max_bytes / 2**20:.0f} MB limit'
-    return None
-
-# %% ../nbs/03_index.ipynb #9e898289
-@dataclass
-class SourceFile:
-    "A file to (re)index: where it is, its source key, its text, and what decides whether it changed."
-    path: Path
-    source: str
-    text: str
-    content_hash: str
-    chunker_version: str
-    existed: bool
-    root: str
-
-def _source_key(f:Path, p:Path) -> str:
-    "The key of file `f` found under the path `p` given to `index_paths`."
-    if not p.is_dir(): return f.as_posix()
-    rel = f.relative_to(p).as_posix()
-    return (p.name + '/' + rel) if p.name not in ('', '.') else rel
-
-# %% ../nbs/03_index.ipynb #682acb28
-def _eval_data_reason(f:Path, root:Path) -> str|None:
-    "Labelled questions (`.json`/`.jsonl` under an `eval/` folder) are test data: indexing them leaks the answers."
-    parts = f.relative_to(root).parts[:-1] if root.is_dir() else f.parts[:-1]
-    if f.suffix.lower() in ('.json', '.jsonl') and 'eval' in parts:
-        return 'an eval data file (under eval/), not indexed'
-
-@patch
-def _scan(self:Store, p:Path, rep:IndexReport, known:dict, mjson:str, max_bytes:int) -> list[SourceFile]:
-    "Read the files under `p`; record unchanged, skipped, binary and removed sources in `rep`; return what changed."
-    root, todo, seen, unreadable = (str(p.resolve()) if p.is_dir() else ''), [], set(), []
-    for f in _walk(p, rep, unreadable):
-        why = _unreadable_reason(f, p, max_bytes) or _eval_data_reason(f, p)
-        if why:
-            rep.skipped.append((os.fsdecode(f), why))
-            continue
-        source = _source_key(f, p)
-        seen.add(source)
-        try: text = read_text_file(f)
-        except BinaryFileError as e:
-            rep.binary.append((str(f), e.kind))
-            continue
-        except ChunkingError as e:
-            rep.skipped.append((str(f), str(e)))
-            continue
-        h, ver, old = _hash(text), strategy_version(f), known.get(source)
-        if old and old[1:] == (h, ver, mjson): rep.unchanged.append(source)
-        else: todo.append(SourceFile(f, source, text, h, ver, old is not None, root))
-    kept = tuple(_source_key(u, p) + '/' for u in unreadable if u != p) if p.is_dir() else ()
-    if any(u == p for u in unreadable): return todo              # the folder itself failed: remove nothing
-    rep.removed += [s for s, (r, *_) in known.items() if p.is_dir() and r == root and s not in seen
-                    and not s.startswith(kept)]
-    return todo
-
-# %% ../nbs/03_index.ipynb #ab9c9a5e
-@patch
-def index_paths(self:Store, paths:list, *, metadata:dict|None=None, progress:bool|None=None,
-                max_bytes:int=MAX_FILE_BYTES, # larger files are skipped, with a reason
-               ) -> IndexReport:
-    "Index files and folders: re-embed only changed sources, remove deleted ones, skip binaries quietly."
-    t0, rep = time.perf_counter(), IndexReport()
-    paths = [Path(x) for x in ([paths] if isinstance(paths, (str, Path)) else paths)]
-    missing = [str(p) for p in paths if not os.path.lexists(p)]
-    if missing: raise FileNotFoundError(f"no such file or folder: {', '.join(missing)}")
-    mjson = json.dumps(dict(metadata or {}), ensure_ascii=False, sort_keys=True)
-    with self._snapshot():
-        known = {r[0]: r[1:] for r in self.db.execute('select source, root, content_hash, chunker_version, metadata '
-                                                      'from sources')}
-    todo = [sf for p in paths for sf in self._scan(p, rep, known, mjson, max_bytes)]
-    chunks, owners = [], []
-    for sf in todo:
-        owners.append((sf, len(cs := chunk_text(sf.text, sf.path, source=sf.source, metadata=dict(metadata or {})))))
-        chunks += cs
-    if rep.removed or owners: self._apply(rep, chunks, owners, mjson, progress)
-    rep.chunks, rep.seconds = len(chunks), time.perf_counter() - t0
-    return rep
-
-# %% ../nbs/03_index.ipynb #72a5e8a4
-@patch
-def _apply(self:Store, rep:IndexReport, chunks:list, owners:list, mjson:str, progress):
-    "Embed `chunks`, then remove, replace and add sources in one transaction and one commit."
-    vectors = self.embedder.embed_documents([c.text for c in chunks], progress=progress) if chunks else None
-    svecs = None
-    if chunks and self.manifest.get('sentence_vectors'):
-        svecs = self.embedder.embed_documents(sentence_texts(chunks), progress=progress)
-    self._begin()
-    try:
-        for src in rep.removed: self.remove_source(src, commit=False)
-        for sf, n in owners:
-            if sf.existed: self.remove_source(sf.source, commit=False)
-            (rep.updated if sf.existed else rep.added).append(sf.source)
-        if chunks: self.add_documents(chunks, vectors, sentence_vectors=svecs, commit=False)
-        self.db.executemany('insert or replace into sources values (?,?,?,?,?,?,?)',
-                            [(sf.source, sf.root, sf.content_hash, sf.chunker_version, mjson, n, time.time())
-                             for sf, n in owners])
-        self.commit()
-    except BaseException:
-        self.rollback()
-        raise
+        mm = self.sentence_file.mapped(fname, nrows) if rows else None
+    return rows, nrows, mm
 
 # %% ../nbs/03_index.ipynb #8adf5f2a
-def _filter_sql(filters):
+def _filter_sql(filters:dict|None) -> tuple[str, list]:
+    "The SQL `where` clause and arguments of `filters`: `in` for lists, `=` otherwise, on metadata or `source`."
     where, args = ['1=1'], []
     for k, v in (filters or {}).items():
-        col = 'source' if k == 'source' else f"json_extract(metadata, '$.{k}')"
         if not k.replace('_', '').replace('-', '').isalnum(): raise ValueError(f'bad filter key {k!r}')
-        if isinstance(v, (list, tuple, set)):
-            v = list(v)
-            if not v:
-                where.append('0')
-                continue
-            where.append(f'{col} in ({",".join("?" * len(v))})')
-            args += v
+        v = list(v) if isinstance(v, (list, tuple, set)) else [v]
+        if not v:
+            where.append('0')
+            continue
+        marks = ','.join('?' * len(v))
+        if k == 'source':                     # the source key, or the path shown for it
+            where.append(f'(source in ({marks}) or coalesce(display, source) in ({marks}))')
+            args += v + v
         else:
-            where.append(f'{col} = ?')
-            args.append(v)
+            where.append(f"json_extract(metadata, '$.{k}') in ({marks})")
+            args += v
     return ' and '.join(where), args
 
 # %% ../nbs/03_index.ipynb #2b082d54
@@ -891,26 +748,35 @@ _CHUNK_COLS = ('id, source, mode, section, start_line, end_line, start_char, end
                'chunker_version, content_hash, overlap')     # the table's order, which `_row_crc` covers
 
 @patch
+def _chunk_cols(self:Store) -> str:
+    "The columns `get_chunks` reads: `_CHUNK_COLS`, the checksum and the display path (null in older stores)."
+    return f"{_CHUNK_COLS}, {'row_crc' if self._row_crc else 'null'}, {'display' if self._display else 'null'}"
+
+def _row_sound(r:tuple) -> bool:
+    "Does a row read with `_chunk_cols` match its text hash and (when it has one) its checksum?"
+    crc, display = r[13], r[14]
+    if not isinstance(r[8], str) or text_hash(r[8]) != r[11]: return False
+    return crc is None or _row_crc(r[:13], display) == crc
+
+@patch
 def get_chunks(self:Store, ids:list[int], scores:list[float]|None=None) -> list[Chunk]:
     "Chunks by id, in the order given; a chunk whose text no longer matches its hash raises `StoreCorruptedError`."
     if not ids: return []
     with self._snapshot():
-        crc = 'row_crc' if self._row_crc else 'null'
-        rows = {r[0]: r for r in self.db.execute(f'select {_CHUNK_COLS}, {crc} from chunks where id in '
+        rows = {r[0]: r for r in self.db.execute(f'select {self._chunk_cols()} from chunks where id in '
                                                  f'({",".join("?" * len(ids))})', [int(i) for i in ids])}
     out = []
     for j, i in enumerate(ids):
         r = rows.get(int(i))
         if r is None: continue
-        cid, source, mode, section, sl, el, sc, ec, text, meta, ver, h, overlap, crc = r
+        cid, source, mode, section, sl, el, sc, ec, text, meta, ver, h, overlap, crc, display = r
         try: metadata = json.loads(meta)
         except (TypeError, ValueError): metadata = None
-        bad_crc = crc is not None and _row_crc(r[:-1]) != crc
-        if bad_crc or not isinstance(text, str) or _hash(text) != h or not isinstance(metadata, dict):
+        if not _row_sound(r) or not isinstance(metadata, dict):
             raise StoreCorruptedError(f'{self.path}: chunk {cid} of {source!r} does not match its hash; '
                                       f'run `ragnb check`, then re-index that source')
         out.append(Chunk(text, source, mode, section, sl, el, sc, ec, ver, metadata, overlap=overlap or 0,
-                         id=str(cid), score=None if scores is None else float(scores[j])))
+                         id=str(cid), score=None if scores is None else float(scores[j]), display_path=display))
     return out
 
 # %% ../nbs/03_index.ipynb #1636f91f
@@ -940,15 +806,74 @@ def update_manifest(self:Store, **entries):
     self.manifest.update(entries)
     _fsync_write(self.path / 'manifest.json', json.dumps(self.manifest, indent=1).encode())
 
+# %% ../nbs/03_index.ipynb #1a57efa8
+@dataclass
+class SourceRecord:
+    "One indexed file, as the `sources` table records it."
+    source: str                 # the key: the file's absolute path
+    root: str                   # the folder it was indexed under ('' for a file given by itself)
+    content_hash: str           # `text_hash` of the file's text
+    chunker_version: str        # `chunking.strategy_version` when it was chunked
+    metadata: str               # the metadata given when indexing, as sorted JSON
+    n_chunks: int = 0
+    indexed_at: float = 0.0
+
+# %% ../nbs/03_index.ipynb #6af051d2
+@patch
+def sources(self:Store, root:str|None=None) -> dict[str, SourceRecord]:
+    "The indexed files by source key; only those indexed under the folder `root` when given."
+    with self._snapshot():
+        rows = self.db.execute('select source, root, content_hash, chunker_version, metadata, n_chunks, indexed_at '
+                               'from sources').fetchall()
+    return {r[0]: SourceRecord(*r) for r in rows if root is None or r[1] == root}
+
+@patch
+def chunk_sources(self:Store) -> list[str]:
+    "The distinct source keys of the chunks, indexed files or not."
+    with self._snapshot(): return [r[0] for r in self.db.execute('select distinct source from chunks')]
+
+# %% ../nbs/03_index.ipynb #63f1efa1
+@patch
+def replace_sources(self:Store, removed:list[str], # source keys to drop
+                    records:list[SourceRecord], # sources to (re)write: their old chunks go, `chunks` come
+                    chunks:list[Chunk], vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None):
+    "Remove `removed` and the old chunks of `records`, add `chunks`, record `records`: one transaction, one commit."
+    self._begin()
+    try:
+        for src in [*removed, *(r.source for r in records)]: self.remove_source(src, commit=False)
+        if chunks: self.add_documents(chunks, vectors, sentence_vectors=sentence_vectors, commit=False)
+        self.db.executemany('insert or replace into sources values (?,?,?,?,?,?,?)',
+                            [(r.source, r.root, r.content_hash, r.chunker_version, r.metadata, r.n_chunks,
+                              r.indexed_at) for r in records])
+        self.commit()
+    except BaseException:
+        self.rollback()
+        raise
+
+# %% ../nbs/03_index.ipynb #11eef88f
+@patch
+def save_trim_calibration(self:Store, window:int, calibration:dict):
+    "Record `calibration` (a dict with a `threshold`) for trimming `window`, for this store's model; needs a writer."
+    entry = dict(self.manifest.get('trim_calibration') or {})
+    if entry.get('model') != self.manifest['model']: entry = dict(model=self.manifest['model'], windows={})
+    entry['windows'] = {**entry.get('windows', {}), str(window): dict(calibration)}
+    self.update_manifest(trim_calibration=entry)
+
+@patch
+def trim_calibration(self:Store, window:int=0) -> dict|None:
+    "The calibration saved for `window` and this store's model, or None."
+    cal = self.manifest.get('trim_calibration') or {}
+    if cal.get('model') != self.manifest['model']: return None
+    w = (cal.get('windows') or {}).get(str(window))
+    return w if isinstance(w, dict) and w.get('threshold') is not None else None
+
 # %% ../nbs/03_index.ipynb #a7214da8
 @patch
 def verify(self:Store) -> dict:
     "Check index, chunks and sentence vectors against each other: counts, and `problems` (empty when sound)."
     with self._snapshot():
         meta, ids = self._meta(), {r[0] for r in self.db.execute('select id from chunks')}
-        crc = 'row_crc' if self._row_crc else 'null'
-        bad_text = [r[0] for r in self.db.execute(f'select {_CHUNK_COLS}, {crc} from chunks')
-                    if _hash(r[8]) != r[11] or (r[13] is not None and _row_crc(r[:-1]) != r[13])]
+        bad_text = [r[0] for r in self.db.execute(f'select {self._chunk_cols()} from chunks') if not _row_sound(r)]
         crc = 'crc' if self._crc else 'null'
         sent = self.db.execute(f'select chunk_id, row0, n, spans, {crc} from sentences').fetchall()
     live, deleted = set(), 0
@@ -972,7 +897,7 @@ def _sentence_problems(self:Store, meta:dict, ids:set, sent:list) -> list[str]:
     if len(ids - {c for c, *_ in sent}): out.append(f'{len(ids - {c for c, *_ in sent})} chunks without sentence rows')
     if any(r0 + n > nrows for _, r0, n, *_ in sent): out.append('sentence rows past the end of the sentence file')
     if nrows and meta.get('sent_file'):
-        mm = np.memmap(self.path / meta['sent_file'], dtype=np.float16, mode='r', shape=(nrows, self.manifest['dim']))
+        mm = self.sentence_file.mapped(meta['sent_file'], nrows)
         bad = int((~np.isfinite(mm).all(axis=1)).sum())
         if bad: out.append(f'{bad} sentence vectors with NaN or infinite values')
         crc = [c for c, r0, n, sp, k in sent if k is not None and r0 + n <= nrows and _sent_crc(sp, mm[r0:r0 + n]) != k]

@@ -8,10 +8,12 @@ import os, time
 from dataclasses import dataclass, field
 
 import numpy as np
+from fastcore.basics import patch
 
 from .chunking import Chunk
 from .index import Store
-from .trim import DEFAULT_TRIM_THRESHOLD, estimate_tokens, trim_chunks_by_sentence, _check_opts
+from .trim import (DEFAULT_TRIM_THRESHOLD, TrimmedChunk, check_trim_options, estimate_tokens, parse_threshold,
+                        trim_chunks_by_sentence)
 from .hyde import build_query_vec
 
 # %% auto #0
@@ -24,18 +26,13 @@ def _env_flag(name, default=False):
 
 def _env_threshold(name, default):
     v = os.environ.get(name)
-    if v is None or not v.strip(): return default
-    if v.strip().lower() == 'auto': return 'auto'
-    try: return float(v)
-    except ValueError: raise ValueError(f"{name}={v!r} is neither a number nor 'auto'") from None
+    return default if v is None or not v.strip() else parse_threshold(v, name)
 
 def resolve_trim_threshold(store:Store, threshold:float|str, window:int=0) -> float:
     "A number stays; 'auto' is the threshold calibrated for this store's model and `window`, else the default."
     if threshold != 'auto': return threshold
-    cal = store.manifest.get('trim_calibration') or {}
-    if cal.get('model') != store.manifest['model']: return DEFAULT_TRIM_THRESHOLD
-    w = (cal.get('windows') or {}).get(str(window))
-    return float(w['threshold']) if w and w.get('threshold') is not None else DEFAULT_TRIM_THRESHOLD
+    cal = store.trim_calibration(window)
+    return float(cal['threshold']) if cal else DEFAULT_TRIM_THRESHOLD
 
 # %% ../nbs/06_retrieve.ipynb #6680498d
 @dataclass
@@ -63,6 +60,21 @@ class RetrievalResult:
         "The chunks' texts joined, as handed to an LLM."
         return '\n\n'.join(c.text for c in self.chunks)
 
+# %% ../nbs/06_retrieve.ipynb #bdfd40d0
+def _chunk_dict(c:Chunk) -> dict:
+    "One chunk of a result as JSON: identity, citation, text; and what trimming did, for a trimmed chunk."
+    d = dict(id=c.id, score=c.score, source=c.source, display_path=c.display_path or c.source, cite=c.cite,
+             start_line=c.start_line, end_line=c.end_line, section=c.section_title, metadata=c.metadata, text=c.text)
+    if isinstance(c, TrimmedChunk):
+        d.update(tokens_before=c.tokens_before, tokens_after=c.tokens_after, kept_spans=c.kept_spans)
+    return d
+
+@patch
+def to_dict(self:RetrievalResult) -> dict:
+    "The result as plain JSON-ready data: query, token counts, timings, info and the chunks."
+    return dict(query=self.query, tokens_before=self.tokens_before, tokens_in_context=self.tokens_in_context,
+                timings_ms=self.timings_ms, info=self.info, chunks=[_chunk_dict(c) for c in self.chunks])
+
 # %% ../nbs/06_retrieve.ipynb #75c2dfee
 def retrieve(store:Store, # an open store
              query:str|np.ndarray, # the question, or a query vector already embedded
@@ -74,7 +86,7 @@ def retrieve(store:Store, # an open store
     opts = opts or RetrieveOpts()
     t0 = time.perf_counter()
     threshold = resolve_trim_threshold(store, opts.trim_threshold, opts.trim_window)
-    if opts.trim: _check_opts(threshold, opts.trim_min_sentences, opts.trim_window)
+    if opts.trim: check_trim_options(threshold, opts.trim_min_sentences, opts.trim_window)
     info, timings = {}, {}
     if isinstance(query, str):
         if not query.strip(): raise ValueError('query is empty')

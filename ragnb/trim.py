@@ -10,11 +10,11 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .chunking import Chunk
-from .index import Store, chunk_sentence_spans, _hash
+from .index import Store, chunk_sentence_spans, text_hash
 
 # %% auto #0
-__all__ = ['DEFAULT_TRIM_THRESHOLD', 'SCORE_TOLERANCE', 'estimate_tokens', 'select_sentences', 'join_kept', 'TrimmedChunk',
-           'as_chunk', 'trim_chunks_by_sentence', 'trim_agreement']
+__all__ = ['DEFAULT_TRIM_THRESHOLD', 'SCORE_TOLERANCE', 'estimate_tokens', 'check_trim_options', 'parse_threshold',
+           'select_sentences', 'join_kept', 'TrimmedChunk', 'as_chunk', 'trim_chunks_by_sentence', 'trim_agreement']
 
 # %% ../nbs/04_trim.ipynb #abc94652
 def estimate_tokens(chunks:list[Chunk]|list[str]) -> int:
@@ -25,7 +25,8 @@ def estimate_tokens(chunks:list[Chunk]|list[str]) -> int:
 # %% ../nbs/04_trim.ipynb #764a7444
 DEFAULT_TRIM_THRESHOLD = 0.38   # the one home of the default cosine threshold
 
-def _check_opts(threshold, min_sentences, window):
+def check_trim_options(threshold:float, min_sentences:int=1, window:int=0):
+    "`ValueError` unless `threshold` is a cosine in [-1, 1] and `min_sentences`, `window` are integers >= 0."
     real = isinstance(threshold, numbers.Real) and not isinstance(threshold, bool)
     if not real or math.isnan(threshold) or not -1 <= threshold <= 1:
         raise ValueError(f'threshold must be a cosine between -1 and 1, got {threshold!r}')
@@ -33,13 +34,20 @@ def _check_opts(threshold, min_sentences, window):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
             raise ValueError(f'{name} must be an integer >= 0, got {v!r}')
 
+def parse_threshold(value:str, what:str='threshold') -> float|str:
+    "A threshold as typed (a flag, an environment variable): a number, or 'auto' for the calibrated one."
+    if value.strip().lower() == 'auto': return 'auto'
+    try: return float(value)
+    except ValueError: raise ValueError(f"{what}={value!r} is neither a number nor 'auto'") from None
+
+# %% ../nbs/04_trim.ipynb #62f49478
 def select_sentences(scores:np.ndarray, # cosine of each sentence to the query, in document order
                      threshold:float=DEFAULT_TRIM_THRESHOLD, # keep sentences scoring at least this
                      min_sentences:int=1, # keep at least this many (the best ones), and never fewer than 1
                      window:int=0, # also keep this many neighbours on each side of a selected sentence
                     ) -> list[int]:
     "Indices of the sentences to keep, in document order."
-    _check_opts(threshold, min_sentences, window)
+    check_trim_options(threshold, min_sentences, window)
     scores = np.asarray(scores, dtype=np.float32)
     n = len(scores)
     if n == 0: return []
@@ -115,7 +123,7 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
                             window:int=0, # and this many neighbours on each side of each kept sentence
                            ) -> list[TrimmedChunk]:
     "Cut each chunk down to the sentences close to the query; id, score, source, lines, section and metadata are kept."
-    _check_opts(threshold, min_sentences, window)
+    check_trim_options(threshold, min_sentences, window)
     if not chunks: return []
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     if store is not None: _check_dim(q, store.manifest['dim'], f"the store's model ({store.manifest['model']})")
@@ -125,7 +133,7 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
     plans, todo = [], []                                   # plans: [chunk, spans, vectors or None, nothing to trim]
     for c in chunks:
         hit = cached.get(c.id)
-        if hit is not None and hit[2] == _hash(c.text): spans, vecs = hit[0], hit[1]    # same text as stored
+        if hit is not None and hit[2] == text_hash(c.text): spans, vecs = hit[0], hit[1]    # same text as stored
         else: spans, vecs = chunk_sentence_spans(c), None
         same = _unchanged(spans, c.text)
         if vecs is None and not same: todo.append(len(plans))
@@ -182,4 +190,3 @@ def trim_agreement(a:list[TrimmedChunk], # one trim of some chunks
             unexplained += not (_has_tie(x, threshold, tol) or _has_tie(y, threshold, tol))
     return dict(sentences=total, same=same, rate=same / total if total else 1.0, chunks_differ=differ,
                 unexplained=unexplained)
-

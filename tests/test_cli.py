@@ -40,7 +40,7 @@ def test_index_then_ask_with_filters(tmp_path):
     assert b'added 0, updated 0, removed 0, unchanged 2' in r.stdout
     r = ragnb('ask', 'How long are logs kept?', '--store', str(store), '-k', '1', '--json')
     out = json.loads(r.stdout)
-    assert out['chunks'][0]['source'] == 'docs/a/logs.md' and out['chunks'][0]['start_line'] == 1
+    assert out['chunks'][0]['display_path'] == 'docs/a/logs.md' and out['chunks'][0]['start_line'] == 1
     assert out['tokens_in_context'] > 0
     r = ragnb('ask', 'How long are logs kept?', '--store', str(store), '--filter', 'tenant=t2', '--json')
     assert json.loads(r.stdout)['chunks'] == []

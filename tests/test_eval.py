@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from ragnb.eval import eval_retrieval, bundled_questions
+from ragnb.ingest import index_paths
 
 DATA = Path(__file__).resolve().parent.parent / 'data'
 
@@ -18,7 +19,7 @@ def ragnb(*args):
 def store_dir(tmp_path_factory):
     from ragnb.index import Store
     d = tmp_path_factory.mktemp('eval') / 'store'
-    with Store.open(d) as s: s.index_paths([DATA])
+    with Store.open(d) as s: index_paths(s, [DATA])
     return d
 
 
@@ -69,7 +70,7 @@ def test_sweep_plot_save_then_auto(store_dir, tmp_path):
 
 def test_hyde_variant_overlap(store_dir):
     from ragnb.index import Store
-    gen = lambda prompt: '{"passage": "Faro retains audit logs for two years and application logs for 14 days."}'
+    gen = lambda _prompt: '{"passage": "Faro retains audit logs for two years and application logs for 14 days."}'
     with Store.open(store_dir, readonly=True) as s:
         rep = eval_retrieval(s, [{'question': 'logs?', 'relevant': ['docs/en/data-retention.md'], 'answer': '14 days'}],
                              hyde=True, hyde_options={'generator': gen}, progress=False)

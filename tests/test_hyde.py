@@ -20,7 +20,7 @@ class FakeGemini(ThreadingHTTPServer):
     daemon_threads = True
     def __init__(self):
         super().__init__(('127.0.0.1', 0), Handler)
-        self.requests, self.reply, self.delay, self.drip = [], lambda n: answer('{"passage": "ok"}'), 0.0, 0.0
+        self.requests, self.reply, self.delay, self.drip = [], lambda _n: answer('{"passage": "ok"}'), 0.0, 0.0
     @property
     def url(self): return f'http://127.0.0.1:{self.server_address[1]}'
 
@@ -79,7 +79,7 @@ def no_env_keys(monkeypatch):
 
 
 def test_exact_request_and_good_passage(server, client):
-    server.reply = lambda n: answer('{"passage": "  Ejecuta kubectl rollout undo sobre el deployment.  "}')
+    server.reply = lambda _n: answer('{"passage": "  Ejecuta kubectl rollout undo sobre el deployment.  "}')
     q = '¿Cómo hago un rollback en producción?'
     assert generate_hyde(q, client=client, model='gemma-3-27b-it') == 'Ejecuta kubectl rollout undo sobre el deployment.'
     [r] = server.requests
@@ -110,12 +110,12 @@ def test_key_and_model_from_environment(server, monkeypatch):
     ('  not json at all  ', 'not json at all'),
 ])
 def test_answer_parsing(server, client, text, want):
-    server.reply = lambda n: answer(text)
+    server.reply = lambda _n: answer(text)
     assert generate_hyde('how to rotate keys', client=client) == want
 
 
 def test_empty_candidates(server, client, emb):
-    server.reply = lambda n: (200, {'candidates': []})
+    server.reply = lambda _n: (200, {'candidates': []})
     assert generate_hyde('how to rotate keys', client=client) == ''
     vec, info = build_query_vec('how to rotate keys', emb, hyde=True, client=client)
     assert info['hyde'] == 'fallback' and 'empty passage' in info['reason']
@@ -124,7 +124,7 @@ def test_empty_candidates(server, client, emb):
 
 @pytest.mark.parametrize('status', [400, 429, 500])
 def test_http_errors(server, client, emb, status):
-    server.reply = lambda n: (status, {'error': {'code': status, 'message': 'nope', 'status': 'X'}})
+    server.reply = lambda _n: (status, {'error': {'code': status, 'message': 'nope', 'status': 'X'}})
     with pytest.raises(HydeError, match=f'HyDE generation failed: HTTP {status}'):
         generate_hyde('how to rotate keys', client=client)
     assert len(server.requests) == 1                                   # no hidden retries
@@ -161,7 +161,7 @@ def test_missing_key_falls_back_with_reason(emb):
 
 
 def test_cache_saves_the_second_request(server, client, emb, tmp_path):
-    server.reply = lambda n: answer('{"passage": "Rotate keys in the console under Settings."}')
+    server.reply = lambda _n: answer('{"passage": "Rotate keys in the console under Settings."}')
     cache = HydeCache(tmp_path / 'hyde.sqlite')
     v1, i1 = build_query_vec('how to rotate keys', emb, hyde=True, client=client, cache=cache)
     v2, i2 = build_query_vec('how to rotate keys', emb, hyde=True, client=client, cache=cache)
@@ -191,14 +191,14 @@ def test_cli_ask_hyde_prints_the_passage(server, tmp_path):
     run = lambda *a, **env: subprocess.run([sys.executable, '-m', 'ragnb.cli', *a], capture_output=True, text=True,
                                            env={**os.environ, **env})
     assert run('index', str(tmp_path), '--store', str(store), '--quiet').returncode == 0
-    server.reply = lambda n: answer('{"passage": "Use kubectl rollout undo to return to the previous release."}')
+    server.reply = lambda _n: answer('{"passage": "Use kubectl rollout undo to return to the previous release."}')
     r = run('ask', 'go back?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY, RAGNB_HYDE_BASE_URL=server.url)
     assert r.returncode == 0, r.stderr
     assert 'HyDE: used' in r.stdout and 'Use kubectl rollout undo to return to the previous release.' in r.stdout
     assert 'deploy.md' in r.stdout and KEY not in r.stdout + r.stderr
     r = run('ask', 'go back?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY, RAGNB_HYDE_BASE_URL=server.url)
     assert 'cached' in r.stdout and len(server.requests) == 1            # the passage cache next to the store
-    server.reply = lambda n: (500, {'error': {'code': 500, 'message': 'boom', 'status': 'INTERNAL'}})
+    server.reply = lambda _n: (500, {'error': {'code': 500, 'message': 'boom', 'status': 'INTERNAL'}})
     r = run('ask', 'another question?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY, RAGNB_HYDE_BASE_URL=server.url)
     assert r.returncode == 0 and 'HyDE: not used, searched with the plain question (HydeError: HyDE generation failed: HTTP 500)' in r.stdout
 
@@ -209,7 +209,7 @@ def test_cross_origin_redirect_is_refused_and_the_key_stays_home(server, monkeyp
     other = FakeGemini()
     threading.Thread(target=other.serve_forever, daemon=True).start()
     try:
-        server.reply = lambda n: (307, {}, {'Location': other.url + '/v1/models/m:generateContent'})
+        server.reply = lambda _n: (307, {}, {'Location': other.url + '/v1/models/m:generateContent'})
         monkeypatch.setenv('GEMINI_API_KEY', KEY)
         with pytest.raises(HydeError, match='refused a redirect to another origin') as e:
             generate_hyde('how to rotate keys', base_url=server.url, timeout_s=5)
@@ -221,7 +221,7 @@ def test_cross_origin_redirect_is_refused_and_the_key_stays_home(server, monkeyp
 
 def test_a_dripping_server_is_cut_at_the_total_deadline(server, monkeypatch):
     server.drip = 0.4
-    server.reply = lambda n: answer('{"passage": "' + 'x' * 50 + '"}')
+    server.reply = lambda _n: answer('{"passage": "' + 'x' * 50 + '"}')
     monkeypatch.setenv('GEMINI_API_KEY', KEY)
     t = time.perf_counter()
     with pytest.raises(HydeTimeout, match='in all'):
@@ -232,16 +232,16 @@ def test_a_dripping_server_is_cut_at_the_total_deadline(server, monkeypatch):
 def test_huge_answers_are_refused_and_long_passages_capped(server, monkeypatch):
     from ragnb.hyde import MAX_PASSAGE_CHARS, MAX_RESPONSE_BYTES
     monkeypatch.setenv('GEMINI_API_KEY', KEY)
-    server.reply = lambda n: answer('{"passage": "' + 'y' * (MAX_RESPONSE_BYTES + 10) + '"}')
+    server.reply = lambda _n: answer('{"passage": "' + 'y' * (MAX_RESPONSE_BYTES + 10) + '"}')
     with pytest.raises(HydeError, match='answer too large'):
         generate_hyde('how to rotate keys', base_url=server.url)
-    server.reply = lambda n: answer(json.dumps({'passage': 'Rotate the key. ' * 1000}))
+    server.reply = lambda _n: answer(json.dumps({'passage': 'Rotate the key. ' * 1000}))
     p = generate_hyde('how to rotate keys', base_url=server.url)
     assert len(p) <= MAX_PASSAGE_CHARS and p.startswith('Rotate the key.')
 
 
 def test_the_fallback_error_keeps_no_sdk_context(server, client):
-    server.reply = lambda n: (500, {'error': {'code': 500, 'message': f'bad key {KEY}', 'status': 'X'}})
+    server.reply = lambda _n: (500, {'error': {'code': 500, 'message': f'bad key {KEY}', 'status': 'X'}})
     with pytest.raises(HydeError) as e:
         generate_hyde('how to rotate keys', client=client)
     assert e.value.__context__ is None and e.value.__cause__ is None and KEY not in str(e.value)
@@ -250,4 +250,4 @@ def test_the_fallback_error_keeps_no_sdk_context(server, client):
 @pytest.mark.parametrize('n', [0, 9, 10000, True, 1.5])
 def test_n_passages_is_validated(emb, n):
     with pytest.raises(ValueError, match='n_passages must be an integer from 1 to 8'):
-        build_query_vec('how to rotate keys', emb, hyde=True, n_passages=n, generator=lambda p: 'x')
+        build_query_vec('how to rotate keys', emb, hyde=True, n_passages=n, generator=lambda _p: 'x')

@@ -13,6 +13,7 @@ from faults import HashEmbedder
 
 from ragnb.chunking import Chunk
 from ragnb.index import Store, StoreDiskFullError, StoreError
+from ragnb.ingest import index_paths
 
 
 def test_kill9_at_random_moments_of_ragnb_index(tmp_path):
@@ -115,7 +116,7 @@ def docs(tmp_path):
 
 def _index(tmp_path, docs, **kw):
     with Store.open(tmp_path / 'store', embedder=HashEmbedder()) as s:
-        return s.index_paths([docs], **kw), s.stats()['chunks']
+        return index_paths(s, [docs], **kw), s.stats()['chunks']
 
 
 def test_fifo_device_link_and_outside_link_are_skipped_with_a_reason(tmp_path, docs):
@@ -128,7 +129,7 @@ def test_fifo_device_link_and_outside_link_are_skipped_with_a_reason(tmp_path, d
     reasons = dict((Path(p).name, why) for p, why in rep.skipped)
     assert 'not a regular file' in reasons['pipe.md'] and 'not a regular file' in reasons['zero.md']
     assert 'leaves the indexed folder' in reasons['secret.md']
-    assert sorted(rep.added) == ['docs/a.md', 'docs/sub/b.md']
+    assert sorted(rep.added) == [(docs / f).resolve().as_posix() for f in ('a.md', 'sub/b.md')]
 
 
 def test_size_cap_and_utf16(tmp_path, docs):
@@ -136,7 +137,7 @@ def test_size_cap_and_utf16(tmp_path, docs):
     (docs / 'wide.md').write_text('# Ancho\n\nTexto en UTF-16. Se lee bien.', encoding='utf-16')
     rep, _ = _index(tmp_path, docs, max_bytes=2000)
     assert any('over the 0 MB limit' in why or 'limit' in why for p, why in rep.skipped if p.endswith('big.md'))
-    assert 'docs/wide.md' in rep.added
+    assert (docs / 'wide.md').resolve().as_posix() in rep.added
 
 
 def test_non_utf8_file_name_is_skipped_not_fatal(tmp_path, docs):
@@ -173,18 +174,17 @@ def test_missing_path_creates_nothing(tmp_path):
     assert not (tmp_path / 'store').exists()
 
 
-def test_the_index_file_stays_bounded_over_many_updates(tmp_path, monkeypatch):
+def test_the_index_file_stays_bounded_over_many_updates(tmp_path):
     import ragnb.index as ix
-    monkeypatch.setattr(ix, 'COMPACT_MIN_ROWS', 0)
     corpus = faults.copy_corpus(tmp_path / 'corpus')
-    with Store.open(tmp_path / 's', embedder=HashEmbedder()) as s:
-        s.index_paths([corpus / 'docs'])
+    with Store.open(tmp_path / 's', embedder=HashEmbedder(), compact_min_rows=0) as s:
+        index_paths(s, [corpus / 'docs'])
         ids0 = {r[0] for r in s.db.execute('select id from chunks')}
         gen = s._meta()['generation']
-        assert s.index_paths([corpus / 'docs']).counts()['unchanged'] and s._meta()['generation'] == gen  # no-op
+        assert index_paths(s, [corpus / 'docs']).counts()['unchanged'] and s._meta()['generation'] == gen  # no-op
         for i in range(25):
             for f in sorted((corpus / 'docs').rglob('*.md')): f.write_text(f.read_text() + f'\nEdit {i}.\n')
-            s.index_paths([corpus / 'docs'])
+            index_paths(s, [corpus / 'docs'])
         index_file = tmp_path / 's' / s._meta()['index_file']
         info = ix.check_hnsw_file(index_file, 32)
         assert info['count'] < 3 * len(ids0) and s.verify()['problems'] == []

@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 from ragnb.chunking import Chunk
 from ragnb.index import chunk_sentence_spans
 from ragnb.trim import as_chunk, trim_agreement, trim_chunks_by_sentence
+from ragnb.ingest import index_paths
 
 
 class HashEmbedder:
@@ -78,7 +79,7 @@ def test_stored_vectors_follow_updates_and_match_on_the_fly(tmp_path, emb):
     (docs / 'keys.md').write_text('# Keys\n\nRotate API keys every 90 days. A rotated key keeps working for one hour. '
                                   'Keys are scoped to one tenant.', encoding='utf-8')
     store = Store.open(tmp_path / 'store', embedder=emb)
-    store.index_paths([docs])
+    index_paths(store, [docs])
     q = emb.embed_query('How long are audit logs kept?')
 
     def agree():
@@ -96,11 +97,11 @@ def test_stored_vectors_follow_updates_and_match_on_the_fly(tmp_path, emb):
     first = agree()
     assert any('Audit logs are kept for two years.' in c.text and '[...]' in c.text for c in first)
     (docs / 'logs.md').write_text('# Logs\n\nAudit logs are kept for five years now. Traces are gone.', encoding='utf-8')
-    assert store.index_paths([docs]).counts()['updated'] == 1
+    assert index_paths(store, [docs]).counts()['updated'] == 1
     second = agree()
     assert not any('two years' in c.original_text for c in second)
     (docs / 'keys.md').unlink()
-    assert store.index_paths([docs]).counts()['removed'] == 1
+    assert index_paths(store, [docs]).counts()['removed'] == 1
     agree()
     store.close()
     with Store.open(tmp_path / 'store', readonly=True) as ro:               # a reader maps the committed file
@@ -112,7 +113,7 @@ def test_store_without_sentence_vectors_trims_on_the_fly(tmp_path, emb):
     from ragnb.index import Store
     (tmp_path / 'a.md').write_text('# A\n\nLogs are kept for 14 days. Keys rotate every 90 days. Backups run nightly.', encoding='utf-8')
     with Store.open(tmp_path / 's', embedder=emb, sentence_vectors=False) as s:
-        s.index_paths([tmp_path / 'a.md'])
+        index_paths(s, [tmp_path / 'a.md'])
         assert s.manifest['sentence_vectors'] is False and s.stats()['sentence_vectors'] == 0
         assert not list((tmp_path / 's').glob('sentences-*'))
         q = emb.embed_query('When do backups run?')
@@ -123,7 +124,7 @@ def test_store_without_sentence_vectors_trims_on_the_fly(tmp_path, emb):
 def test_truncated_sentence_file_is_detected(tmp_path, emb):
     from ragnb.index import Store, StoreCorruptedError
     (tmp_path / 'a.md').write_text('# A\n\nOne sentence here. Another one there.', encoding='utf-8')
-    with Store.open(tmp_path / 's', embedder=emb) as s: s.index_paths([tmp_path / 'a.md'])
+    with Store.open(tmp_path / 's', embedder=emb) as s: index_paths(s, [tmp_path / 'a.md'])
     f = next((tmp_path / 's').glob('sentences-*.f16'))
     f.write_bytes(f.read_bytes()[:100])
     with pytest.raises(StoreCorruptedError, match='sentence vector file truncated'):
@@ -140,13 +141,13 @@ def test_crash_between_sentence_file_and_commit_leaves_the_previous_store(tmp_pa
     import ragnb.index as ix
     from ragnb.index import Store, chunk_sentence_spans
     _write_docs(tmp_path / 'docs', 2, 'logs')
-    with Store.open(tmp_path / 's', embedder=emb) as s: s.index_paths([tmp_path / 'docs'])
+    with Store.open(tmp_path / 's', embedder=emb) as s: index_paths(s, [tmp_path / 'docs'])
     f = next((tmp_path / 's').glob('sentences-*.f16'))
     size = f.stat().st_size
     s = Store.open(tmp_path / 's', embedder=emb)
     extra = Chunk('[Doc: X]\nOne more sentence. And another one.', 'x.md', 'documental', 'X', 1, 2, 0, 30, 'v')
     s.add_documents([extra], commit=False)
-    def crash(db): raise RuntimeError('simulated crash between writing the index and committing')
+    def crash(_db): raise RuntimeError('simulated crash between writing the index and committing')
     with monkeypatch.context() as m:
         m.setattr(ix, '_commit_db', crash)
         with pytest.raises(RuntimeError, match='simulated crash'):
@@ -163,23 +164,21 @@ def test_crash_between_sentence_file_and_commit_leaves_the_previous_store(tmp_pa
     assert f.stat().st_size == 16 * emb.dim * 2
 
 
-def test_reader_survives_a_compaction_by_the_writer(tmp_path, emb, monkeypatch):
-    import ragnb.index as ix
+def test_reader_survives_a_compaction_by_the_writer(tmp_path, emb):
     from ragnb.index import Store
     _write_docs(tmp_path / 'docs', 4, 'backups')
-    with Store.open(tmp_path / 's', embedder=emb) as s: s.index_paths([tmp_path / 'docs'])
+    with Store.open(tmp_path / 's', embedder=emb) as s: index_paths(s, [tmp_path / 'docs'])
     reader = Store.open(tmp_path / 's', readonly=True)
     q = emb.embed_query('Which page is about backups?')
     before = {c.id: c.text for c in reader.search(q, k=4)}
     assert len(reader.sentence_vectors(list(before))) == 4            # the reader has mapped the first file
-    monkeypatch.setattr(ix, 'COMPACT_MIN_ROWS', 0)
-    with Store.open(tmp_path / 's', embedder=emb) as w:
+    with Store.open(tmp_path / 's', embedder=emb, compact_min_rows=0) as w:
         old = {f.name for f in (tmp_path / 's').glob('sentences-*.f16')}
-        w.remove_source('docs/p0.md'); w.remove_source('docs/p1.md'); w.remove_source('docs/p2.md')
+        for i in range(3): w.remove_source((tmp_path / 'docs' / f'p{i}.md').resolve().as_posix())
         assert w._meta()['sent_file'] not in old                                    # compacted into a new file
         assert old <= {f.name for f in (tmp_path / 's').glob('sentences-*.f16')}     # the old one kept for readers
     hits = reader.search(q, k=4)
-    assert [c.source for c in hits] == ['docs/p3.md']
+    assert [c.display_path for c in hits] == ['docs/p3.md']
     a = trim_chunks_by_sentence(q, hits, store=reader, threshold=0.3)
     b = trim_chunks_by_sentence(q, strip_ids(hits), embedder=emb, threshold=0.3)
     assert trim_agreement(a, b, 0.3)['unexplained'] == 0 and reader.sentence_vectors([hits[0].id])
