@@ -14,10 +14,11 @@ from .sentences import sentence_spans, split_chunk_prefix, FENCE_OPEN, fence_clo
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'MAX_HEADING_CHARS', 'DOCUMENTAL_VERSION',
-           'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
-           'read_text_file', 'decode_text', 'normalize_markdown', 'normalize_code', 'chunk_markdown', 'chunk_code',
-           'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'MAX_HEADING_CHARS', 'CODIGO_VERSION', 'CHUNKERS',
+           'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError', 'read_text_file', 'decode_text',
+           'normalize_markdown', 'normalize_code', 'chunk_markdown', 'chunk_code', 'rst_as_markdown',
+           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
+           'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 @dataclass
@@ -31,7 +32,7 @@ class Chunk:
     end_line: int                   # 1-based, inclusive, in the source file
     start_char: int                 # body offsets in the normalised text
     end_char: int
-    chunker_version: str            # e.g. 'documental-v1:t1500-m2200-o200'
+    chunker_version: str            # e.g. 'documental-v2:t1500-m2200-o200'
     metadata: dict = field(default_factory=dict)   # free for the user: tenant, app, ...
     overlap: int = 0                # leading body characters repeated from the previous chunk
     id: str|None = None             # set by the store
@@ -132,6 +133,7 @@ class _Lines:
 
 # %% ../nbs/01_chunking.ipynb #dacecd46
 _ATX = re.compile(r' {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$')
+_ATX_COL0 = re.compile(r'(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$')   # rewritten syntaxes: no indented headings
 MAX_HEADING_CHARS = 300     # a longer '#' line is a paragraph that starts with '#', not a title
 
 @dataclass
@@ -140,7 +142,7 @@ class _Block:
     level: int = 0; title: str = ''
     units: list|None = None                  # cut points, computed once by `_units`
 
-def _md_blocks(text):
+def _md_blocks(text, atx=_ATX):
     "Blocks of normalised markdown, as offsets; blank lines separate them, fences may contain blank lines."
     blocks, pos, n = [], 0, len(text)
     cur = None
@@ -157,7 +159,7 @@ def _md_blocks(text):
             close()
             end = fence_end(text, nxt, fm.group(1))
             blocks.append(_Block(pos, end, 'fence')); pos = min(end + 1, n); continue
-        hm = _ATX.match(line) if le - pos <= MAX_HEADING_CHARS else None
+        hm = atx.match(line) if le - pos <= MAX_HEADING_CHARS else None
         if hm:
             close(); blocks.append(_Block(pos, le, 'heading', len(hm.group(1)), (hm.group(2) or '').strip()))
             pos = nxt; continue
@@ -276,8 +278,53 @@ def _doc_title(blocks, title, source):
     return Path(source).stem if source else 'document'
 
 # %% ../nbs/01_chunking.ipynb #b498ac53
-DOCUMENTAL_VERSION = 'documental-v1'
+def _merged(sections:list, target:int) -> list[tuple[str, list]]:
+    "Consecutive sections merged while they fit `target` together; a section with only its heading joins the next."
+    groups, pending = [], None
+    for path, bl in sections:
+        size = bl[-1].end - bl[0].start
+        if pending is not None:
+            psize = pending[1][-1].end - pending[1][0].start
+            lone = all(b.kind == 'heading' for b in pending[1])
+            if lone or psize + 2 + size <= target:
+                pending = (path if lone else _common_path(pending[0], path), pending[1] + bl)
+                continue
+            groups.append(pending)
+        pending = (path, bl)
+    return groups + [pending] * (pending is not None)
 
+# %% ../nbs/01_chunking.ipynb #1703d666
+def _doc_prefix(doc_title:str, path:str, dedupe:bool) -> str:
+    "The `[Doc: title > path]` line; with `dedupe`, a path that starts with the title does not say it twice."
+    parts = path.split(' > ') if path else []
+    if dedupe and parts and parts[0] == doc_title: parts = parts[1:]
+    return f"[Doc: {' > '.join([doc_title, *parts])}]"
+
+# %% ../nbs/01_chunking.ipynb #5901456c
+def _chunk_documental(text:str, name:str, dedupe_title:bool, *, source:str|None=None, title:str|None=None,
+                      target:int=1500, max_chars:int=2200, overlap:int=200, metadata:dict|None=None,
+                      atx:re.Pattern=_ATX) -> list[Chunk]:
+    "The documental chunker: sections by heading, merged up to `target`, cut into pieces, with overlap."
+    if not 0 < target <= max_chars: raise ValueError(f'need 0 < target <= max_chars, got {target} and {max_chars}')
+    if not 0 <= overlap < target: raise ValueError(f'need 0 <= overlap < target, got {overlap}')
+    norm, line_map = normalize_markdown(text)
+    if not norm.strip(): return []
+    lines, blocks = _Lines(norm, line_map), _md_blocks(norm, atx)
+    doc_title, version = _doc_title(blocks, title, source), f'{name}:t{target}-m{max_chars}-o{overlap}'
+    chunks = []
+    for path, bl in _merged(_sections(blocks), target):
+        prefix, prev_end = _doc_prefix(doc_title, path, dedupe_title), None
+        for s, e in _pieces(norm, bl, target, max_chars):
+            ov = 0
+            if prev_end is not None:
+                o = _overlap_start(norm, bl, prev_end, min(overlap, max_chars - (e - prev_end)))
+                if o is not None and o < s: ov, s = prev_end - o, o
+            chunks.append(Chunk(f'{prefix}\n{norm[s:e]}', source, 'documental', path, *lines.span(s, e), s, e,
+                                version, dict(metadata or {}), overlap=ov))
+            prev_end = e
+    return chunks
+
+# %% ../nbs/01_chunking.ipynb #88efe253
 def chunk_markdown(text:str, # markdown or plain text
                    *,
                    source:str|None=None, # path or name stored with each chunk
@@ -287,41 +334,9 @@ def chunk_markdown(text:str, # markdown or plain text
                    overlap:int=200, # characters repeated from the previous chunk of the same section
                    metadata:dict|None=None, # copied into every chunk
                   ) -> list[Chunk]:
-    "Chunk markdown/text by headings, then paragraphs, then sentences, then length (`documental` v1)."
-    if not 0 < target <= max_chars: raise ValueError(f'need 0 < target <= max_chars, got {target} and {max_chars}')
-    if not 0 <= overlap < target: raise ValueError(f'need 0 <= overlap < target, got {overlap}')
-    norm, line_map = normalize_markdown(text)
-    if not norm.strip(): return []
-    lines, blocks = _Lines(norm, line_map), _md_blocks(norm)
-    doc_title = _doc_title(blocks, title, source)
-    version = f'{DOCUMENTAL_VERSION}:t{target}-m{max_chars}-o{overlap}'
-    meta = dict(metadata or {})
-    # merge small consecutive sections, then cut the big ones
-    groups, pending = [], None
-    for path, bl in _sections(blocks):
-        size = bl[-1].end - bl[0].start
-        if pending is not None:
-            psize = pending[1][-1].end - pending[1][0].start
-            lone = all(b.kind == 'heading' for b in pending[1])
-            if lone or psize + 2 + size <= target:
-                pending = (path if lone else _common_path(pending[0], path), pending[1] + bl); continue
-            groups.append(pending)
-        pending = (path, bl)
-    if pending: groups.append(pending)
-    chunks = []
-    for path, bl in groups:
-        prefix = f"[Doc: {doc_title}{' > ' + path if path else ''}]"
-        prev_end = None
-        for s, e in _pieces(norm, bl, target, max_chars):
-            ov = 0
-            if prev_end is not None:
-                o = _overlap_start(norm, bl, prev_end, min(overlap, max_chars - (e - prev_end)))
-                if o is not None and o < s: ov, s = prev_end - o, o
-            body = norm[s:e]
-            chunks.append(Chunk(f'{prefix}\n{body}', source, 'documental', path, *lines.span(s, e), s, e, version,
-                                dict(meta), overlap=ov))
-            prev_end = e
-    return chunks
+    "Chunk markdown/text by headings, then paragraphs, sentences and length (`documental-v1`, kept for old stores)."
+    return _chunk_documental(text, 'documental-v1', False, source=source, title=title, target=target,
+                             max_chars=max_chars, overlap=overlap, metadata=metadata)
 
 # %% ../nbs/01_chunking.ipynb #bd8093bd
 @dataclass
@@ -574,6 +589,91 @@ def chunk_code(text:str, # source code
         for i, (a, b) in enumerate(packed): emit(a, b, title, g.header if i and g.header else '')
     return chunks
 
+# %% ../nbs/01_chunking.ipynb #249b25bf
+_RST_ADORNMENT = re.compile(r'''([=\-`:'"~^_*+#<>.!$%&(),/;?@\[\]\\{|}])\1{2,}[ \t]*$''')
+_RST_LITERAL = re.compile(r'(.*\S)?::[ \t]*$')          # a paragraph ending in '::' (or a line that is only '::')
+_RST_CODE = re.compile(r'\s*\.\.\s+(code|code-block|sourcecode|literalinclude|highlight|parsed-literal|doctest'
+                       r'|testcode|testoutput|productionlist)::')
+
+def _rst_literal(lines:list[str], i:int) -> tuple[int, int]|None:
+    "`(blank line that opens, line that closes)` the literal block introduced at line `i`, the end is `len(lines)`."
+    line = lines[i]
+    if not (_RST_CODE.match(line) or _RST_LITERAL.match(line) and not line.lstrip().startswith('..')): return None
+    k = i + 1
+    while k < len(lines) and _RST_CODE.match(line) and lines[k].strip().startswith(':'): k += 1   # options
+    if k + 1 >= len(lines) or lines[k].strip() or not lines[k + 1][:1].isspace(): return None
+    j = k + 1
+    while j < len(lines) and (not lines[j].strip() or lines[j][:1].isspace()): j += 1
+    if j == len(lines): return k, j
+    return (k, j - 1) if not lines[j - 1].strip() else None   # no blank line before what follows: not fenced
+
+# %% ../nbs/01_chunking.ipynb #d0a2c378
+def _rst_title(lines:list[str], i:int) -> tuple[str, str, int]|None:
+    "`(title, style, lines used)` for a section title at line `i`: overline, title, underline; or title, underline."
+    at = lambda k: lines[k] if k < len(lines) else ''
+    over = _RST_ADORNMENT.match(at(i))
+    if over and at(i + 1).strip() and (u := _RST_ADORNMENT.match(at(i + 2))) and u.group(1) == over.group(1):
+        return at(i + 1).strip(), over.group(1) * 2, 3
+    line, u = at(i), _RST_ADORNMENT.match(at(i + 1))
+    if (line.strip() and not line[:1].isspace() and not _RST_ADORNMENT.match(line) and u
+            and len(at(i + 1).rstrip()) >= min(len(line.rstrip()), 3) and (i == 0 or not lines[i - 1].strip())):
+        return line.strip(), u.group(1), 2
+    return None
+
+# %% ../nbs/01_chunking.ipynb #963b29c8
+def rst_as_markdown(text:str) -> str:
+    "reStructuredText rewritten line for line: titles as `#` headings, literal blocks fenced; same line count."
+    lines, styles, i = text.split('\n'), [], 0
+    out = list(lines)
+    while i < len(lines):
+        lit = _rst_literal(lines, i)
+        if lit:
+            out[lit[0]] = '```'
+            if lit[1] < len(lines): out[lit[1]] = '```'
+            i = lit[1] + 1
+            continue
+        t = _rst_title(lines, i)
+        if t:
+            title, style, used = t
+            if style not in styles: styles.append(style)
+            out[i:i + used] = [''] * (used == 3) + ['#' * min(styles.index(style) + 1, 6) + ' ' + title, '']
+            i += used
+            continue
+        i += 1
+    return '\n'.join(out)
+
+# %% ../nbs/01_chunking.ipynb #0a91a50d
+_ADOC_TITLE = re.compile(r'(={1,6})[ \t]+(\S.*?)[ \t]*$')
+_ADOC_DELIMITERS = re.compile(r'(-{4,}|\.{4,}|\+{4,}|/{4,}|`{3,}.*)[ \t]*$')   # listing, literal, pass, comment, fence
+
+def asciidoc_as_markdown(text:str) -> str:
+    "AsciiDoc rewritten line for line: `==` titles as `##` headings, delimited blocks fenced; same line count."
+    out, closer = text.split('\n'), None
+    for i, line in enumerate(out):
+        d = _ADOC_DELIMITERS.match(line)
+        if closer is not None:
+            if d and line.rstrip() == closer: out[i], closer = '```', None
+        elif d: out[i], closer = '```', ('```' if line.startswith('```') else line.rstrip())
+        elif m := _ADOC_TITLE.match(line): out[i] = '#' * len(m.group(1)) + ' ' + m.group(2)
+    return '\n'.join(out)
+
+# %% ../nbs/01_chunking.ipynb #d81f0cb6
+def markup_syntax(name:str|Path|None) -> str:
+    "'rst' for .rst, .rest and Sphinx's .rst.txt; 'asciidoc' for .adoc, .asciidoc, .asc; else 'markdown'."
+    n = str(name or '').lower()
+    if n.endswith(('.rst', '.rest', '.rst.txt')): return 'rst'
+    return 'asciidoc' if n.endswith(('.adoc', '.asciidoc', '.asc')) else 'markdown'
+
+def chunk_document(text:str, # markdown, reStructuredText, AsciiDoc or plain text
+                   *, source:str|None=None, # path or name stored with each chunk; its name gives the syntax
+                   syntax:str|None=None, # 'markdown', 'rst' or 'asciidoc'; default: from `source`
+                   **kw) -> list[Chunk]:
+    "Chunk prose by headings, then paragraphs, sentences and length (`documental-v2`); `kw` as `chunk_markdown`."
+    syntax = syntax or markup_syntax(source)
+    if syntax == 'markdown': return _chunk_documental(text, 'documental-v2', True, source=source, **kw)
+    text = rst_as_markdown(text) if syntax == 'rst' else asciidoc_as_markdown(text)
+    return _chunk_documental(text, 'documental-v2', True, source=source, atx=_ATX_COL0, **kw)
+
 # %% ../nbs/01_chunking.ipynb #9116aaae
 @dataclass(frozen=True)
 class Chunker:
@@ -584,7 +684,7 @@ class Chunker:
     def __call__(self, text, **kw): return self.fn(text, **kw)
 
 CHUNKERS: dict[str, Chunker] = {}
-DEFAULT_CHUNKERS = {'documental': 'documental-v1', 'codigo': 'codigo-v1'}
+DEFAULT_CHUNKERS = {'documental': 'documental-v2', 'codigo': 'codigo-v1'}
 
 def register_chunker(chunker:Chunker) -> Chunker:
     "Add a strategy; re-registering a name with a different function is refused."
@@ -595,6 +695,7 @@ def register_chunker(chunker:Chunker) -> Chunker:
     return chunker
 
 register_chunker(Chunker('documental-v1', 'documental', chunk_markdown))
+register_chunker(Chunker('documental-v2', 'documental', chunk_document))
 register_chunker(Chunker('codigo-v1', 'codigo', chunk_code))
 
 # %% ../nbs/01_chunking.ipynb #04e97118

@@ -269,7 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
     s.add_argument('--questions', help='JSONL questions file (default: the bundled data/eval/questions.jsonl)')
     s.add_argument('-k', type=int, default=5, help='chunks in the context (default 5)')
-    s.add_argument('--threshold', type=_threshold_arg, help=f"trim threshold, or 'auto' (default {DEFAULT_TRIM_THRESHOLD})")
+    s.add_argument('--threshold', type=_threshold_arg,
+                   help=f"trim threshold, or 'auto' (default {DEFAULT_TRIM_THRESHOLD})")
     s.add_argument('--window', type=int,
                    help='neighbour sentences kept on each side (default 0; with --sweep: 0 and 1)')
     s.add_argument('--hyde', action='store_true', help='HyDE for the variant (needs an API key; falls back otherwise)')

@@ -120,3 +120,35 @@ def test_check_reports_a_sound_store_and_a_tampered_one(tmp_path):
     assert r.returncode == 1 and 'do not match their hash' in r.stdout.decode(), r.stdout
     r = ragnb('ask', 'How long are logs kept?', '--store', str(store))
     assert r.returncode == 2 and 'does not match its hash' in r.stderr.decode()       # never served as-is
+
+
+def test_same_named_folders_are_separate_sources(tmp_path):
+    "Issue 19.1: `col/A/docs` and `col/B/docs` both hold readme.md; the second run must add, not overwrite."
+    for t in 'AB':
+        (tmp_path / 'col' / t / 'docs').mkdir(parents=True)
+        (tmp_path / 'col' / t / 'docs' / 'readme.md').write_text(f'# Team {t}\n\nTeam {t} deploys on Tuesdays.',
+                                                                 encoding='utf-8')
+    store = str(tmp_path / 'S')
+    r = ragnb('index', str(tmp_path / 'col/A/docs'), '--store', store, '--meta', 'tenant=a', '--quiet')
+    assert r.returncode == 0 and b'added 1' in r.stdout, r.stderr
+    r = ragnb('index', str(tmp_path / 'col/B/docs'), '--store', store, '--meta', 'tenant=b', '--quiet')
+    assert b'added 1, updated 0, removed 0' in r.stdout and b'store has 2 chunks' in r.stdout, r.stdout
+    for t in 'ab':
+        out = json.loads(ragnb('ask', 'When do teams deploy?', '--store', store, '--filter', f'tenant={t}',
+                               '--json').stdout)
+        assert [c['display_path'] for c in out['chunks']] == ['docs/readme.md']
+        assert out['chunks'][0]['source'].endswith(f'/col/{t.upper()}/docs/readme.md')
+    r = ragnb('index', str(tmp_path / 'col/A/docs'), '--store', store, '--meta', 'tenant=a', '--quiet')
+    assert b'unchanged 1' in r.stdout and b'store has 2 chunks' in r.stdout     # re-indexing A leaves B alone
+
+
+def test_a_store_with_relative_source_keys_is_refused_on_index(tmp_path):
+    import sqlite3
+    (tmp_path / 'docs').mkdir()
+    (tmp_path / 'docs' / 'a.md').write_text('# A\n\nSome text.', encoding='utf-8')
+    store = tmp_path / 'S'
+    assert ragnb('index', str(tmp_path / 'docs'), '--store', str(store), '--quiet').returncode == 0
+    with sqlite3.connect(store / 'chunks.sqlite') as db: db.execute("update sources set source='docs/a.md'")
+    r = ragnb('index', str(tmp_path / 'docs'), '--store', str(store), '--quiet')
+    assert r.returncode == 2 and b'keyed files by relative path' in r.stderr and b're-index into a new store' in r.stderr
+    assert ragnb('ask', 'text?', '--store', str(store), '--json').returncode == 0     # reading it still works
