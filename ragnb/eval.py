@@ -416,6 +416,12 @@ class Explorer:
         self.html.value = render_html(self.result)
         return self.html.value
 
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+    def _repr_html_(self) -> str:
+        "What the controls are set to, then the highlighted retrieval: readable without a live kernel."
+        c = (f'<p><code>k={self.k.value} · threshold={self.threshold.value:g} · window={self.window.value}'
+             f'{" · HyDE" if self.hyde.value else ""}</code></p>')
+        return c + self.html.value
+
+    def _repr_mimebundle_(self, **kw) -> dict:
+        "The live widget, and the same rendering as static HTML for viewers without widget state (GitHub, nbconvert)."
+        return {**self.widget._repr_mimebundle_(**kw), 'text/html': self._repr_html_()}

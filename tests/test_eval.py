@@ -88,3 +88,14 @@ def test_hyde_without_a_key_is_reported_as_fallback(store_dir):
     assert r.returncode == 0, r.stderr
     assert re.search(r'HyDE used\s+0/60', r.stdout)
     assert 'HyDE fell back on 60 questions: HydeNoKey: no API key' in r.stdout
+
+
+def test_explorer_display_data_carries_static_html(store_dir):
+    "Issue 19.9: the display data a notebook saves holds the rendering as text/html beside the widget view."
+    from IPython.core.interactiveshell import InteractiveShell
+    from ragnb.eval import Explorer
+    from ragnb.index import Store
+    with Store.open(store_dir, readonly=True) as s:
+        data, _ = InteractiveShell.instance().display_formatter.format(Explorer(s, 'How long are audit logs kept?'))
+    assert 'application/vnd.jupyter.widget-view+json' in data
+    assert '<mark title="cosine' in data['text/html'] and 'data-retention.md:' in data['text/html']
