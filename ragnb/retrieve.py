@@ -60,7 +60,7 @@ class RetrievalResult:
         "The chunks' texts joined, as handed to an LLM."
         return '\n\n'.join(c.text for c in self.chunks)
 
-# %% ../nbs/06_retrieve.ipynb #bdfd40d0
+# %% ../nbs/06_retrieve.ipynb #1ad2e457
 def _chunk_dict(c:Chunk) -> dict:
     "One chunk of a result as JSON: identity, citation, text; and what trimming did, for a trimmed chunk."
     d = dict(id=c.id, score=c.score, source=c.source, display_path=c.display_path or c.source, cite=c.cite,
@@ -88,6 +88,11 @@ def retrieve(store:Store, # an open store
     threshold = resolve_trim_threshold(store, opts.trim_threshold, opts.trim_window)
     if opts.trim: check_trim_options(threshold, opts.trim_min_sentences, opts.trim_window)
     info, timings = {}, {}
+    if isinstance(query, str) and not store.embedder_loaded:      # a cold start: the model load is its own line
+        t_load = time.perf_counter()
+        store.embedder
+        timings['load'] = (time.perf_counter() - t_load) * 1e3
+        t0 = time.perf_counter()
     if isinstance(query, str):
         if not query.strip(): raise ValueError('query is empty')
         text = query

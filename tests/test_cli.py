@@ -152,3 +152,18 @@ def test_a_store_with_relative_source_keys_is_refused_on_index(tmp_path):
     r = ragnb('index', str(tmp_path / 'docs'), '--store', str(store), '--quiet')
     assert r.returncode == 2 and b'keyed files by relative path' in r.stderr and b're-index into a new store' in r.stderr
     assert ragnb('ask', 'text?', '--store', str(store), '--json').returncode == 0     # reading it still works
+
+
+def test_cold_ask_reports_the_model_load_apart_and_hides_the_weights_bar(tmp_path):
+    "Issue 19.11: the load is its own figure, not inside 'embed'; the loading bar only with --verbose."
+    (tmp_path / 'a.md').write_text('# A\n\nLogs are kept for 14 days.', encoding='utf-8')
+    store = str(tmp_path / 'store')
+    assert ragnb('index', str(tmp_path / 'a.md'), '--store', store, '--quiet').returncode == 0
+    r = ragnb('ask', 'How long are logs kept?', '--store', store, '-k', '1')
+    load, embed = map(int, re.search(r'load (\d+) ms, embed (\d+) ms', r.stdout.decode()).groups())
+    assert load > embed and b'Loading weights' not in r.stderr
+    out = json.loads(ragnb('ask', 'logs?', '--store', store, '--json', '--threads', '1').stdout)
+    assert out['timings_ms']['load'] > out['timings_ms']['embed']
+    assert b'Loading weights' in ragnb('ask', 'logs?', '--store', store, '--verbose').stderr
+    r = ragnb('ask', 'logs?', '--store', store, '--threads', '0')
+    assert r.returncode == 2 and b'--threads' in r.stderr and b'whole number >= 1' in r.stderr
