@@ -56,9 +56,13 @@ class Chunk:
 # %% ../nbs/01_chunking.ipynb #c1191eec
 class ChunkingError(ValueError):
     "A file that cannot be chunked (binary, not UTF-8): the message names the file."
+
+# %% ../nbs/01_chunking.ipynb #6175a8e6
 class BinaryFileError(ChunkingError):
     "A file that is not text at all (by its extension or its bytes); `kind` says what it looks like."
-    def __init__(self, msg, kind='other'): super().__init__(msg); self.kind = kind
+    def __init__(self, msg, kind='other'):
+        super().__init__(msg)
+        self.kind = kind
 
 TEXT_EXTS = {'.md', '.markdown', '.txt', '.rst', '.adoc'}
 CODE_EXTS = {'.ts': 'typescript', '.tsx': 'tsx', '.js': 'javascript', '.jsx': 'javascript', '.mjs': 'javascript',
@@ -83,6 +87,7 @@ def read_text_file(path:str|Path, # file to read
     except OSError as e: raise ChunkingError(f'{path}: cannot read ({e.strerror})') from None
     return decode_text(data, str(path))
 
+# %% ../nbs/01_chunking.ipynb #55de1b3b
 def decode_text(data:bytes, name:str) -> str:
     "Bytes as text: UTF-8 (a BOM is allowed) or BOM-marked UTF-16; `ChunkingError` naming `name` otherwise."
     if data[:2] in (b'\xff\xfe', b'\xfe\xff'):
@@ -99,6 +104,7 @@ def decode_text(data:bytes, name:str) -> str:
 def _newlines(text):
     return text.lstrip('\ufeff').replace('\r\n', '\n').replace('\r', '\n')
 
+# %% ../nbs/01_chunking.ipynb #8e8ab0c7
 def normalize_markdown(text:str) -> tuple[str, list[int]]:
     "NFC, strip BOM, LF line ends, expand tabs outside fences, collapse blank-line runs: `(text, line_map)`."
     lines = unicodedata.normalize('NFC', _newlines(text)).split('\n')
@@ -113,10 +119,14 @@ def normalize_markdown(text:str) -> tuple[str, list[int]]:
                 blank, line = True, ''
             else: blank = False
         elif closer.match(line): closer = None
-        out.append(line); line_map.append(i)
-    while out and not out[-1].strip(): out.pop(); line_map.pop()
+        out.append(line)
+        line_map.append(i)
+    while out and not out[-1].strip():
+        out.pop()
+        line_map.pop()
     return '\n'.join(out), line_map
 
+# %% ../nbs/01_chunking.ipynb #86c3d468
 def normalize_code(text:str) -> tuple[str, list[int]]:
     "Strip BOM and turn CRLF/CR into LF; code stays verbatim otherwise. Lines map one to one."
     text = _newlines(text)
@@ -138,10 +148,14 @@ MAX_HEADING_CHARS = 300     # a longer '#' line is a paragraph that starts with 
 
 @dataclass
 class _Block:
-    start: int; end: int; kind: str          # kind: heading | fence | table | para
-    level: int = 0; title: str = ''
+    start: int
+    end: int
+    kind: str  # kind: heading | fence | table | para
+    level: int = 0
+    title: str = ''
     units: list|None = None                  # cut points, computed once by `_units`
 
+# %% ../nbs/01_chunking.ipynb #83e84313
 def _md_blocks(text, atx=_ATX):
     "Blocks of normalised markdown, as offsets; blank lines separate them, fences may contain blank lines."
     blocks, pos, n = [], 0, len(text)
@@ -151,18 +165,27 @@ def _md_blocks(text, atx=_ATX):
         if cur is not None: blocks.append(cur)
         cur = None
     while pos < n:
-        nl = text.find('\n', pos); le = n if nl < 0 else nl; nxt = n if nl < 0 else nl + 1
+        nl = text.find('\n', pos)
+        le = n if nl < 0 else nl
+        nxt = n if nl < 0 else nl + 1
         line = text[pos:le]
-        if not line.strip(): close(); pos = nxt; continue
+        if not line.strip():
+            close()
+            pos = nxt
+            continue
         fm = FENCE_OPEN.match(line)
         if fm:
             close()
             end = fence_end(text, nxt, fm.group(1))
-            blocks.append(_Block(pos, end, 'fence')); pos = min(end + 1, n); continue
+            blocks.append(_Block(pos, end, 'fence'))
+            pos = min(end + 1, n)
+            continue
         hm = atx.match(line) if le - pos <= MAX_HEADING_CHARS else None
         if hm:
-            close(); blocks.append(_Block(pos, le, 'heading', len(hm.group(1)), (hm.group(2) or '').strip()))
-            pos = nxt; continue
+            close()
+            blocks.append(_Block(pos, le, 'heading', len(hm.group(1)), (hm.group(2) or '').strip()))
+            pos = nxt
+            continue
         kind = 'table' if line.lstrip().startswith('|') else 'para'
         if cur is not None and cur.kind != kind: close()
         if cur is None: cur = _Block(pos, le, kind)
@@ -179,19 +202,23 @@ def _cut_by_length(text, s, e, limit):
         cut = s + limit
         ws = max(text.rfind(' ', s + limit // 2, cut + 1), text.rfind('\n', s + limit // 2, cut + 1))
         if ws > s: cut = ws
-        out.append((s, cut)); s = cut
+        out.append((s, cut))
+        s = cut
         while s < e and text[s].isspace(): s += 1
     if e > s: out.append((s, e))
     return out
 
+# %% ../nbs/01_chunking.ipynb #efc20d31
 def _line_units(text, s, e):
     out, p = [], s
     while p < e:
-        nl = text.find('\n', p, e); le = e if nl < 0 else nl
+        nl = text.find('\n', p, e)
+        le = e if nl < 0 else nl
         if text[p:le].strip(): out.append((p, le))
         p = le + 1
     return out
 
+# %% ../nbs/01_chunking.ipynb #fa6541d7
 def _units(text, b):
     "Spans where block `b` may be cut: sentences for prose, lines for fences and tables (computed once per block)."
     if b.units is None:
@@ -205,7 +232,9 @@ def _pieces(text, blocks, target, max_chars):
     spans, head = [], None          # head: start of the run of headings just before, which must not stand alone
     for b in blocks:
         if b.kind == 'heading':
-            spans.append((b.start, b.end, True)); head = b.start if head is None else head; continue
+            spans.append((b.start, b.end, True))
+            head = b.start if head is None else head
+            continue
         if b.end - (b.start if head is None else head) <= max_chars: spans.append((b.start, b.end, False))
         else:
             for s, e in _units(text, b):
@@ -215,13 +244,15 @@ def _pieces(text, blocks, target, max_chars):
     out, cur, only_heads = [], None, False
     for s, e, is_head in spans:
         if cur is not None and (e - cur[0] <= target or (only_heads and e - cur[0] <= max_chars)):
-            cur[1] = e; only_heads = only_heads and is_head
+            cur[1] = e
+            only_heads = only_heads and is_head
         else:
             if cur is not None: out.append(tuple(cur))
             cur, only_heads = [s, e], is_head
     if cur: out.append(tuple(cur))
     return out
 
+# %% ../nbs/01_chunking.ipynb #18141020
 def _line_starts(text, b, lo, hi):
     "Lines of block `b` that start in [lo, hi), as `(start, start)`, scanning only that window: linear overall."
     out, end = ([(b.start, b.start)] if lo <= b.start < hi else []), min(b.end, hi)
@@ -231,6 +262,7 @@ def _line_starts(text, b, lo, hi):
         p = text.find('\n', p + 1, end)
     return out
 
+# %% ../nbs/01_chunking.ipynb #c67996a3
 def _overlap_start(text, blocks, prev_end, budget):
     "Earliest sentence or line start in the previous piece that leaves at most `budget` characters; None if none."
     if budget <= 0: return None
@@ -257,12 +289,16 @@ def _sections(blocks):
         if b.kind == 'heading':
             while stack and stack[-1][0] >= b.level: stack.pop()
             stack.append((b.level, b.title))
-            cur = (' > '.join(t for _, t in stack if t), [b]); secs.append(cur)
+            cur = (' > '.join(t for _, t in stack if t), [b])
+            secs.append(cur)
         else:
-            if cur is None: cur = ('', []); secs.append(cur)
+            if cur is None:
+                cur = ('', [])
+                secs.append(cur)
             cur[1].append(b)
     return secs
 
+# %% ../nbs/01_chunking.ipynb #61f74e3c
 def _common_path(a, b):
     "The heading path two merged sections share: `A > B > C` and `A > B > D` give `A > B`."
     common = []
@@ -271,6 +307,7 @@ def _common_path(a, b):
         common.append(x)
     return ' > '.join(common)
 
+# %% ../nbs/01_chunking.ipynb #4f779073
 def _doc_title(blocks, title, source):
     if title: return title
     for b in blocks:
@@ -341,11 +378,14 @@ def chunk_markdown(text:str, # markdown or plain text
 # %% ../nbs/01_chunking.ipynb #bd8093bd
 @dataclass
 class _Unit:
-    start: int; end: int                 # 0-based line indices, inclusive
-    kind: str = ''; name: str = ''       # '' for loose statements
+    start: int
+    end: int  # 0-based line indices, inclusive
+    kind: str = ''
+    name: str = ''  # '' for loose statements
     members: list = field(default_factory=list)   # [(start, end)] of nested members, to split a big block
     header: str = ''                     # first line of the block, repeated in the prefix of its pieces
 
+# %% ../nbs/01_chunking.ipynb #de4b186b
 _TS_KINDS = {'function_declaration': 'function', 'generator_function_declaration': 'function',
              'function_signature': 'function', 'class_declaration': 'class', 'abstract_class_declaration': 'class',
              'interface_declaration': 'interface', 'type_alias_declaration': 'type', 'enum_declaration': 'enum',
@@ -365,6 +405,7 @@ def _ts_language(lang):
     import tree_sitter_json as g
     return ts.Language(g.language())
 
+# %% ../nbs/01_chunking.ipynb #76ba9277
 def _node_name(node):
     n = node.child_by_field_name('name')
     if n is not None: return n.text.decode('utf-8', 'replace')
@@ -383,7 +424,9 @@ def _ts_units(text, lang):
     if root.has_error: return None
     units, comments = [], []
     for node in root.children:
-        if node.type == 'comment': comments.append(node); continue
+        if node.type == 'comment':
+            comments.append(node)
+            continue
         decl, exported, default = node, False, False
         if node.type == 'export_statement':
             exported = True
@@ -404,7 +447,8 @@ def _ts_units(text, lang):
         start = node.start_point[0]
         # leading comments (JSDoc) directly above, with no blank line between
         while comments and comments[-1].end_point[0] >= start - 1:
-            start = comments[-1].start_point[0]; comments.pop()
+            start = comments[-1].start_point[0]
+            comments.pop()
         comments = []
         members, header = [], ''
         body = decl.child_by_field_name('body')
@@ -416,6 +460,7 @@ def _ts_units(text, lang):
         units.append(_Unit(start, node.end_point[0], kind or '', name, members, header))
     return _merge_overloads(units)
 
+# %% ../nbs/01_chunking.ipynb #4dc04c49
 def _merge_overloads(units):
     "Overload signatures of a function stay in one chunk with its implementation."
     out = []
@@ -468,6 +513,7 @@ def _json_units(text):
         units.append(_Unit(pair.start_point[0], pair.end_point[0], 'key', key, members, f'"{key}":'))
     return units
 
+# %% ../nbs/01_chunking.ipynb #68b5760e
 def _yaml_units(text):
     import yaml
     try: docs = list(yaml.compose_all(text, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader)))
@@ -497,7 +543,9 @@ def _line_pieces(lines, s, e, limit):
     out, cur, size = [], None, 0
     for i in range(s, e + 1):
         ln = len(lines[i]) + 1
-        if cur is not None and size + ln > limit: out.append((cur, i - 1)); cur, size = None, 0
+        if cur is not None and size + ln > limit:
+            out.append((cur, i - 1))
+            cur, size = None, 0
         if cur is None: cur = i
         size += ln
     if cur is not None: out.append((cur, e))
@@ -507,6 +555,79 @@ def _line_pieces(lines, s, e, limit):
 CODIGO_VERSION = 'codigo-v1'
 _BARE = re.compile(r'\s*[{}\[\]();,]*\s*$')
 
+def _fill_gaps(units:list, n_lines:int) -> list:
+    "The units in order, with the loose lines between them (imports, constants, blank runs) as units too."
+    full, nxt = [], 0
+    for u in sorted(units, key=lambda u: u.start):
+        if u.start < nxt: u.start = nxt
+        if u.end < u.start: continue
+        if u.start > nxt: full.append(_Unit(nxt, u.start - 1))
+        full.append(u)
+        nxt = u.end + 1
+    return full + [_Unit(nxt, n_lines - 1)] * (nxt < n_lines)
+
+# %% ../nbs/01_chunking.ipynb #c9ebfb07
+def _merge_bare(units:list, lines:list[str]) -> list:
+    "A loose run of bare punctuation (a JSON brace, a closing bracket) joins its neighbour instead of standing alone."
+    merged = []
+    for u in units:
+        bare = not u.kind and all(not l.strip() or _BARE.match(l) for l in lines[u.start:u.end + 1])
+        if bare and merged: merged[-1].end = u.end
+        elif merged and merged[-1].kind == '' and merged[-1].name == '\0':
+            u.start = merged.pop().start
+            merged.append(u)
+        else:
+            if bare: u.name = '\0'
+            merged.append(u)
+    return merged
+
+# %% ../nbs/01_chunking.ipynb #fd5040cb
+def _group_units(units:list, lines:list[str], size:Callable, target:int) -> list:
+    "Loose units grouped up to `target`, small config keys together; every named declaration stays alone."
+    groups = []
+    for u in units:
+        if not any(lines[i].strip() for i in range(u.start, u.end + 1)): continue
+        if not u.kind and groups and not groups[-1].kind and size(groups[-1].start, u.end) <= target:
+            groups[-1].end = u.end
+        elif u.kind == 'key' and groups and groups[-1].kind == 'key' and size(groups[-1].start, u.end) <= target:
+            groups[-1].end = u.end
+            groups[-1].name += f', {u.name}'
+        else: groups.append(u)
+    return groups
+
+# %% ../nbs/01_chunking.ipynb #034ff747
+def _member_pieces(g, lines:list[str], size:Callable, target:int, max_chars:int) -> list[tuple[int, int]]:
+    "A block too big for one chunk, as line ranges: cut at member boundaries, then lines, packed up to `target`."
+    cuts = sorted({m[0] for m in g.members if g.start < m[0] <= g.end})
+    ranges = list(zip([g.start] + cuts, [c - 1 for c in cuts] + [g.end]))
+    packed = []
+    for a, b in ranges:
+        for pa, pb in (_line_pieces(lines, a, b, max_chars) if size(a, b) > max_chars else [(a, b)]):
+            if packed and size(packed[-1][0], pb) <= target: packed[-1] = (packed[-1][0], pb)
+            else: packed.append((pa, pb))
+    return packed
+
+# %% ../nbs/01_chunking.ipynb #eb62e754
+def _code_language(source:str|None, language:str|None) -> str:
+    "The language to parse: `language`, else the one `source`'s extension names; `ValueError` when neither says."
+    if language is None:
+        ext = Path(source).suffix.lower() if source else ''
+        if ext not in CODE_EXTS: raise ValueError(f'cannot tell the language of {source!r}; pass language=')
+        language = CODE_EXTS[ext]
+    if language not in ('typescript', 'tsx', 'javascript', 'python', 'json', 'yaml'):
+        raise ValueError(f'unsupported language {language!r}')
+    return language
+
+# %% ../nbs/01_chunking.ipynb #82acdf78
+def _code_units(norm:str, lines:list[str], language:str, source:str|None, target:int) -> tuple[list, str]:
+    "The parsed top-level units and the version suffix; line windows (suffix ':lines') when the code does not parse."
+    parse = {'python': _py_units, 'json': _json_units, 'yaml': _yaml_units}.get(language)
+    units = parse(norm) if parse else _ts_units(norm, language)
+    if units is not None: return units, ''
+    warnings.warn(f'{source or "code"}: could not parse as {language}; chunked by line windows instead')
+    return [_Unit(a, b) for a, b in _line_pieces(lines, 0, len(lines) - 1, target)], ':lines'
+
+# %% ../nbs/01_chunking.ipynb #789bb118
 def chunk_code(text:str, # source code
                *,
                source:str|None=None, # path or name; its extension picks the language when `language` is None
@@ -516,77 +637,27 @@ def chunk_code(text:str, # source code
                metadata:dict|None=None, # copied into every chunk
               ) -> list[Chunk]:
     "Chunk source code by top-level blocks (`codigo` v1), falling back to line windows when it does not parse."
-    if language is None:
-        ext = Path(source).suffix.lower() if source else ''
-        if ext not in CODE_EXTS: raise ValueError(f'cannot tell the language of {source!r}; pass language=')
-        language = CODE_EXTS[ext]
-    parse = {'python': _py_units, 'json': _json_units, 'yaml': _yaml_units}.get(language)
-    if parse is None and language not in ('typescript', 'tsx', 'javascript'):
-        raise ValueError(f'unsupported language {language!r}')
+    language = _code_language(source, language)
     norm, line_map = normalize_code(text)
     if not norm.strip(): return []
     lines, offs = norm.split('\n'), _Lines(norm, line_map)
-    starts = offs.starts
-    units = parse(norm) if parse else _ts_units(norm, language)
-    version = f'{CODIGO_VERSION}:t{target}-m{max_chars}'
-    name = Path(source).name if source else 'code'
-    if units is None:
-        warnings.warn(f'{source or "code"}: could not parse as {language}; chunked by line windows instead')
-        units = [_Unit(a, b) for a, b in _line_pieces(lines, 0, len(lines) - 1, target)]
-        version += ':lines'
-    # loose lines between units become units too, so nothing is lost
-    full, nxt = [], 0
-    for u in sorted(units, key=lambda u: u.start):
-        if u.start < nxt: u.start = nxt
-        if u.end < u.start: continue
-        if u.start > nxt: full.append(_Unit(nxt, u.start - 1))
-        full.append(u); nxt = u.end + 1
-    if nxt < len(lines): full.append(_Unit(nxt, len(lines) - 1))
-    # a loose run of bare punctuation (a JSON brace, a closing bracket) joins its neighbour instead of standing alone
-    merged = []
-    for u in full:
-        bare = not u.kind and all(not l.strip() or _BARE.match(l) for l in lines[u.start:u.end + 1])
-        if bare and merged: merged[-1].end = u.end
-        elif merged and merged[-1].kind == '' and merged[-1].name == '\0':
-            u.start = merged.pop().start
-            merged.append(u)
-        else:
-            if bare: u.name = '\0'
-            merged.append(u)
-    full = merged
-    size = lambda a, b: starts[b] + len(lines[b]) - starts[a]
-    # group loose units up to the target; every named declaration stays alone
-    groups = []
-    for u in full:
-        if not any(lines[i].strip() for i in range(u.start, u.end + 1)): continue
-        if not u.kind and groups and not groups[-1].kind and size(groups[-1].start, u.end) <= target:
-            groups[-1].end = u.end
-        elif u.kind == 'key' and groups and groups[-1].kind == 'key' and size(groups[-1].start, u.end) <= target:
-            groups[-1].end = u.end; groups[-1].name += f', {u.name}'     # small config keys travel together
-        else: groups.append(u)
+    units, suffix = _code_units(norm, lines, language, source, target)
+    version, name = f'{CODIGO_VERSION}:t{target}-m{max_chars}{suffix}', Path(source).name if source else 'code'
+    size = lambda a, b: offs.starts[b] + len(lines[b]) - offs.starts[a]
     chunks = []
     def emit(a, b, title, extra=''):
         while a < b and not lines[a].strip(): a += 1
         while b > a and not lines[b].strip(): b -= 1
-        s, e = starts[a], starts[b] + len(lines[b])
+        s, e = offs.starts[a], offs.starts[b] + len(lines[b])
         pre = f"[Doc: {name}{' > ' + title if title else ''}{' | ' + extra if extra else ''}]"
         for cs, ce in ([(s, e)] if e - s <= max_chars else _cut_by_length(norm, s, e, max_chars)):
-            chunks.append(Chunk(f'{pre}\n{norm[cs:ce]}', source, 'codigo', title, *offs.span(cs, ce), cs, ce, version,
-                                dict(metadata or {})))
-    for g in groups:
+            chunks.append(Chunk(f'{pre}\n{norm[cs:ce]}', source, 'codigo', title, *offs.span(cs, ce), cs, ce,
+                                version, dict(metadata or {})))
+    for g in _group_units(_merge_bare(_fill_gaps(units, len(lines)), lines), lines, size, target):
         title = f'{g.kind} {g.name}'.strip() if g.kind else ''
-        if size(g.start, g.end) <= max_chars: emit(g.start, g.end, title); continue
-        # too big: split at member boundaries, then lines; pieces after the first repeat the header in the prefix
-        cuts = sorted({m[0] for m in g.members if g.start < m[0] <= g.end})
-        ranges, a = [], g.start
-        for c in cuts: ranges.append((a, c - 1)); a = c
-        ranges.append((a, g.end))
-        packed = []
-        for a, b in ranges:
-            for pa, pb in (_line_pieces(lines, a, b, max_chars) if size(a, b) > max_chars else [(a, b)]):
-                if packed and size(packed[-1][0], pb) <= target: packed[-1] = (packed[-1][0], pb)
-                else: packed.append((pa, pb))
-        for i, (a, b) in enumerate(packed): emit(a, b, title, g.header if i and g.header else '')
+        pieces = [(g.start, g.end)] if size(g.start, g.end) <= max_chars else _member_pieces(g, lines, size, target,
+                                                                                              max_chars)
+        for i, (a, b) in enumerate(pieces): emit(a, b, title, g.header if i and g.header else '')
     return chunks
 
 # %% ../nbs/01_chunking.ipynb #249b25bf
@@ -664,6 +735,7 @@ def markup_syntax(name:str|Path|None) -> str:
     if n.endswith(('.rst', '.rest', '.rst.txt')): return 'rst'
     return 'asciidoc' if n.endswith(('.adoc', '.asciidoc', '.asc')) else 'markdown'
 
+# %% ../nbs/01_chunking.ipynb #7ec9d907
 def chunk_document(text:str, # markdown, reStructuredText, AsciiDoc or plain text
                    *, source:str|None=None, # path or name stored with each chunk; its name gives the syntax
                    syntax:str|None=None, # 'markdown', 'rst' or 'asciidoc'; default: from `source`
@@ -683,6 +755,7 @@ class Chunker:
     fn: Callable                   # fn(text, source=..., **kw) -> list[Chunk]
     def __call__(self, text, **kw): return self.fn(text, **kw)
 
+# %% ../nbs/01_chunking.ipynb #2c143506
 CHUNKERS: dict[str, Chunker] = {}
 DEFAULT_CHUNKERS = {'documental': 'documental-v2', 'codigo': 'codigo-v1'}
 
@@ -709,6 +782,7 @@ def chunk_text(text:str, # the file's text, already read
     chunker = CHUNKERS[(strategies or DEFAULT_CHUNKERS)[mode_for(path)]]
     return chunker(text, source=source or str(path), **kw)
 
+# %% ../nbs/01_chunking.ipynb #d5eec739
 def chunk_file(path:str|Path, # file to chunk
                **kw) -> list[Chunk]:
     "Chunk a file: code extensions go to `codigo`, md/markdown/txt and any other text to `documental`."
@@ -719,6 +793,7 @@ def mode_for(path:str|Path) -> str:
     "'codigo' for the code extensions, 'documental' for md, markdown, txt and any other text."
     return 'codigo' if Path(path).suffix.lower() in CODE_EXTS else 'documental'
 
+# %% ../nbs/01_chunking.ipynb #06128173
 def strategy_version(path:str|Path, strategies:dict|None=None, target:int=1500, max_chars:int=2200,
                      overlap:int=200) -> str:
     "The `chunker_version` that `chunk_file` stamps on the chunks of `path`, without reading it."

@@ -16,6 +16,7 @@ __all__ = ['UserError', 'cmd_sentences', 'cmd_index', 'cmd_ask', 'cmd_check', 'c
 class UserError(Exception):
     "An error caused by the user's input: reported as one line, exit code 2."
 
+# %% ../nbs/09_cli.ipynb #acf8a2dd
 def _read_input(src:str) -> str:
     "A text file, or standard input for `-`, decoded as `chunking.decode_text` does; errors are one line."
     from ragnb.chunking import ChunkingError, decode_text, read_text_file
@@ -37,6 +38,7 @@ def _store_dir(args) -> Path:
     from ragnb.ingest import default_store_dir
     return Path(args.store) if args.store else default_store_dir()
 
+# %% ../nbs/09_cli.ipynb #46029a07
 def _parse_kv(items, what):
     out = {}
     for it in items or []:
@@ -45,6 +47,7 @@ def _parse_kv(items, what):
         out.setdefault(k, []).append(v)
     return {k: v[0] if len(v) == 1 else v for k, v in out.items()}
 
+# %% ../nbs/09_cli.ipynb #fa186f07
 def _load_embedder(name):
     "The embedder of `--model`, or None; a model that cannot be loaded is one line, not a Hugging Face traceback."
     if not name: return None
@@ -55,6 +58,7 @@ def _load_embedder(name):
         raise UserError(f'cannot load the model {name!r} ({first}); pass a local model folder, or a hub name '
                         'already in the Hugging Face cache') from None
 
+# %% ../nbs/09_cli.ipynb #94c118e1
 def _open_store(args, create_from_data=False):
     "The store of `--store` for reading; with no `--store`, the default one, built on first use."
     from ragnb.index import Store, StoreError
@@ -84,6 +88,7 @@ def cmd_index(args) -> int:
     _print_index_report(path, rep, st, args.verbose)
     return 0
 
+# %% ../nbs/09_cli.ipynb #41ffb944
 def _print_index_report(path, rep, st, verbose):
     "The summary on stdout; each unreadable file once on stderr; binary files as one count (each with --verbose)."
     c = rep.counts()
@@ -96,52 +101,66 @@ def _print_index_report(path, rep, st, verbose):
     if verbose:
         for f, kind in rep.binary: print(f'  binary ({kind}): {f}', file=sys.stderr)
 
-def cmd_ask(args) -> int:
-    from ragnb.retrieve import retrieve, RetrieveOpts
-    from ragnb.index import StoreError
-    store = _open_store(args, create_from_data=not args.store)
+# %% ../nbs/09_cli.ipynb #42a13ee5
+def _ask_options(args, store):
+    "The `RetrieveOpts` that `ask`'s flags ask for; `--threshold` and `--window` imply `--trim`."
+    from ragnb.retrieve import RetrieveOpts
     opts = RetrieveOpts()
     if args.trim: opts.trim = True
     if args.hyde or args.hyde_model or args.hyde_passages is not None:
         from ragnb.hyde import HydeCache, MAX_PASSAGES
-        opts.hyde = True
         n = 1 if args.hyde_passages is None else args.hyde_passages
         if not 1 <= n <= MAX_PASSAGES: raise UserError(f'--hyde-passages must be from 1 to {MAX_PASSAGES}, got {n}')
-        opts.hyde_options = dict(cache=HydeCache.for_store(store), n_passages=n)
+        opts.hyde, opts.hyde_options = True, dict(cache=HydeCache.for_store(store), n_passages=n)
         if args.hyde_model: opts.hyde_options['model'] = args.hyde_model
-    if args.threshold is not None: opts.trim, opts.trim_threshold = True, args.threshold   # either implies --trim
+    if args.threshold is not None: opts.trim, opts.trim_threshold = True, args.threshold
     if args.window is not None: opts.trim, opts.trim_window = True, args.window
-    try:
-        if store.stats()['chunks'] == 0:
-            raise UserError(f'{store.path}: the store is empty; index some files first: '
-                            f'ragnb index DOCS --store {store.path}')
-        res = retrieve(store, args.question, top_k=args.k, opts=opts, filters=_parse_kv(args.filter, '--filter'))
-    except (ValueError, StoreError) as e: raise UserError(str(e)) from None
-    finally: store.close()
-    if args.json:
-        print(json.dumps(res.to_dict(), ensure_ascii=False, indent=1))
-        return 0
-    print(f'Q: {res.query}\n')
-    h = res.info.get('hyde')
-    if h:
-        if h['hyde'] == 'ok':
-            cached = ', cached' if h['cached'] else ''
-            print(f"HyDE: used ({h['model']}, {h['language']}, {h['latency_ms']:.0f} ms{cached})")
-            for p in h['passages']: print('    ' + p.replace('\n', '\n    '))
-        else: print(f"HyDE: not used, searched with the plain question ({h['reason']})")
-        print()
+    return opts
+
+# %% ../nbs/09_cli.ipynb #3cfb00aa
+def _print_hyde(h:dict|None):
+    "What HyDE did: the passages it searched with, or why it fell back to the plain question."
+    if not h: return
+    if h['hyde'] == 'ok':
+        cached = ', cached' if h['cached'] else ''
+        print(f"HyDE: used ({h['model']}, {h['language']}, {h['latency_ms']:.0f} ms{cached})")
+        for p in h['passages']: print('    ' + p.replace('\n', '\n    '))
+    else: print(f"HyDE: not used, searched with the plain question ({h['reason']})")
+    print()
+
+# %% ../nbs/09_cli.ipynb #119f1ce0
+def _print_result(res, opts):
+    "Each chunk (its citation, section and body; untrimmed bodies cut at 600 characters), then tokens and timings."
     for i, c in enumerate(res.chunks, 1):
         print(f'#{i}  {c.score:.3f}  {c.cite}  [{c.section_title}]')
         body = c.body.strip()
         if not opts.trim and len(body) > 600: body = body[:600] + ' …'      # trimmed context is printed whole
         print('    ' + body.replace('\n', '\n    ') + '\n')
     t = ', '.join(f'{k} {v:.0f} ms' for k, v in res.timings_ms.items())
-    if opts.trim:
-        pct = (res.tokens_in_context - res.tokens_before) / max(res.tokens_before, 1)
-        th = f'{res.info["trim"]["threshold"]:g}' + (' (auto)' if res.info['trim']['auto'] else '')
-        print(f'Tokens: {res.tokens_before} → {res.tokens_in_context} ({pct:+.0%}) · threshold {th}, '
-              f'window {opts.trim_window} · {t}')
-    else: print(f'Tokens: {res.tokens_in_context} (≈ words × 1.3) · {t}')
+    if not opts.trim: return print(f'Tokens: {res.tokens_in_context} (≈ words × 1.3) · {t}')
+    pct = (res.tokens_in_context - res.tokens_before) / max(res.tokens_before, 1)
+    th = f'{res.info["trim"]["threshold"]:g}' + (' (auto)' if res.info['trim']['auto'] else '')
+    print(f'Tokens: {res.tokens_before} → {res.tokens_in_context} ({pct:+.0%}) · threshold {th}, '
+          f'window {opts.trim_window} · {t}')
+
+# %% ../nbs/09_cli.ipynb #cd7be3b7
+def cmd_ask(args) -> int:
+    from ragnb.retrieve import retrieve
+    from ragnb.index import StoreError
+    store = _open_store(args, create_from_data=not args.store)
+    try:
+        opts = _ask_options(args, store)
+        if store.stats()['chunks'] == 0:
+            raise UserError(f'{store.path}: the store is empty; index some files first: '
+                            f'ragnb index DOCS --store {store.path}')
+        res = retrieve(store, args.question, top_k=args.k, opts=opts, filters=_parse_kv(args.filter, '--filter'))
+    except (ValueError, StoreError) as e: raise UserError(str(e)) from None
+    finally: store.close()
+    if args.json: print(json.dumps(res.to_dict(), ensure_ascii=False, indent=1))
+    else:
+        print(f'Q: {res.query}\n')
+        _print_hyde(res.info.get('hyde'))
+        _print_result(res, opts)
     return 0
 
 # %% ../nbs/09_cli.ipynb #b0135bec
@@ -223,11 +242,13 @@ def _threshold_arg(v):
     try: return parse_threshold(v, '--threshold')
     except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
 
+# %% ../nbs/09_cli.ipynb #c45773d9
 def _positive_int(v:str) -> int:
     "argparse's check for counts: a whole number >= 1."
     if not v.strip().isdigit() or int(v) < 1: raise argparse.ArgumentTypeError(f'{v!r} is not a whole number >= 1')
     return int(v)
 
+# %% ../nbs/09_cli.ipynb #4afb9fa4
 _THREADS_HELP = 'torch threads for embedding (default $RAGNB_THREADS, else 1 per query and min(cores, batch) to index)'
 
 def build_parser() -> argparse.ArgumentParser:
@@ -295,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_eval)
     return p
 
+# %% ../nbs/09_cli.ipynb #8690b59d
 def _env_overrides(args) -> dict:
     "`--threads` and `--verbose` reach the lazily loaded embedder as `RAGNB_THREADS` and `RAGNB_VERBOSE`, for this run."
     env = {}
@@ -302,6 +324,7 @@ def _env_overrides(args) -> dict:
     if getattr(args, 'verbose', False): env['RAGNB_VERBOSE'] = '1'
     return env
 
+# %% ../nbs/09_cli.ipynb #cc4d9940
 def main(argv:list[str]|None=None) -> int:
     "Entry point of the `ragnb` console command."
     from fastcore.xtras import modified_env

@@ -32,6 +32,7 @@ def _hf_cache_dir() -> Path:
     home = os.environ.get('HF_HOME') or os.path.join(os.path.expanduser('~'), '.cache', 'huggingface')
     return Path(home) / 'hub'
 
+# %% ../nbs/02_embed.ipynb #7cf2351e
 def _cached_snapshot(repo_id:str) -> Path|None:
     "The local snapshot folder of `repo_id` in the HF cache, if one is complete enough to load."
     d = _hf_cache_dir() / ('models--' + repo_id.replace('/', '--')) / 'snapshots'
@@ -40,6 +41,7 @@ def _cached_snapshot(repo_id:str) -> Path|None:
         if (snap / 'config.json').exists() and any(snap.glob('*.safetensors')) | any(snap.glob('*.bin')): return snap
     return None
 
+# %% ../nbs/02_embed.ipynb #2d7e235d
 PACKAGED_MODEL = 'sentence-transformers/all-MiniLM-L6-v2'   # the name stores record for the packaged model
 
 def packaged_model_path() -> Path|None:
@@ -49,6 +51,7 @@ def packaged_model_path() -> Path|None:
     p = Path(pkg.get_model_path())
     return p if (p / 'config.json').exists() else None
 
+# %% ../nbs/02_embed.ipynb #4461cfc5
 def resolve_model(name_or_path:str|None=None) -> tuple[str, str]:
     "Pick the model to load: `(name_or_path, reason)`."
     if name_or_path: return str(name_or_path), 'explicit argument'
@@ -76,6 +79,7 @@ def read_pooling(model_dir:str|Path) -> str:
                 if cfg.get('pooling_mode_lasttoken'): return 'last'
     return 'cls'
 
+# %% ../nbs/02_embed.ipynb #35c1a00c
 def read_query_instruction(model_dir:str|Path, name:str='') -> str:
     "The query instruction the model defines: sentence-transformers `prompts['query']`, else the BGE model cards'."
     cfg = Path(model_dir) / 'config_sentence_transformers.json'
@@ -94,6 +98,7 @@ def cpu_has_bf16() -> bool:
     except OSError: return False
     return bool(re.search(r'\b(avx512_bf16|amx_bf16)\b', flags))
 
+# %% ../nbs/02_embed.ipynb #1ec79e9e
 def _pool(hidden, mask, mode):
     import torch
     if mode == 'cls': return hidden[:, 0]
@@ -195,6 +200,7 @@ def _running_threads(stat_paths) -> int:
         except (OSError, IndexError): pass
     return n
 
+# %% ../nbs/02_embed.ipynb #633ea629
 def idle_cores() -> int:
     "The cores this process may use that no other task is running on right now (all of them where Linux won't say)."
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
@@ -203,6 +209,7 @@ def idle_cores() -> int:
     others = running - _running_threads(Path('/proc/self/task').glob('*/stat'))
     return max(1, min(cores, cores - others))
 
+# %% ../nbs/02_embed.ipynb #b14abf3d
 def embedding_threads(n_texts:int, # texts in this call
                       threads:int|None=None, # an explicit count wins
                      ) -> int:
@@ -231,6 +238,7 @@ def _tqdm():
     from tqdm.auto import tqdm
     return tqdm
 
+# %% ../nbs/02_embed.ipynb #9b9bda49
 @patch
 def _embed(self:Embedder, texts:list[str], progress:bool|None=None) -> np.ndarray:
     "Embed `texts` in length batches, with the thread policy; rows in input order."
@@ -279,6 +287,7 @@ def embed_queries(self:Embedder, queries:list[str]) -> np.ndarray:
         if len(self._qcache) > self._qcache_size: self._qcache.popitem(last=False)
     return np.stack(res) if res else np.zeros((0, self.dim), np.float32)
 
+# %% ../nbs/02_embed.ipynb #c8f78b6e
 @patch
 def embed_query(self:Embedder, query:str) -> np.ndarray:
     "One query → one unit vector (with one thread, unless told otherwise)."

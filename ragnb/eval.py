@@ -34,6 +34,7 @@ class EvalQuestion:
     tags: list = field(default_factory=list)
     line: int|None = None
 
+# %% ../nbs/07_eval.ipynb #258828c6
 def load_questions(path:str|Path) -> tuple[list[EvalQuestion], list[tuple[int, str]]]:
     "Questions from a JSONL file, and `(line number, problem)` for each line that could not be read."
     path = Path(path)
@@ -42,19 +43,26 @@ def load_questions(path:str|Path) -> tuple[list[EvalQuestion], list[tuple[int, s
     for n, line in enumerate(path.read_text(encoding='utf-8-sig').splitlines(), 1):
         if not line.strip() or line.lstrip().startswith('//'): continue
         try: obj = json.loads(line)
-        except ValueError as e: bad.append((n, f'not valid JSON ({e.msg} at column {e.colno})')); continue
+        except ValueError as e:
+            bad.append((n, f'not valid JSON ({e.msg} at column {e.colno})'))
+            continue
         if not isinstance(obj, dict) or not isinstance(obj.get('question'), str) or not obj['question'].strip():
-            bad.append((n, 'needs a non-empty "question" string')); continue
+            bad.append((n, 'needs a non-empty "question" string'))
+            continue
         rel = obj.get('relevant') or []
         if isinstance(rel, str): rel = [rel]
         if not isinstance(rel, list) or not all(isinstance(r, str) for r in rel):
-            bad.append((n, '"relevant" must be a list of source paths')); continue
+            bad.append((n, '"relevant" must be a list of source paths'))
+            continue
         ans = obj.get('answer')
-        if ans is not None and not isinstance(ans, str): bad.append((n, '"answer" must be a string')); continue
+        if ans is not None and not isinstance(ans, str):
+            bad.append((n, '"answer" must be a string'))
+            continue
         qs.append(EvalQuestion(obj['question'], obj.get('lang'), rel, ans or None, list(obj.get('tags') or []), n))
     for n, why in bad: log.warning('%s:%d: %s', path, n, why)
     return qs, bad
 
+# %% ../nbs/07_eval.ipynb #4a269c2c
 def bundled_questions() -> Path:
     "The labelled set shipped with the repository: 60 questions over the sample corpus, half Spanish, half English."
     import ragnb
@@ -67,15 +75,19 @@ def _matches(chunk_source:str, section:str, label:str) -> bool:
     if not (src == path or src.endswith('/' + path.lstrip('/'))): return False
     return not sec or sec.strip().lower() in (section or '').lower()
 
+# %% ../nbs/07_eval.ipynb #ec3938df
 def labelled_ranking(chunks:list[Chunk], relevant:list[str]) -> list[str]:
     "Ids for trec_eval: each chunk becomes the first relevant label it matches that is not ranked yet, else its own id."
     out, used = [], set()
     for c in chunks:
         lab = next((r for r in relevant if r not in used and _matches(c.source, c.section_title, r)), None)
-        if lab is not None: used.add(lab); out.append(lab)
+        if lab is not None:
+            used.add(lab)
+            out.append(lab)
         else: out.append(f'chunk:{c.id}')
     return out
 
+# %% ../nbs/07_eval.ipynb #cc871bfd
 def ranking_metrics(rankings:dict, qrels:dict, k:int=5) -> dict:
     "hit@k, recall@k, MRR@10 and nDCG@10 per question, with pytrec_eval. `rankings`: {qid: [ids in rank order]}."
     import pytrec_eval
@@ -89,6 +101,7 @@ def ranking_metrics(rankings:dict, qrels:dict, k:int=5) -> dict:
 # %% ../nbs/07_eval.ipynb #529adbbd
 def _norm(s:str) -> str: return re.sub(r'\s+', ' ', unicodedata.normalize('NFKC', s).casefold()).strip()
 
+# %% ../nbs/07_eval.ipynb #4bda3898
 def answer_in(answer:str, context:str) -> bool:
     "Is the answer span in the context (case, Unicode form and whitespace ignored)?"
     return _norm(answer) in _norm(context)
@@ -163,17 +176,21 @@ def _as_questions(questions):
         else: raise TypeError(f'a question must be a str, dict or EvalQuestion, not {type(q).__name__}')
     return out, []
 
+# %% ../nbs/07_eval.ipynb #b5632aa3
 def _store_sources(store):
     return store.chunk_sources()
 
+# %% ../nbs/07_eval.ipynb #0f2d030a
 def _in_store(label, sources):
     "Does the source of a relevance label (`path` or `path#section`) exist in the store?"
     path = label.partition('#')[0]
     return any(s == path or s.endswith('/' + path.lstrip('/')) for s in sources)
 
+# %% ../nbs/07_eval.ipynb #e8eb0659
 def _labelling_errors(qs, sources):
     return [(q.question, r) for q in qs for r in q.relevant if not _in_store(r, sources)]
 
+# %% ../nbs/07_eval.ipynb #5a08e168
 def _retrieve_all(store, qs, k, hyde, hyde_options, filters, progress, desc):
     "Per question: baseline chunks, variant chunks (HyDE or the baseline's), HyDE info, and the plain question vector."
     base, var, infos, qvecs = [], [], [], []
@@ -183,15 +200,20 @@ def _retrieve_all(store, qs, k, hyde, hyde_options, filters, progress, desc):
         if hyde:
             opts = RetrieveOpts(trim=False, hyde=True, hyde_options=dict(hyde_options or {}))
             v = retrieve(store, q.question, top_k=k, opts=opts, filters=filters)
-            var.append(v.chunks); infos.append(v.info.get('hyde'))
-        else: var.append(base[-1]); infos.append(None)
+            var.append(v.chunks)
+            infos.append(v.info.get('hyde'))
+        else:
+            var.append(base[-1])
+            infos.append(None)
         qvecs.append(store.embedder.embed_query(q.question))      # trimming scores against the plain question
     return base, var, (infos if hyde else None), qvecs
 
+# %% ../nbs/07_eval.ipynb #fdf39691
 def _progress(items, show, desc):
     from tqdm.auto import tqdm
     return tqdm(items, desc=desc, unit='q', disable=not show, leave=False)
 
+# %% ../nbs/07_eval.ipynb #665a6035
 def _summarise(rows, metrics_base, metrics_var, k):
     n = len(rows)
     tb = sum(r['tokens_baseline'] for r in rows) / max(n, 1)
@@ -218,6 +240,7 @@ def _summarise(rows, metrics_base, metrics_var, k):
     s['answer_retention'] = sum(r['answer_in_variant'] for r in ans) / len(ans) if ans else None
     return s
 
+# %% ../nbs/07_eval.ipynb #7d663deb
 def _rows_and_metrics(qs, base_chunks, var_chunks, var_ctx_chunks, hyde_infos, sources, k):
     rows, rb, rv, qrels = [], {}, {}, {}
     for i, q in enumerate(qs):
@@ -225,7 +248,8 @@ def _rows_and_metrics(qs, base_chunks, var_chunks, var_ctx_chunks, hyde_infos, s
         rel = [r for r in q.relevant if _in_store(r, sources)]
         if rel:
             qrels[qid] = rel
-            rb[qid] = labelled_ranking(base_chunks[i], rel); rv[qid] = labelled_ranking(var_chunks[i], rel)
+            rb[qid] = labelled_ranking(base_chunks[i], rel)
+            rv[qid] = labelled_ranking(var_chunks[i], rel)
         b, v = base_chunks[i][:k], var_ctx_chunks[i]
         bids = [c.id for c in b]
         ctx_b, ctx_v = '\n\n'.join(c.text for c in b), '\n\n'.join(c.text for c in v)
@@ -316,10 +340,15 @@ class SweepResult:
         axes[0].set(xlabel='token reduction (%)', ylabel='answer retention (%)', title='What trimming saves and loses')
         axes[1].set(xlabel='token reduction (%)', ylabel='chunk overlap with baseline',
                     title='Overlap with untrimmed retrieval', ylim=(0, 1.05))
-        for ax in axes: ax.grid(alpha=0.3); ax.legend(fontsize=8)
-        if path is not None: fig.savefig(path, dpi=120); plt.close(fig)
+        for ax in axes:
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        if path is not None:
+            fig.savefig(path, dpi=120)
+            plt.close(fig)
         return fig
 
+# %% ../nbs/07_eval.ipynb #27ca5ce5
 def sweep(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, windows=(0, 1), top_k:int=5, hyde:bool=False,
           hyde_options:dict|None=None, filters:dict|None=None, progress:bool|None=None) -> SweepResult:
     "Evaluate every (threshold, window) on the same retrievals."
@@ -340,6 +369,7 @@ def sweep(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, windows=(0, 
                              avg_tokens_baseline=s['avg_tokens_baseline']))
     return SweepResult(rows, dict(top_k=top_k, hyde=hyde, questions=len(qs), model=store.manifest['model']))
 
+# %% ../nbs/07_eval.ipynb #09eec366
 def calibrate(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, window:int=0, min_ratio:float=0.95,
               top_k:int=5, save:bool=True, result:SweepResult|None=None, **kw) -> dict:
     "The threshold that cuts most tokens while keeping ≥ `min_ratio` of the baseline's answer retention; saved."
@@ -370,6 +400,7 @@ def _chunk_html(c:Chunk) -> str:
     out.append(html.escape(t[pos:]))
     return f'<div style="white-space:pre-wrap">{"".join(out)}</div>'
 
+# %% ../nbs/07_eval.ipynb #9559afd3
 def render_html(res:RetrievalResult) -> str:
     "HTML of a retrieval: per chunk, score, source:lines, section, kept sentences highlighted, dropped ones greyed."
     pct = 100 * (res.tokens_before - res.tokens_in_context) / res.tokens_before if res.tokens_before else 0.0
@@ -387,6 +418,7 @@ def render_html(res:RetrievalResult) -> str:
                      f' · {html.escape(c.section_title or "")}{tok}</div>{_chunk_html(c)}')
     return '\n'.join(parts)
 
+# %% ../nbs/07_eval.ipynb #7c332d62
 class Explorer:
     "Question box, k, threshold, window and HyDE toggle; shows what trimming keeps. Display it in a notebook."
     def __init__(self, store:Store, question:str='', *, k:int=5, threshold:float=DEFAULT_TRIM_THRESHOLD,
@@ -409,7 +441,9 @@ class Explorer:
     def update(self, _change=None) -> str:      # also the widgets' observer: it is given the change
         "Run the retrieval for the current controls and refresh the HTML; returns it."
         q = self.question.value.strip()
-        if not q: self.html.value = '<i>Type a question.</i>'; return self.html.value
+        if not q:
+            self.html.value = '<i>Type a question.</i>'
+            return self.html.value
         self.result = retrieve(self.store, q, top_k=self.k.value, opts=RetrieveOpts(
             trim=True, trim_threshold=self.threshold.value, trim_window=self.window.value, hyde=self.hyde.value,
             hyde_options=self.hyde_options))

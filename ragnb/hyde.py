@@ -25,6 +25,7 @@ def _langid():
     ident.set_languages(['es', 'en'])
     return ident
 
+# %% ../nbs/05_hyde.ipynb #699955d5
 def detect_language(text:str) -> str:
     "'es' or 'en' for a question; English when there is nothing to tell."
     if not isinstance(text, str): raise TypeError(f'text must be str, not {type(text).__name__}')
@@ -46,6 +47,7 @@ def hyde_prompt(question:str, lang:str|None=None) -> str:
     "The prompt for `question`, in its language."
     return PROMPTS[lang or detect_language(question)].format(question=question.strip())
 
+# %% ../nbs/05_hyde.ipynb #c91cd26a
 def parse_passage(raw:str|None) -> str:
     "The passage from a model answer: BOM and code fences stripped, `{passage}` read, or the text itself; never None."
     if not raw: return ''
@@ -59,9 +61,14 @@ def parse_passage(raw:str|None) -> str:
 
 # %% ../nbs/05_hyde.ipynb #c90a37de
 class HydeError(RuntimeError): "HyDE generation failed (HTTP error, connection, bad configuration)."
+
+# %% ../nbs/05_hyde.ipynb #e5953112
 class HydeTimeout(HydeError): "The LLM did not answer within the timeout."
+
+# %% ../nbs/05_hyde.ipynb #50f0c2fd
 class HydeNoKey(HydeError): "No API key: set GOOGLE_AI_API_KEY or GEMINI_API_KEY, or pass a generator."
 
+# %% ../nbs/05_hyde.ipynb #ad044484
 DEFAULT_ENDPOINT = 'https://generativelanguage.googleapis.com'
 MAX_RESPONSE_BYTES = 1 << 20     # a 2-4 sentence answer is a few KB: refuse anything over 1 MB
 MAX_PASSAGE_CHARS = 2000         # and keep at most this much of the passage
@@ -70,11 +77,13 @@ MAX_PASSAGES = 8                 # `n_passages` above this is refused: each one 
 def _api_key(api_key=None):
     return api_key or os.environ.get('GOOGLE_AI_API_KEY') or os.environ.get('GEMINI_API_KEY')
 
+# %% ../nbs/05_hyde.ipynb #7315f840
 def _redact(msg:str, *secrets) -> str:
     for s in secrets:
         if s: msg = msg.replace(s, '***')
     return msg
 
+# %% ../nbs/05_hyde.ipynb #905c5a35
 def _is_timeout(e:BaseException) -> bool:
     "Timeouts of any transport (httpx, httpx2, requests, sockets), found by type name along the cause chain."
     seen = set()
@@ -84,6 +93,7 @@ def _is_timeout(e:BaseException) -> bool:
         e = e.__cause__ or e.__context__
     return False
 
+# %% ../nbs/05_hyde.ipynb #6e4c13e3
 def _hyde_cause(e:BaseException) -> HydeError|None:
     "A `HydeError` raised by our own transport hooks, found along the cause chain of the SDK's exception."
     seen = set()
@@ -98,6 +108,7 @@ def _origin(url) -> tuple:
     u = urllib.parse.urlsplit(str(url))
     return u.scheme, u.hostname, u.port or {'https': 443, 'http': 80}.get(u.scheme)
 
+# %% ../nbs/05_hyde.ipynb #4c62c66f
 def _guard_hooks(endpoint:str) -> dict:
     "httpx event hooks: refuse requests to other origins than `endpoint`'s, and answers over `MAX_RESPONSE_BYTES`."
     origin = _origin(endpoint)
@@ -110,6 +121,7 @@ def _guard_hooks(endpoint:str) -> dict:
         if n > MAX_RESPONSE_BYTES: raise HydeError(f'HyDE answer too large ({n} bytes, limit {MAX_RESPONSE_BYTES})')
     return {'request': [request], 'response': [response]}
 
+# %% ../nbs/05_hyde.ipynb #58ee3a41
 @functools.lru_cache(maxsize=8)
 def _default_client(key, base_url, ms):
     "One client per key/endpoint/timeout, reused across questions and threads so connections stay open."
@@ -119,12 +131,14 @@ def _default_client(key, base_url, ms):
                              client_args={'event_hooks': _guard_hooks(base_url or DEFAULT_ENDPOINT)})
     return genai.Client(api_key=key, http_options=opts)
 
+# %% ../nbs/05_hyde.ipynb #c558b3e3
 def _response_text(resp) -> str:
     for cand in (getattr(resp, 'candidates', None) or [])[:1]:
         parts = getattr(getattr(cand, 'content', None), 'parts', None) or []
         return ''.join(p.text for p in parts if getattr(p, 'text', None))
     return ''
 
+# %% ../nbs/05_hyde.ipynb #dc775d0d
 def _with_deadline(fn, seconds:float):
     "`fn()` in a daemon thread; `HydeTimeout` when it has not returned within `seconds` in all."
     box = {}
@@ -147,6 +161,7 @@ def _run_generator(generator, prompt) -> str:
                else HydeError(f'HyDE generator failed: {type(e).__name__}: {e}'))
     raise err                                   # raised outside `except`: no __context__ to leak
 
+# %% ../nbs/05_hyde.ipynb #367583b2
 def _call_gemini(call, timeout_s, *secrets):
     "Run the SDK call under a total deadline; every failure becomes one `HydeError` with the key redacted."
     from google.genai import errors
@@ -167,6 +182,7 @@ def _cap(passage:str) -> str:
     cut = passage.rfind(' ', 0, MAX_PASSAGE_CHARS)
     return passage[:cut if cut > MAX_PASSAGE_CHARS // 2 else MAX_PASSAGE_CHARS].rstrip()
 
+# %% ../nbs/05_hyde.ipynb #55730ec0
 def generate_hyde(question:str, # the user's question
                   *,
                   client=None, # a `google.genai.Client`; default: one built from the API key
@@ -206,7 +222,8 @@ class HydeCache:
                 self._db.execute('create table if not exists passages (model text, lang text, question text, i int, '
                                  'passage text not null, created_at real, primary key (model, lang, question, i))')
             except sqlite3.Error as e:
-                log.warning('HyDE cache %s not usable (%s); keeping passages in memory only', path, e); self._db = None
+                log.warning('HyDE cache %s not usable (%s); keeping passages in memory only', path, e)
+                self._db = None
 
     @classmethod
     def for_store(cls, store, maxsize:int=1024) -> 'HydeCache':
@@ -236,7 +253,8 @@ class HydeCache:
                 except sqlite3.Error as e: log.warning('HyDE cache write failed: %s', e)
 
     def _remember(self, key, passage):
-        self._mem[key] = passage; self._mem.move_to_end(key)
+        self._mem[key] = passage
+        self._mem.move_to_end(key)
         while len(self._mem) > self.maxsize: self._mem.popitem(last=False)
 
     def __len__(self): return len(self._mem)
@@ -247,6 +265,7 @@ def _model_key(kw):
     if g is not None: return 'generator:' + getattr(g, '__qualname__', type(g).__name__)
     return kw.get('model') or os.environ.get('RAGNB_HYDE_MODEL') or DEFAULT_MODEL
 
+# %% ../nbs/05_hyde.ipynb #2b340162
 def build_query_vec(question:str, # the user's question
                     embedder, # an `Embedder` (or anything with embed_query / embed_documents)
                     *,

@@ -26,21 +26,34 @@ __all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'StoreError', 'StoreLock
 
 # %% ../nbs/03_index.ipynb #9d57735f
 class StoreError(RuntimeError): "Base class of store errors."
+
+# %% ../nbs/03_index.ipynb #b2bf5f3a
 class StoreLockedError(StoreError): "Another process is writing to this store."
+
+# %% ../nbs/03_index.ipynb #bbcaafb5
 class StoreMismatchError(StoreError): "The store was built with another model or dimension."
+
+# %% ../nbs/03_index.ipynb #9e63b37a
 class StoreCorruptedError(StoreError): "A store file is missing, truncated or corrupted."
+
+# %% ../nbs/03_index.ipynb #843cd588
 class StoreDiskFullError(StoreError): "A write ran out of disk space; the store is unchanged."
+
+# %% ../nbs/03_index.ipynb #e1606182
 class _GenerationGone(StoreCorruptedError): "A file of the generation being read is gone: a writer moved on."
 
+# %% ../nbs/03_index.ipynb #1d8724a6
 def _is_disk_full(e:BaseException) -> bool:
     "ENOSPC/EDQUOT from the OS, or SQLite's 'database or disk is full'."
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT): return True
     return isinstance(e, sqlite3.OperationalError) and 'disk is full' in str(e)
 
+# %% ../nbs/03_index.ipynb #b344f1f3
 def _disk_full_error(path:Path, e:BaseException) -> StoreDiskFullError:
     return StoreDiskFullError(f'{path}: disk full while writing the store ({e}); the store is unchanged: '
                               'free some space and run the same command again')
 
+# %% ../nbs/03_index.ipynb #a68b2753
 def _fsync_write(path:Path, data:bytes):
     "Write `data` to a temp file, fsync it, and rename it over `path`: readers see the old or the new file."
     tmp = path.with_name(path.name + f'.tmp{os.getpid()}')
@@ -55,6 +68,7 @@ def _fsync_write(path:Path, data:bytes):
         if _is_disk_full(e): raise _disk_full_error(path, e) from None
         raise
 
+# %% ../nbs/03_index.ipynb #4045b61b
 def _sha256(path:Path) -> str:
     h = hashlib.sha256()
     with open(path, 'rb') as f:
@@ -79,6 +93,7 @@ _HNSW_HEADER = struct.Struct('<QQQQQQiIQQQdQ')   # offsetLevel0, max_elements, c
 
 def _bad(path, why): return StoreCorruptedError(f'{path}: not a valid hnswlib index ({why}); re-index into a new store')
 
+# %% ../nbs/03_index.ipynb #f0cf04ee
 def _hnsw_header(path:Path, data, dim:int) -> tuple:
     "The header fields, after checking that they describe `dim`-d float vectors and fit in the file."
     if len(data) < _HNSW_HEADER.size: raise _bad(path, 'shorter than its header')
@@ -140,11 +155,12 @@ def chunk_sentence_spans(chunk:Chunk) -> list[tuple[int, int]]:
     if chunk.mode == 'codigo': return []
     return sentence_spans(chunk.text)
 
+# %% ../nbs/03_index.ipynb #aa3955e4
 def sentence_texts(chunks:list[Chunk]) -> list[str]:
     "The sentences of all `chunks`, in order: what the store embeds for trimming."
     return [c.text[s:e] for c in chunks for s, e in chunk_sentence_spans(c)]
 
-# %% ../nbs/03_index.ipynb #1d1270c3
+# %% ../nbs/03_index.ipynb #fd156cd8
 COMPACT_MIN_ROWS = 4096   # the default: compact only past this many dead rows (or deleted index elements)
 
 class SentenceVectorFile:
@@ -157,7 +173,7 @@ class SentenceVectorFile:
         self._map = None          # ((file name, rows), memmap): the mapping being read
     def __repr__(self): return f'SentenceVectorFile({str(self.folder)!r}, dim={self.dim})'
 
-# %% ../nbs/03_index.ipynb #4d96cf9c
+# %% ../nbs/03_index.ipynb #a4227f3a
 @patch
 def append(self:SentenceVectorFile, name:str, committed:int, rows:np.ndarray):
     "Write `rows` after the first `committed` rows of file `name` (dropping whatever lies past them), fsynced."
@@ -167,7 +183,7 @@ def append(self:SentenceVectorFile, name:str, committed:int, rows:np.ndarray):
         f.flush()
         os.fsync(f.fileno())
 
-# %% ../nbs/03_index.ipynb #17581833
+# %% ../nbs/03_index.ipynb #f81deb3c
 @patch
 def mapped(self:SentenceVectorFile, name:str, rows:int) -> np.ndarray:
     "The first `rows` rows of file `name`, memory-mapped read-only; the mapping is kept while both stay the same."
@@ -176,7 +192,7 @@ def mapped(self:SentenceVectorFile, name:str, rows:int) -> np.ndarray:
         self._map = ((name, rows), mm)
     return self._map[1]
 
-# %% ../nbs/03_index.ipynb #ad185f69
+# %% ../nbs/03_index.ipynb #db2a4bc5
 @patch
 def check(self:SentenceVectorFile, meta:dict):
     "The file that `meta` (the database's view) points to exists and holds at least the rows it counts."
@@ -187,12 +203,13 @@ def check(self:SentenceVectorFile, meta:dict):
         raise StoreCorruptedError(f'{f}: sentence vector file truncated ({f.stat().st_size} bytes, the database '
                                   f'counts {need}); re-index into a new store')
 
-# %% ../nbs/03_index.ipynb #8a58a130
+# %% ../nbs/03_index.ipynb #7d355c7a
 @patch
 def needs_compaction(self:SentenceVectorFile, rows:int, live:int) -> bool:
     "Do the dead rows, of `rows` in all, outnumber both the `live` ones and `compact_min_rows`?"
     return rows - live > max(live, self.compact_min_rows)
 
+# %% ../nbs/03_index.ipynb #c60fa62c
 @patch
 def compact(self:SentenceVectorFile, old:str|None, committed:int, pending:np.ndarray, layout:list,
             name:str) -> list[tuple[int, int]]:
@@ -236,6 +253,7 @@ _BUILD_FIELDS = ('format_version', 'model', 'dim', 'pooling', 'query_instruction
 def _build_fingerprint(m:dict) -> str:
     return hashlib.sha256(json.dumps({k: m.get(k) for k in _BUILD_FIELDS}, sort_keys=True).encode()).hexdigest()
 
+# %% ../nbs/03_index.ipynb #3a751502
 def _read_manifest(path:Path) -> dict:
     "The store's manifest, checked: `StoreCorruptedError` names the file and the field."
     f = path / 'manifest.json'
@@ -307,6 +325,7 @@ def _load_index(path:Path, manifest:dict, meta:dict):
 def _meta(self:Store) -> dict:
     return dict(self.db.execute('select key, value from meta').fetchall())
 
+# %% ../nbs/03_index.ipynb #94b90798
 @patch
 def _sync(self:Store):
     "Load the index of the generation this transaction sees, unless it is loaded already."
@@ -375,6 +394,7 @@ def _take_lock(path:Path):
                                f'(lock file {path / ".lock"})') from None
     return lock
 
+# %% ../nbs/03_index.ipynb #858ecb52
 def _check_model(path:Path, manifest:dict, embedder):
     if embedder is not None and (embedder.name != manifest['model'] or embedder.dim != manifest['dim']):
         raise StoreMismatchError(
@@ -390,6 +410,18 @@ def _new_manifest(path:Path, embedder, *, M:int, ef_construction:int, ef:int, se
              ef=ef, sentence_vectors=bool(sentence_vectors), created_at=time.time())
     _fsync_write(path / 'manifest.json', json.dumps(m, indent=1).encode())
     return m
+
+# %% ../nbs/03_index.ipynb #b20d3624
+@patch
+def _begin(self:Store):
+    "Open the writer's transaction (`begin immediate`) unless one is open; a reader is refused."
+    if self._lock is None: raise StoreError(f'{self.path}: opened read-only')
+    if not self.db.in_transaction: self.db.execute('begin immediate')
+
+# %% ../nbs/03_index.ipynb #42870149
+def _commit_db(db):
+    "SQLite's commit: the single atomic step of `Store.commit` (a demo below makes it fail)."
+    db.execute('commit')
 
 # %% ../nbs/03_index.ipynb #cc0ff8cd
 @patch(cls_method=True)
@@ -425,7 +457,7 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
         raise
     return store
 
-# %% ../nbs/03_index.ipynb #16dd5ec1
+# %% ../nbs/03_index.ipynb #56488a43
 @patch
 def _upgrade(self:Store, meta:dict):
     "Bring an older store's database up to date (a writer, at open): checksums, display paths, the fingerprint."
@@ -449,15 +481,18 @@ def close(self:Store):
         self._lock.close()
         self._lock = None
 
+# %% ../nbs/03_index.ipynb #64f2f805
 def _default_embedder():
     from ragnb.embed import Embedder
     return Embedder.from_pretrained()
 
+# %% ../nbs/03_index.ipynb #6a9e3990
 @patch(as_prop=True)
 def embedder_loaded(self:Store) -> bool:
     "Has this store's embedder been given or loaded already (so using it costs no model load)?"
     return self._embedder is not None
 
+# %% ../nbs/03_index.ipynb #5fdb2357
 @patch(as_prop=True)
 def embedder(self:Store):
     "The embedder of this store's model (where `embed.model_location` finds it), loaded on first use."
@@ -467,25 +502,23 @@ def embedder(self:Store):
         self._embedder = Embedder.from_pretrained(name)
     return self._embedder
 
-# %% ../nbs/03_index.ipynb #b20d3624
-@patch
-def _begin(self:Store):
-    if self._lock is None: raise StoreError(f'{self.path}: opened read-only')
-    if not self.db.in_transaction: self.db.execute('begin immediate')
-
+# %% ../nbs/03_index.ipynb #b5ffba91
 @patch
 def _next_label(self:Store) -> int:
     "The first label never used: labels are chunk ids and are not reused, not even after the index is compacted."
     return max(self.index.element_count, int(self._meta().get('max_label', 0)), self._max_label) + 1
 
+# %% ../nbs/03_index.ipynb #fc19b174
 def text_hash(text:str) -> str:
     "The SHA-256 of a chunk's text, as the store records it: trimming checks stored sentence vectors against it."
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
+# %% ../nbs/03_index.ipynb #63ab3748
 def _row_crc(row:tuple, display:str|None=None) -> int:
     "A checksum of a whole `chunks` row (id, source, lines, metadata, text..., display): a flipped byte shows."
     return zlib.crc32(json.dumps(list(row) + ([display] if display is not None else []), ensure_ascii=False).encode())
 
+# %% ../nbs/03_index.ipynb #f192a3bc
 def _chunk_row(i:int, c:Chunk) -> tuple:
     "The `chunks` table row of chunk `c` with id `i`: its columns, the checksum, the display path."
     row = (i, c.source or '', c.mode, c.section_title, c.start_line, c.end_line, c.start_char, c.end_char, c.text,
@@ -531,6 +564,7 @@ def _checked_sentence_vectors(self:Store, chunks, spans, vecs) -> np.ndarray:
     if not np.isfinite(vecs).all(): raise ValueError('sentence_vectors hold NaN or infinite values')
     return vecs
 
+# %% ../nbs/03_index.ipynb #3e07fc66
 @patch
 def _add_sentence_rows(self:Store, ids, spans, vecs):
     "Record where each chunk's sentence rows start; the float16 rows wait in memory for `commit`."
@@ -543,10 +577,12 @@ def _add_sentence_rows(self:Store, ids, spans, vecs):
     self.db.executemany('insert into sentences values (?,?,?,?,?)', rows)
     self._sent_pending.append(v16)
 
+# %% ../nbs/03_index.ipynb #feee72c0
 def _sent_crc(spans_json:str, vecs:np.ndarray) -> int:
     "The checksum of one chunk's sentence rows: its spans as stored, then its float16 vectors."
     return zlib.crc32(np.ascontiguousarray(vecs).tobytes(), zlib.crc32(spans_json.encode()))
 
+# %% ../nbs/03_index.ipynb #855544cb
 def _sent_rows(self): return int((self.db.execute("select value from meta where key='sent_rows'").fetchone() or [0])[0])
 
 # %% ../nbs/03_index.ipynb #74416360
@@ -578,8 +614,6 @@ def _save_index(index, f:Path):
                           str(f))
         os.replace(tmp, f)
     finally: tmp.unlink(missing_ok=True)
-
-def _commit_db(db): db.execute('commit')
 
 # %% ../nbs/03_index.ipynb #f0904cab
 @patch
@@ -614,6 +648,7 @@ def _index_is_mostly_deleted(self:Store) -> bool:
     live = self.db.execute('select count(*) from chunks').fetchone()[0]
     return self.index.element_count - live > max(live, self.compact_min_rows)
 
+# %% ../nbs/03_index.ipynb #09f6cce0
 @patch
 def _compacted_index(self:Store):
     "A new hnswlib index of the live chunks' vectors, under the same labels."
@@ -677,6 +712,7 @@ def sentence_vectors(self:Store, ids:list) -> dict:
                           '`Store.verify`)', self.path, cid)
     return out
 
+# %% ../nbs/03_index.ipynb #185a3ce2
 @patch
 def _sentence_rows(self:Store, ids:list) -> tuple:
     "The `sentences` rows of `ids` and the row count, read in one snapshot, with the file they index mapped."
@@ -752,17 +788,20 @@ def _nearest(self:Store, q, kk, allowed, exact_below):
 _CHUNK_COLS = ('id, source, mode, section, start_line, end_line, start_char, end_char, text, metadata, '
                'chunker_version, content_hash, overlap')     # the table's order, which `_row_crc` covers
 
+# %% ../nbs/03_index.ipynb #aac818ff
 @patch
 def _chunk_cols(self:Store) -> str:
     "The columns `get_chunks` reads: `_CHUNK_COLS`, the checksum and the display path (null in older stores)."
     return f"{_CHUNK_COLS}, {'row_crc' if self._row_crc else 'null'}, {'display' if self._display else 'null'}"
 
+# %% ../nbs/03_index.ipynb #382d3cbd
 def _row_sound(r:tuple) -> bool:
     "Does a row read with `_chunk_cols` match its text hash and (when it has one) its checksum?"
     crc, display = r[13], r[14]
     if not isinstance(r[8], str) or text_hash(r[8]) != r[11]: return False
     return crc is None or _row_crc(r[:13], display) == crc
 
+# %% ../nbs/03_index.ipynb #8287c425
 @patch
 def get_chunks(self:Store, ids:list[int], scores:list[float]|None=None) -> list[Chunk]:
     "Chunks by id, in the order given; a chunk whose text no longer matches its hash raises `StoreCorruptedError`."
@@ -789,6 +828,7 @@ def _size(f:Path) -> int:
     try: return f.stat().st_size if f.is_file() else 0
     except FileNotFoundError: return 0             # removed by a writer meanwhile
 
+# %% ../nbs/03_index.ipynb #aadeb539
 @patch
 def stats(self:Store) -> dict:
     "Counts and sizes."
@@ -800,6 +840,7 @@ def stats(self:Store) -> dict:
     return dict(path=str(self.path), model=self.manifest['model'], dim=self.manifest['dim'], chunks=n, sources=s,
                 sentence_vectors=sent, ef=self.manifest['ef'], bytes_on_disk=size)
 
+# %% ../nbs/03_index.ipynb #84bb7d19
 @patch
 def update_manifest(self:Store, **entries):
     "Record `entries` (e.g. a calibrated trim threshold) in manifest.json, atomically; needs a writer."
@@ -811,7 +852,7 @@ def update_manifest(self:Store, **entries):
     self.manifest.update(entries)
     _fsync_write(self.path / 'manifest.json', json.dumps(self.manifest, indent=1).encode())
 
-# %% ../nbs/03_index.ipynb #efb5c27c
+# %% ../nbs/03_index.ipynb #a6ab0845
 @dataclass
 class SourceRecord:
     "One indexed file, as the `sources` table records it."
@@ -823,7 +864,7 @@ class SourceRecord:
     n_chunks: int = 0
     indexed_at: float = 0.0
 
-# %% ../nbs/03_index.ipynb #891a3490
+# %% ../nbs/03_index.ipynb #5c7a4305
 @patch
 def sources(self:Store, root:str|None=None) -> dict[str, SourceRecord]:
     "The indexed files by source key; only those indexed under the folder `root` when given."
@@ -832,12 +873,13 @@ def sources(self:Store, root:str|None=None) -> dict[str, SourceRecord]:
                                'from sources').fetchall()
     return {r[0]: SourceRecord(*r) for r in rows if root is None or r[1] == root}
 
+# %% ../nbs/03_index.ipynb #f9b7120e
 @patch
 def chunk_sources(self:Store) -> list[str]:
     "The distinct source keys of the chunks, indexed files or not."
     with self._snapshot(): return [r[0] for r in self.db.execute('select distinct source from chunks')]
 
-# %% ../nbs/03_index.ipynb #25614053
+# %% ../nbs/03_index.ipynb #2d33fe93
 @patch
 def replace_sources(self:Store, removed:list[str], # source keys to drop
                     records:list[SourceRecord], # sources to (re)write: their old chunks go, `chunks` come
@@ -855,7 +897,7 @@ def replace_sources(self:Store, removed:list[str], # source keys to drop
         self.rollback()
         raise
 
-# %% ../nbs/03_index.ipynb #4e01a2e2
+# %% ../nbs/03_index.ipynb #d1c35d5d
 @patch
 def save_trim_calibration(self:Store, window:int, calibration:dict):
     "Record `calibration` (a dict with a `threshold`) for trimming `window`, for this store's model; needs a writer."
@@ -864,6 +906,7 @@ def save_trim_calibration(self:Store, window:int, calibration:dict):
     entry['windows'] = {**entry.get('windows', {}), str(window): dict(calibration)}
     self.update_manifest(trim_calibration=entry)
 
+# %% ../nbs/03_index.ipynb #88d57c19
 @patch
 def trim_calibration(self:Store, window:int=0) -> dict|None:
     "The calibration saved for `window` and this store's model, or None."

@@ -123,6 +123,7 @@ def source_key(f:Path, root:Path) -> str:
     if root.is_dir(): return (root.resolve() / f.relative_to(root)).as_posix()
     return (Path(os.path.abspath(f.parent)).resolve() / f.name).as_posix()
 
+# %% ../nbs/03a_ingest.ipynb #c317f8a4
 def display_path(f:Path, root:Path) -> str:
     "The path people read: relative to the parent of the folder given, or the file as given."
     if not root.is_dir(): return f.as_posix()
@@ -237,10 +238,12 @@ def bundled_data_dir() -> Path:
     import ragnb
     return Path(ragnb.__file__).resolve().parent.parent / 'data'
 
+# %% ../nbs/03a_ingest.ipynb #bb3aef99
 def default_corpus() -> list[Path]:
     "What the default store indexes: the bundled docs and code, never the labelled questions in `data/eval`."
     return [bundled_data_dir() / 'docs', bundled_data_dir() / 'code']
 
+# %% ../nbs/03a_ingest.ipynb #004b1523
 def default_store_dir() -> Path:
     "`$RAGNB_STORE`, else `./.ragnb/store`."
     return Path(os.environ.get('RAGNB_STORE') or Path.cwd() / '.ragnb' / 'store')

@@ -24,10 +24,12 @@ def _env_flag(name, default=False):
     v = os.environ.get(name)
     return default if v is None else v.strip().lower() in ('1', 'true', 'yes', 'on')
 
+# %% ../nbs/06_retrieve.ipynb #e78e2a39
 def _env_threshold(name, default):
     v = os.environ.get(name)
     return default if v is None or not v.strip() else parse_threshold(v, name)
 
+# %% ../nbs/06_retrieve.ipynb #0a22d099
 def resolve_trim_threshold(store:Store, threshold:float|str, window:int=0) -> float:
     "A number stays; 'auto' is the threshold calibrated for this store's model and `window`, else the default."
     if threshold != 'auto': return threshold
@@ -46,6 +48,7 @@ class RetrieveOpts:
     hyde: bool = field(default_factory=lambda: _env_flag('RETRIEVAL_HYDE'))
     hyde_options: dict = field(default_factory=dict)   # for `build_query_vec`: generator, model, n_passages, cache...
 
+# %% ../nbs/06_retrieve.ipynb #1ca05d8e
 @dataclass
 class RetrievalResult:
     "Ranked chunks and what they cost."
@@ -69,6 +72,7 @@ def _chunk_dict(c:Chunk) -> dict:
         d.update(tokens_before=c.tokens_before, tokens_after=c.tokens_after, kept_spans=c.kept_spans)
     return d
 
+# %% ../nbs/06_retrieve.ipynb #d8cf2aec
 @patch
 def to_dict(self:RetrievalResult) -> dict:
     "The result as plain JSON-ready data: query, token counts, timings, info and the chunks."
@@ -101,7 +105,9 @@ def retrieve(store:Store, # an open store
             timings['hyde'] = info['hyde']['latency_ms']
             tvec = store.embedder.embed_query(query) if info['hyde']['hyde'] == 'ok' else qvec
         else: qvec = tvec = store.embedder.embed_query(query)
-    else: qvec = tvec = np.asarray(query, dtype=np.float32); text = None
+    else:
+        qvec = tvec = np.asarray(query, dtype=np.float32)
+        text = None
     t1 = time.perf_counter()
     chunks = store.search(qvec, k=top_k, filters=filters)
     t2 = time.perf_counter()

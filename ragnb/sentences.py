@@ -61,6 +61,7 @@ def add_abbreviations(words:str|list, # one abbreviation or a list, with or with
     table = ABBREVIATIONS.setdefault(lang, {'pre': set(), 'num': set(), 'gen': set()})
     table[kind].update(w.strip().lower().rstrip('.') for w in words)
 
+# %% ../nbs/00_sentences.ipynb #9627dd32
 def _rules(lang):
     if lang is None: langs = list(ABBREVIATIONS)
     elif lang in ABBREVIATIONS: langs = [lang]
@@ -97,11 +98,13 @@ def _next_kind(text, k, end, starters):
     if opened and (c.isalpha() or c in '¿¡'): return 'open'
     return None
 
+# %% ../nbs/00_sentences.ipynb #180465ef
 def _prev_token(text, i, lo):
     j = i
     while j > lo and i - j < 64 and not text[j - 1].isspace(): j -= 1
     return text[j:i]
 
+# %% ../nbs/00_sentences.ipynb #de30067f
 def _abbr_kind(tok, abbr):
     t = tok.lstrip('([{"\'«¿¡“‘*_`').lower()
     if not t: return None
@@ -125,10 +128,13 @@ def _list_cuts(text, s, e):
         if prev is None:
             before = text[s:m.start()].strip()
             if (before and not before.endswith(':') and before not in '•⁃') or (l and l != 'a'): continue
-            prev = (style, val); spans.append((m.start(), m.end()))
+            prev = (style, val)
+            spans.append((m.start(), m.end()))
             if before.endswith(':'): cuts.append(m.start())
         elif style == prev[0] and val == prev[1] + 1:
-            prev = (style, val); spans.append((m.start(), m.end())); cuts.append(m.start())
+            prev = (style, val)
+            spans.append((m.start(), m.end()))
+            cuts.append(m.start())
     if len(spans) < 2: return sorted(set(cuts)), spans[:1] if spans and spans[0][0] <= lead + 2 else []
     return sorted(set(cuts)), spans
 
@@ -158,19 +164,23 @@ def _prose_cuts(text, s, e, abbr, starters):
             if kind == 'pre' or (kind in ('num', 'gen') and nk in ('digit', 'cap')): continue
         yield k
 
+# %% ../nbs/00_sentences.ipynb #604e0a05
 def _emit(text, s, e, out):
     "Append the stripped span `[s, e)` to `out` unless it is blank."
     while s < e and text[s].isspace(): s += 1
     while e > s and text[e - 1].isspace(): e -= 1
     if e > s: out.append((s, e))
 
+# %% ../nbs/00_sentences.ipynb #23cdd7ce
 def _split_prose(text, s, e, abbr, starters, out):
     cuts, marks = _list_cuts(text, s, e)
     bounds = set(cuts)
     for c in _prose_cuts(text, s, e, abbr, starters):
         if not any(a <= c - 1 < b for a, b in marks): bounds.add(c)
     pos = s
-    for c in sorted(bounds): _emit(text, pos, c, out); pos = c
+    for c in sorted(bounds):
+        _emit(text, pos, c, out)
+        pos = c
     _emit(text, pos, e, out)
 
 # %% ../nbs/00_sentences.ipynb #94445ec8
@@ -180,6 +190,7 @@ def fence_closer(fence:str) -> re.Pattern:
     "The line that closes a fence opened with `fence`: the same character, at least as many times."
     return re.compile(r' {0,3}' + re.escape(fence[0]) + '{%d,}[ \t]*$' % len(fence))
 
+# %% ../nbs/00_sentences.ipynb #a4aa8173
 def fence_end(text:str, pos:int, fence:str) -> int:
     "End offset (before its newline) of the line closing the fence whose body starts at `pos`; `len(text)` if unclosed."
     closing, n = fence_closer(fence), len(text)
@@ -205,9 +216,12 @@ def split_chunk_prefix(content:str, # chunk text, maybe starting with a `[Doc: .
 # %% ../nbs/00_sentences.ipynb #147d3c44
 def _item_units(text, s, e, out):
     cuts, _ = _list_cuts(text, s, e)
-    for c in cuts: _emit(text, s, c, out); s = c
+    for c in cuts:
+        _emit(text, s, c, out)
+        s = c
     _emit(text, s, e, out)
 
+# %% ../nbs/00_sentences.ipynb #f860e886
 def sentence_spans(text:str, # markdown or plain text, maybe with a `[Doc: ...]` prefix line
                    lang:str|None=None, # 'es', 'en', or None for both languages' rules
                   ) -> list[tuple[int, int]]:
@@ -228,17 +242,24 @@ def sentence_spans(text:str, # markdown or plain text, maybe with a `[Doc: ...]`
         le, nxt = (n, n) if nl < 0 else (nl, nl + 1)
         line = text[pos:le]
         stripped = line.lstrip()
-        if not stripped: close(pos); pos = nxt; continue
+        if not stripped:
+            close(pos)
+            pos = nxt
+            continue
         fm = FENCE_OPEN.match(line)
         if fm:
             close(pos)
             end = fence_end(text, nxt, fm.group(1))
             _emit(text, pos, end, out)
-            pos = min(end + 1, n); continue
+            pos = min(end + 1, n)
+            continue
         c = stripped[0]
         if (c == '#' and _HEADING.match(line)) or c in '|>' or _RULE.match(line):
-            close(pos); _emit(text, pos, le, out)
-        elif _ITEM.match(line): close(pos); item = (pos, le)
+            close(pos)
+            _emit(text, pos, le, out)
+        elif _ITEM.match(line):
+            close(pos)
+            item = (pos, le)
         elif item is not None and line[0].isspace(): item = (item[0], le)
         else:
             if item is not None: close(pos)

@@ -34,6 +34,7 @@ def check_trim_options(threshold:float, min_sentences:int=1, window:int=0):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
             raise ValueError(f'{name} must be an integer >= 0, got {v!r}')
 
+# %% ../nbs/04_trim.ipynb #8fe23050
 def parse_threshold(value:str, what:str='threshold') -> float|str:
     "A threshold as typed (a flag, an environment variable): a number, or 'auto' for the calibrated one."
     if value.strip().lower() == 'auto': return 'auto'
@@ -64,6 +65,7 @@ def _marker(gap:str, before:bool, after:bool) -> str:
     nl = '\n' in gap
     return ('\n' if nl else ' ') * before + '[...]' + ('\n' if nl else ' ') * after
 
+# %% ../nbs/04_trim.ipynb #b179ef4a
 def join_kept(text:str, # the chunk's text
               spans:list[tuple[int, int]], # every sentence's (start, end) in `text`
               kept:list[int], # indices of the sentences to keep, in order
@@ -95,19 +97,24 @@ class TrimmedChunk(Chunk):
     tokens_before: int = 0
     tokens_after: int = 0
 
+# %% ../nbs/04_trim.ipynb #4be55831
 def _chunk_fields(c:Chunk) -> dict: return {f.name: getattr(c, f.name) for f in fields(Chunk)}
 
+# %% ../nbs/04_trim.ipynb #007050cf
 def as_chunk(c:Chunk, **changes) -> Chunk:
     "A plain `Chunk` with `c`'s fields, some changed: `as_chunk(c, id=None)` is the same chunk without stored vectors."
     return Chunk(**_chunk_fields(c) | changes)
 
+# %% ../nbs/04_trim.ipynb #7d57565a
 def _untrimmed(c):
     "Trimming an already trimmed chunk starts again from its original text."
     return as_chunk(c, text=c.original_text) if isinstance(c, TrimmedChunk) else c
 
+# %% ../nbs/04_trim.ipynb #1e283fb8
 def _check_dim(q, dim, who):
     if q.shape[0] != dim: raise ValueError(f'query vector has dimension {q.shape[0]}, {who} has dimension {dim}')
 
+# %% ../nbs/04_trim.ipynb #2c8cdc10
 def _unchanged(spans, text):
     "Nothing to trim: no sentences (prefix only, code mode), one sentence, or only code fences."
     return len(spans) <= 1 or all(text[s:e].lstrip().startswith(('```', '~~~')) for s, e in spans)
@@ -145,7 +152,10 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
         texts = [plans[j][0].text[s:e] for j in todo for s, e in plans[j][1]]
         allv = emb.embed_documents(texts).astype(np.float16)    # one batch for every chunk, stored precision
         at = 0
-        for j in todo: n = len(plans[j][1]); plans[j][2] = allv[at:at + n]; at += n
+        for j in todo:
+            n = len(plans[j][1])
+            plans[j][2] = allv[at:at + n]
+            at += n
     out = []
     for c, spans, vecs, same in plans:
         base = _chunk_fields(c)
@@ -172,6 +182,7 @@ def _has_tie(c:TrimmedChunk, threshold:float, tol:float) -> bool:
     s = np.sort(np.asarray(c.sentence_scores, dtype=np.float32))[::-1]
     return bool(len(s) and (np.abs(s - threshold).min() <= tol or (len(s) > 1 and s[0] - s[1] <= tol)))
 
+# %% ../nbs/04_trim.ipynb #ce481edb
 def trim_agreement(a:list[TrimmedChunk], # one trim of some chunks
                    b:list[TrimmedChunk], # another trim of the same chunks, same options
                    threshold:float, # the threshold both used
