@@ -113,11 +113,12 @@ def _ask_options(args, store):
         if not 1 <= n <= MAX_PASSAGES: raise UserError(f'--hyde-passages must be from 1 to {MAX_PASSAGES}, got {n}')
         opts.hyde, opts.hyde_options = True, dict(cache=HydeCache.for_store(store), n_passages=n)
         if args.hyde_model: opts.hyde_options['model'] = args.hyde_model
+    if args.mode: opts.mode = args.mode
     if args.threshold is not None: opts.trim, opts.trim_threshold = True, args.threshold
     if args.window is not None: opts.trim, opts.trim_window = True, args.window
     return opts
 
-# %% ../nbs/09_cli.ipynb #3cfb00aa
+# %% ../nbs/09_cli.ipynb #ecb80d19
 def _print_hyde(h:dict|None):
     "What HyDE did: the passages it searched with, or why it fell back to the plain question."
     if not h: return
@@ -128,7 +129,7 @@ def _print_hyde(h:dict|None):
     else: print(f"HyDE: not used, searched with the plain question ({h['reason']})")
     print()
 
-# %% ../nbs/09_cli.ipynb #119f1ce0
+# %% ../nbs/09_cli.ipynb #2d92fcf9
 def _print_result(res, opts):
     "Each chunk (its citation, section and body; untrimmed bodies cut at 600 characters), then tokens and timings."
     for i, c in enumerate(res.chunks, 1):
@@ -143,7 +144,7 @@ def _print_result(res, opts):
     print(f'Tokens: {res.tokens_before} → {res.tokens_in_context} ({pct:+.0%}) · threshold {th}, '
           f'window {opts.trim_window} · {t}')
 
-# %% ../nbs/09_cli.ipynb #cd7be3b7
+# %% ../nbs/09_cli.ipynb #35bece77
 def cmd_ask(args) -> int:
     from ragnb.retrieve import retrieve
     from ragnb.index import StoreError
@@ -178,7 +179,9 @@ def cmd_check(args) -> int:
     if v is not None:
         rows += [('chunks / sources', f"{v['chunks']} / {st['sources']}"),
                  ('index: live / deleted elements', f"{v['index_live']} / {v['index_deleted']}"),
-                 ('sentence vector rows', str(v['sentence_rows']))]
+                 ('sentence vector rows', str(v['sentence_rows'])),
+                 ('lexical index rows', 'none yet (built by the next `ragnb index`)' if v['lexical_rows'] is None
+                  else str(v['lexical_rows']))]
         rows += [('problem', p) for p in v['problems']] or [('index, chunks, hashes and sentence rows agree', 'ok')]
     print(f'{path}\n\n| check | result |\n|---|---|')
     for k, r in rows: print(f'| {k} | {r} |')
@@ -208,7 +211,7 @@ def cmd_eval(args) -> int:
         if args.sweep or args.plot:
             windows = (args.window,) if args.window is not None else (0, 1)
             res = sweep(store, qpath, windows=windows, top_k=args.k, hyde=args.hyde, hyde_options=hyde_options,
-                        progress=True)
+                        progress=True, mode=args.mode)
             cals = {w: calibrate(store, qpath, window=w, top_k=args.k, result=res, save=args.save) for w in windows}
             if args.plot: res.plot(args.plot)
             if args.json:
@@ -229,7 +232,8 @@ def cmd_eval(args) -> int:
             return 0
         threshold = args.threshold if args.threshold is not None else DEFAULT_TRIM_THRESHOLD
         rep = eval_retrieval(store, qpath, top_k=args.k, trim_threshold=threshold,
-                             trim_window=args.window or 0, hyde=args.hyde, hyde_options=hyde_options, progress=True)
+                             trim_window=args.window or 0, hyde=args.hyde, hyde_options=hyde_options, progress=True,
+                             mode=args.mode)
     except (ValueError, FileNotFoundError) as e: raise UserError(str(e)) from None
     finally: store.close()
     print(rep.to_json(indent=1) if args.json else rep)
@@ -251,8 +255,11 @@ def _positive_int(v:str) -> int:
 # %% ../nbs/09_cli.ipynb #4afb9fa4
 _THREADS_HELP = 'torch threads for embedding (default $RAGNB_THREADS, else 1 per query and min(cores, batch) to index)'
 
+_MODE_HELP = 'hybrid (dense + lexical, fused), dense or lexical (default $RETRIEVAL_MODE or hybrid)'
+
 def build_parser() -> argparse.ArgumentParser:
     from ragnb.trim import DEFAULT_TRIM_THRESHOLD
+    from ragnb.retrieve import SEARCH_MODES
     p = argparse.ArgumentParser(prog='ragnb', description='Notebook-first retrieval for RAG.')
     sub = p.add_subparsers(dest='command', required=True)
     s = sub.add_parser('sentences', help='split a markdown/text file into sentences and structural units')
@@ -294,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--json', action='store_true', help='machine-readable output')
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
     s.add_argument('--verbose', action='store_true', help="show the model's loading bar")
+    s.add_argument('--mode', choices=SEARCH_MODES, help=_MODE_HELP)
     s.set_defaults(func=cmd_ask)
     s = sub.add_parser('eval',
                        help='token saving and answer retention of trimming (and HyDE) on a labelled question set')
@@ -313,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--model', help=argparse.SUPPRESS)
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
     s.add_argument('--verbose', action='store_true', help="show the model's loading bar")
+    s.add_argument('--mode', choices=SEARCH_MODES, help=_MODE_HELP)
     s.set_defaults(func=cmd_eval)
     return p
 

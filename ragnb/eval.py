@@ -138,7 +138,8 @@ class EvalReport:
     def __str__(self):
         c = self.config
         trim = f"threshold {c['trim_threshold']:g}, window {c['trim_window']}" if c['trim'] else 'off'
-        head = f"variant: top_k={c['top_k']}, trim={trim}, hyde={'on' if c['hyde'] else 'off'}"
+        hyde = 'on' if c['hyde'] else 'off'
+        head = f"search {c.get('mode', 'dense')}; variant: top_k={c['top_k']}, trim={trim}, hyde={hyde}"
         w = max(len(r[0]) for r in self.table())
         lines = [head, f"{'measure':<{w}}  {'baseline':>10}  {'variant':>10}"]
         lines += [f'{a:<{w}}  {b:>10}  {v:>10}' for a, b, v in self.table()]
@@ -191,14 +192,15 @@ def _labelling_errors(qs, sources):
     return [(q.question, r) for q in qs for r in q.relevant if not _in_store(r, sources)]
 
 # %% ../nbs/07_eval.ipynb #5a08e168
-def _retrieve_all(store, qs, k, hyde, hyde_options, filters, progress, desc):
+def _retrieve_all(store, qs, k, hyde, hyde_options, filters, progress, desc, mode=None):
     "Per question: baseline chunks, variant chunks (HyDE or the baseline's), HyDE info, and the plain question vector."
     base, var, infos, qvecs = [], [], [], []
+    by_mode = {'mode': mode} if mode else {}                    # default: `RetrieveOpts`'s (hybrid, or RETRIEVAL_MODE)
     for q in _progress(qs, progress if progress is not None else len(qs) > 20, desc):
-        base.append(retrieve(store, q.question, top_k=k, opts=RetrieveOpts(trim=False, hyde=False),
+        base.append(retrieve(store, q.question, top_k=k, opts=RetrieveOpts(trim=False, hyde=False, **by_mode),
                              filters=filters).chunks)
         if hyde:
-            opts = RetrieveOpts(trim=False, hyde=True, hyde_options=dict(hyde_options or {}))
+            opts = RetrieveOpts(trim=False, hyde=True, hyde_options=dict(hyde_options or {}), **by_mode)
             v = retrieve(store, q.question, top_k=k, opts=opts, filters=filters)
             var.append(v.chunks)
             infos.append(v.info.get('hyde'))
@@ -278,6 +280,7 @@ def eval_retrieval(store:Store, # an open store
                    hyde_options:dict|None=None, # for `ragnb.hyde.build_query_vec` (generator, model, cache, ...)
                    filters:dict|None=None, # e.g. {'tenant': 't1'}
                    progress:bool|None=None, # a progress bar over the questions (default: when more than 20)
+                   mode:str|None=None, # 'hybrid', 'dense' or 'lexical' (default: `RetrieveOpts`'s)
                   ) -> EvalReport:
     "Baseline (no trim, no HyDE) against the variant per question: tokens, overlap, ranking metrics, answer retention."
     qs, bad = _as_questions(questions)
@@ -285,12 +288,12 @@ def eval_retrieval(store:Store, # an open store
     threshold = resolve_trim_threshold(store, trim_threshold, trim_window)
     sources = _store_sources(store)
     kk = max(top_k, 10)
-    base, var, infos, qvecs = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'eval')
+    base, var, infos, qvecs = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'eval', mode)
     ctx = [trim_chunks_by_sentence(v, c[:top_k], store=store, threshold=threshold, window=trim_window) if trim
            else c[:top_k] for v, c in zip(qvecs, var)]
     rows, mb, mv = _rows_and_metrics(qs, base, var, ctx, infos, sources, top_k)
     config = dict(top_k=top_k, trim=trim, trim_threshold=threshold, trim_window=trim_window, hyde=hyde,
-                  model=store.manifest['model'], questions=len(qs))
+                  mode=mode or RetrieveOpts().mode, model=store.manifest['model'], questions=len(qs))
     return EvalReport(config, _summarise(rows, mb, mv, top_k), rows, _labelling_errors(qs, sources), bad)
 
 # %% ../nbs/07_eval.ipynb #59768da7
@@ -350,13 +353,14 @@ class SweepResult:
 
 # %% ../nbs/07_eval.ipynb #27ca5ce5
 def sweep(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, windows=(0, 1), top_k:int=5, hyde:bool=False,
-          hyde_options:dict|None=None, filters:dict|None=None, progress:bool|None=None) -> SweepResult:
+          hyde_options:dict|None=None, filters:dict|None=None, progress:bool|None=None,
+          mode:str|None=None) -> SweepResult:
     "Evaluate every (threshold, window) on the same retrievals."
     qs, bad = _as_questions(questions)
     if not qs: raise ValueError('no questions to evaluate')
     for t in thresholds: check_trim_options(t, 1, 0)
     sources, kk = _store_sources(store), max(top_k, 10)
-    base, var, infos, qv = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'retrieve')
+    base, var, infos, qv = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'retrieve', mode)
     rows = []
     for w in windows:
         for t in thresholds:

@@ -10,28 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .lexical import detect_language
+
 log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'PROMPTS', 'DEFAULT_MODEL', 'DEFAULT_ENDPOINT', 'MAX_RESPONSE_BYTES', 'MAX_PASSAGE_CHARS', 'MAX_PASSAGES',
-           'detect_language', 'hyde_prompt', 'parse_passage', 'HydeError', 'HydeTimeout', 'HydeNoKey', 'generate_hyde',
-           'HydeCache', 'build_query_vec']
-
-# %% ../nbs/05_hyde.ipynb #c77fb325
-@functools.cache
-def _langid():
-    from py3langid.langid import LanguageIdentifier, MODEL_FILE
-    ident = LanguageIdentifier.from_model_file(MODEL_FILE)
-    ident.set_languages(['es', 'en'])
-    return ident
-
-# %% ../nbs/05_hyde.ipynb #699955d5
-def detect_language(text:str) -> str:
-    "'es' or 'en' for a question; English when there is nothing to tell."
-    if not isinstance(text, str): raise TypeError(f'text must be str, not {type(text).__name__}')
-    if re.search(r'[¿¡ñÑ]', text): return 'es'
-    if not re.search(r'\w', text): return 'en'
-    return _langid().classify(text)[0]
+           'hyde_prompt', 'parse_passage', 'HydeError', 'HydeTimeout', 'HydeNoKey', 'generate_hyde', 'HydeCache',
+           'build_query_vec']
 
 # %% ../nbs/05_hyde.ipynb #2c256f9a
 PROMPTS = {

@@ -14,13 +14,14 @@ import numpy as np
 from fastcore.basics import patch
 
 from .chunking import Chunk
+from .lexical import detect_language, lexical_terms, match_expression, query_terms
 from .sentences import sentence_spans
 
 log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 
 # %% auto #0
-__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'StoreError', 'StoreLockedError', 'StoreMismatchError',
+__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'LEXICAL_VERSION', 'StoreError', 'StoreLockedError', 'StoreMismatchError',
            'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file', 'chunk_sentence_spans', 'sentence_texts',
            'SentenceVectorFile', 'Store', 'text_hash', 'SourceRecord']
 
@@ -85,6 +86,7 @@ create table if not exists sources (source text primary key, root text, content_
 create table if not exists meta (key text primary key, value text);
 create table if not exists sentences (chunk_id integer primary key, row0 int not null, n int not null,
   spans text not null, crc integer);
+create virtual table if not exists lexical using fts5(terms, lang unindexed, tokenize='unicode61');
 '''
 
 # %% ../nbs/03_index.ipynb #dd403503
@@ -160,7 +162,7 @@ def sentence_texts(chunks:list[Chunk]) -> list[str]:
     "The sentences of all `chunks`, in order: what the store embeds for trimming."
     return [c.text[s:e] for c in chunks for s, e in chunk_sentence_spans(c)]
 
-# %% ../nbs/03_index.ipynb #fd156cd8
+# %% ../nbs/03_index.ipynb #29e706c0
 COMPACT_MIN_ROWS = 4096   # the default: compact only past this many dead rows (or deleted index elements)
 
 class SentenceVectorFile:
@@ -173,7 +175,7 @@ class SentenceVectorFile:
         self._map = None          # ((file name, rows), memmap): the mapping being read
     def __repr__(self): return f'SentenceVectorFile({str(self.folder)!r}, dim={self.dim})'
 
-# %% ../nbs/03_index.ipynb #a4227f3a
+# %% ../nbs/03_index.ipynb #8767cd18
 @patch
 def append(self:SentenceVectorFile, name:str, committed:int, rows:np.ndarray):
     "Write `rows` after the first `committed` rows of file `name` (dropping whatever lies past them), fsynced."
@@ -183,7 +185,7 @@ def append(self:SentenceVectorFile, name:str, committed:int, rows:np.ndarray):
         f.flush()
         os.fsync(f.fileno())
 
-# %% ../nbs/03_index.ipynb #f81deb3c
+# %% ../nbs/03_index.ipynb #3855f27f
 @patch
 def mapped(self:SentenceVectorFile, name:str, rows:int) -> np.ndarray:
     "The first `rows` rows of file `name`, memory-mapped read-only; the mapping is kept while both stay the same."
@@ -192,7 +194,7 @@ def mapped(self:SentenceVectorFile, name:str, rows:int) -> np.ndarray:
         self._map = ((name, rows), mm)
     return self._map[1]
 
-# %% ../nbs/03_index.ipynb #db2a4bc5
+# %% ../nbs/03_index.ipynb #1eab8522
 @patch
 def check(self:SentenceVectorFile, meta:dict):
     "The file that `meta` (the database's view) points to exists and holds at least the rows it counts."
@@ -203,7 +205,7 @@ def check(self:SentenceVectorFile, meta:dict):
         raise StoreCorruptedError(f'{f}: sentence vector file truncated ({f.stat().st_size} bytes, the database '
                                   f'counts {need}); re-index into a new store')
 
-# %% ../nbs/03_index.ipynb #7d355c7a
+# %% ../nbs/03_index.ipynb #b79bd4f8
 @patch
 def needs_compaction(self:SentenceVectorFile, rows:int, live:int) -> bool:
     "Do the dead rows, of `rows` in all, outnumber both the `live` ones and `compact_min_rows`?"
@@ -239,6 +241,10 @@ class Store:
         cols = lambda t: {r[1] for r in db.execute(f'pragma table_info({t})')}
         self._crc, self._row_crc = 'crc' in cols('sentences'), 'row_crc' in cols('chunks')   # older stores lack them
         self._display = 'display' in cols('chunks')
+        self._lexical = db.execute("select count(*) from sqlite_master where name='lexical'").fetchone()[0] > 0
+        self._lexical_n = None                          # (generation, chunks) for the lexical term filter
+        if self._lexical:                               # FTS5's term counts, outside any transaction, once
+            db.execute("create virtual table if not exists temp.lexical_vocab using fts5vocab(main, lexical, row)")
 
     def __repr__(self):
         return f"Store({str(self.path)!r}, model={self.manifest['model']!r}, {'writer' if self._lock else 'reader'})"
@@ -325,7 +331,7 @@ def _load_index(path:Path, manifest:dict, meta:dict):
 def _meta(self:Store) -> dict:
     return dict(self.db.execute('select key, value from meta').fetchall())
 
-# %% ../nbs/03_index.ipynb #94b90798
+# %% ../nbs/03_index.ipynb #f011b401
 @patch
 def _sync(self:Store):
     "Load the index of the generation this transaction sees, unless it is loaded already."
@@ -383,6 +389,34 @@ def _remove_stale(path:Path, meta:dict):
     for f in [*path.glob('index-*.hnsw*'), *path.glob('sentences-*.f16*'), *path.glob('manifest.json.tmp*')]:
         if f.name not in keep: f.unlink(missing_ok=True)
 
+# %% ../nbs/03_index.ipynb #1c9c5522
+LEXICAL_VERSION = 'fts5-snowball-v1'
+
+def _lexical_row(i:int, c:Chunk) -> tuple[int, str, str]:
+    "The lexical index row of chunk `c` with id `i`: (id, terms, language); code is stemmed as English."
+    lang, pre = 'en' if c.mode == 'codigo' else detect_language(c.body), c.prefix
+    title = pre[len('[Doc: '):-1] if pre.startswith('[Doc: ') else pre      # the title and section count, not 'Doc'
+    return i, ' '.join(lexical_terms(f'{title}\n{c.body}', lang)), lang
+
+# %% ../nbs/03_index.ipynb #dc8f289f
+@patch
+def _rebuild_lexical(self:Store):
+    "Index every chunk lexically again (inside the writer's open transaction) and record the tokenization."
+    self.db.execute('delete from lexical')
+    rows = self.db.execute('select id, source, mode, text from chunks').fetchall()
+    chunks = [(i, Chunk(text, src, mode, '', 0, 0, 0, 0, '')) for i, src, mode, text in rows]
+    self.db.executemany('insert into lexical(rowid, terms, lang) values (?,?,?)',
+                        [_lexical_row(i, c) for i, c in chunks])
+    self.db.execute("insert or replace into meta values ('lexical_version', ?)", (LEXICAL_VERSION,))
+
+# %% ../nbs/03_index.ipynb #2d2b93a3
+@patch
+def _check_lexical(self:Store):
+    "`StoreError` unless this store's lexical index exists and was built the current way (read inside a snapshot)."
+    if self._lexical and self._meta().get('lexical_version') == LEXICAL_VERSION: return
+    raise StoreError(f'{self.path}: this store has no lexical index yet (it was built before hybrid search); run '
+                     f'`ragnb index` on it once to build one, or search with --mode dense')
+
 # %% ../nbs/03_index.ipynb #f68712e0
 def _take_lock(path:Path):
     "The writer's exclusive, non-blocking `flock` on `path/.lock`."
@@ -394,7 +428,7 @@ def _take_lock(path:Path):
                                f'(lock file {path / ".lock"})') from None
     return lock
 
-# %% ../nbs/03_index.ipynb #858ecb52
+# %% ../nbs/03_index.ipynb #d5f62e43
 def _check_model(path:Path, manifest:dict, embedder):
     if embedder is not None and (embedder.name != manifest['model'] or embedder.dim != manifest['dim']):
         raise StoreMismatchError(
@@ -418,7 +452,7 @@ def _begin(self:Store):
     if self._lock is None: raise StoreError(f'{self.path}: opened read-only')
     if not self.db.in_transaction: self.db.execute('begin immediate')
 
-# %% ../nbs/03_index.ipynb #42870149
+# %% ../nbs/03_index.ipynb #9e6507b3
 def _commit_db(db):
     "SQLite's commit: the single atomic step of `Store.commit` (a demo below makes it fail)."
     db.execute('commit')
@@ -457,18 +491,20 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
         raise
     return store
 
-# %% ../nbs/03_index.ipynb #56488a43
+# %% ../nbs/03_index.ipynb #baf7f645
 @patch
 def _upgrade(self:Store, meta:dict):
-    "Bring an older store's database up to date (a writer, at open): checksums, display paths, the fingerprint."
-    if self._crc and self._row_crc and self._display and 'manifest_sha256' in meta: return
+    "Bring an older store's database up to date (a writer, at open): checksums, display paths, the lexical index."
+    lexical_done = meta.get('lexical_version') == LEXICAL_VERSION
+    if self._crc and self._row_crc and self._display and 'manifest_sha256' in meta and lexical_done: return
     self._begin()
     if not self._crc: self.db.execute('alter table sentences add column crc integer')
     if not self._row_crc: self.db.execute('alter table chunks add column row_crc integer')
     if not self._display: self.db.execute('alter table chunks add column display text')
+    if not lexical_done: self._rebuild_lexical()
     self.db.execute("insert or replace into meta values ('manifest_sha256', ?)", (_build_fingerprint(self.manifest),))
     _commit_db(self.db)
-    self._crc = self._row_crc = self._display = True
+    self._crc = self._row_crc = self._display = self._lexical = True
 
 # %% ../nbs/03_index.ipynb #d81771f5
 @patch
@@ -481,18 +517,18 @@ def close(self:Store):
         self._lock.close()
         self._lock = None
 
-# %% ../nbs/03_index.ipynb #64f2f805
+# %% ../nbs/03_index.ipynb #c7287872
 def _default_embedder():
     from ragnb.embed import Embedder
     return Embedder.from_pretrained()
 
-# %% ../nbs/03_index.ipynb #6a9e3990
+# %% ../nbs/03_index.ipynb #9e995596
 @patch(as_prop=True)
 def embedder_loaded(self:Store) -> bool:
     "Has this store's embedder been given or loaded already (so using it costs no model load)?"
     return self._embedder is not None
 
-# %% ../nbs/03_index.ipynb #5fdb2357
+# %% ../nbs/03_index.ipynb #b17b105b
 @patch(as_prop=True)
 def embedder(self:Store):
     "The embedder of this store's model (where `embed.model_location` finds it), loaded on first use."
@@ -502,13 +538,13 @@ def embedder(self:Store):
         self._embedder = Embedder.from_pretrained(name)
     return self._embedder
 
-# %% ../nbs/03_index.ipynb #b5ffba91
+# %% ../nbs/03_index.ipynb #4d83c84c
 @patch
 def _next_label(self:Store) -> int:
     "The first label never used: labels are chunk ids and are not reused, not even after the index is compacted."
     return max(self.index.element_count, int(self._meta().get('max_label', 0)), self._max_label) + 1
 
-# %% ../nbs/03_index.ipynb #fc19b174
+# %% ../nbs/03_index.ipynb #ce2200eb
 def text_hash(text:str) -> str:
     "The SHA-256 of a chunk's text, as the store records it: trimming checks stored sentence vectors against it."
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
@@ -550,6 +586,8 @@ def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, 
     self.index.add_items(vectors, ids)
     self._dirty = True
     if spans is not None: self._add_sentence_rows(ids, spans, sentence_vectors)
+    self.db.executemany('insert into lexical(rowid, terms, lang) values (?,?,?)',
+                        [_lexical_row(i, c) for i, c in zip(ids, chunks)])
     if commit: self.commit()
     return ids
 
@@ -564,7 +602,7 @@ def _checked_sentence_vectors(self:Store, chunks, spans, vecs) -> np.ndarray:
     if not np.isfinite(vecs).all(): raise ValueError('sentence_vectors hold NaN or infinite values')
     return vecs
 
-# %% ../nbs/03_index.ipynb #3e07fc66
+# %% ../nbs/03_index.ipynb #651f574c
 @patch
 def _add_sentence_rows(self:Store, ids, spans, vecs):
     "Record where each chunk's sentence rows start; the float16 rows wait in memory for `commit`."
@@ -577,7 +615,7 @@ def _add_sentence_rows(self:Store, ids, spans, vecs):
     self.db.executemany('insert into sentences values (?,?,?,?,?)', rows)
     self._sent_pending.append(v16)
 
-# %% ../nbs/03_index.ipynb #feee72c0
+# %% ../nbs/03_index.ipynb #89811219
 def _sent_crc(spans_json:str, vecs:np.ndarray) -> int:
     "The checksum of one chunk's sentence rows: its spans as stored, then its float16 vectors."
     return zlib.crc32(np.ascontiguousarray(vecs).tobytes(), zlib.crc32(spans_json.encode()))
@@ -594,6 +632,7 @@ def remove_source(self:Store, source:str, *, commit:bool=True) -> int:
     for i in ids: self.index.mark_deleted(i)
     self._dirty |= bool(ids)
     self.db.execute('delete from sentences where chunk_id in (select id from chunks where source=?)', (source,))
+    self.db.executemany('delete from lexical where rowid = ?', [(i,) for i in ids])
     self.db.execute('delete from chunks where source=?', (source,))
     self.db.execute('delete from sources where source=?', (source,))
     if commit: self.commit()
@@ -648,7 +687,7 @@ def _index_is_mostly_deleted(self:Store) -> bool:
     live = self.db.execute('select count(*) from chunks').fetchone()[0]
     return self.index.element_count - live > max(live, self.compact_min_rows)
 
-# %% ../nbs/03_index.ipynb #09f6cce0
+# %% ../nbs/03_index.ipynb #7be7f510
 @patch
 def _compacted_index(self:Store):
     "A new hnswlib index of the live chunks' vectors, under the same labels."
@@ -712,7 +751,7 @@ def sentence_vectors(self:Store, ids:list) -> dict:
                           '`Store.verify`)', self.path, cid)
     return out
 
-# %% ../nbs/03_index.ipynb #185a3ce2
+# %% ../nbs/03_index.ipynb #717f73bf
 @patch
 def _sentence_rows(self:Store, ids:list) -> tuple:
     "The `sentences` rows of `ids` and the row count, read in one snapshot, with the file they index mapped."
@@ -748,8 +787,9 @@ def _filter_sql(filters:dict|None) -> tuple[str, list]:
 
 # %% ../nbs/03_index.ipynb #2b082d54
 @patch
-def search(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *, exact_below:int=2000) -> list[Chunk]:
-    "The `k` nearest chunks to a unit query vector, satisfying `filters` exactly."
+def search_ids(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,
+               exact_below:int=2000) -> list[tuple[int, float]]:
+    "`[(chunk id, cosine)]` of the `k` nearest chunks to a unit query vector, satisfying `filters`; no rows read."
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     if q.shape[0] != self.manifest['dim']:
         raise ValueError(f"query vector has dimension {q.shape[0]}, the store's model ({self.manifest['model']}) "
@@ -763,7 +803,15 @@ def search(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,
             allowed = np.array([r[0] for r in self.db.execute(f'select id from chunks where {where}', args)], np.int64)
             if len(allowed) == 0: return []
         labels, scores = self._nearest(q, min(k, live if allowed is None else len(allowed)), allowed, exact_below)
-        return self.get_chunks(labels.tolist(), scores.tolist())
+        return [(int(i), float(s)) for i, s in zip(labels, scores)]
+
+# %% ../nbs/03_index.ipynb #8477c007
+@patch
+def search(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *, exact_below:int=2000) -> list[Chunk]:
+    "The `k` nearest chunks to a unit query vector, satisfying `filters` exactly, with their cosine as `score`."
+    with self._snapshot():
+        hits = self.search_ids(query_vec, k, filters, exact_below=exact_below)
+        return self.get_chunks([i for i, _ in hits], [s for _, s in hits])
 
 # %% ../nbs/03_index.ipynb #77b1cfab
 @patch
@@ -788,20 +836,20 @@ def _nearest(self:Store, q, kk, allowed, exact_below):
 _CHUNK_COLS = ('id, source, mode, section, start_line, end_line, start_char, end_char, text, metadata, '
                'chunker_version, content_hash, overlap')     # the table's order, which `_row_crc` covers
 
-# %% ../nbs/03_index.ipynb #aac818ff
+# %% ../nbs/03_index.ipynb #7405dcf9
 @patch
 def _chunk_cols(self:Store) -> str:
     "The columns `get_chunks` reads: `_CHUNK_COLS`, the checksum and the display path (null in older stores)."
     return f"{_CHUNK_COLS}, {'row_crc' if self._row_crc else 'null'}, {'display' if self._display else 'null'}"
 
-# %% ../nbs/03_index.ipynb #382d3cbd
+# %% ../nbs/03_index.ipynb #7923b6a8
 def _row_sound(r:tuple) -> bool:
     "Does a row read with `_chunk_cols` match its text hash and (when it has one) its checksum?"
     crc, display = r[13], r[14]
     if not isinstance(r[8], str) or text_hash(r[8]) != r[11]: return False
     return crc is None or _row_crc(r[:13], display) == crc
 
-# %% ../nbs/03_index.ipynb #8287c425
+# %% ../nbs/03_index.ipynb #f8d92a2e
 @patch
 def get_chunks(self:Store, ids:list[int], scores:list[float]|None=None) -> list[Chunk]:
     "Chunks by id, in the order given; a chunk whose text no longer matches its hash raises `StoreCorruptedError`."
@@ -823,12 +871,41 @@ def get_chunks(self:Store, ids:list[int], scores:list[float]|None=None) -> list[
                          id=str(cid), score=None if scores is None else float(scores[j]), display_path=display))
     return out
 
+# %% ../nbs/03_index.ipynb #45f2a778
+@patch
+def search_lexical(self:Store, query:str, # the question's text
+                   k:int=5, filters:dict|None=None) -> list[tuple[int, float]]:
+    "The `k` best chunks for `query` by BM25: `[(chunk id, score)]`, best first, satisfying `filters` exactly."
+    terms = query_terms(query)
+    if k <= 0 or not terms: return []
+    where, args = _filter_sql(filters) if filters else (None, [])
+    allowed = f' and rowid in (select id from chunks where {where})' if where else ''
+    sql = f'select rowid, bm25(lexical) from lexical where lexical match ?{allowed} order by bm25(lexical) limit ?'
+    with self._snapshot():
+        self._check_lexical()
+        found, informative = self._informative_terms(terms)
+        rows = self.db.execute(sql, [match_expression(informative), *args, k]).fetchall() if informative else []
+        if len(rows) < k and len(informative) < len(found):       # too few: the common words may still fill k
+            rows = self.db.execute(sql, [match_expression(found), *args, k]).fetchall()
+    return [(int(i), -float(s)) for i, s in rows]
+
+# %% ../nbs/03_index.ipynb #33713b71
+@patch
+def _informative_terms(self:Store, terms:list[str], max_share:float=0.5) -> tuple[list[str], list[str]]:
+    "The `terms` found in the index, and those of them in at most `max_share` of the chunks (else the rarest one)."
+    if self._lexical_n is None or self._lexical_n[0] != self._generation:
+        self._lexical_n = (self._generation, self.db.execute('select count(*) from chunks').fetchone()[0])
+    marks = ','.join('?' * len(terms))
+    df = dict(self.db.execute(f'select term, doc from temp.lexical_vocab where term in ({marks})', terms).fetchall())
+    found = [t for t in terms if df.get(t)]
+    return found, [t for t in found if df[t] <= max_share * self._lexical_n[1]] or sorted(found, key=df.get)[:1]
+
 # %% ../nbs/03_index.ipynb #1636f91f
 def _size(f:Path) -> int:
     try: return f.stat().st_size if f.is_file() else 0
     except FileNotFoundError: return 0             # removed by a writer meanwhile
 
-# %% ../nbs/03_index.ipynb #aadeb539
+# %% ../nbs/03_index.ipynb #a5a84d4d
 @patch
 def stats(self:Store) -> dict:
     "Counts and sizes."
@@ -840,7 +917,7 @@ def stats(self:Store) -> dict:
     return dict(path=str(self.path), model=self.manifest['model'], dim=self.manifest['dim'], chunks=n, sources=s,
                 sentence_vectors=sent, ef=self.manifest['ef'], bytes_on_disk=size)
 
-# %% ../nbs/03_index.ipynb #84bb7d19
+# %% ../nbs/03_index.ipynb #d99ebbe8
 @patch
 def update_manifest(self:Store, **entries):
     "Record `entries` (e.g. a calibrated trim threshold) in manifest.json, atomically; needs a writer."
@@ -852,7 +929,7 @@ def update_manifest(self:Store, **entries):
     self.manifest.update(entries)
     _fsync_write(self.path / 'manifest.json', json.dumps(self.manifest, indent=1).encode())
 
-# %% ../nbs/03_index.ipynb #a6ab0845
+# %% ../nbs/03_index.ipynb #e939756b
 @dataclass
 class SourceRecord:
     "One indexed file, as the `sources` table records it."
@@ -864,7 +941,7 @@ class SourceRecord:
     n_chunks: int = 0
     indexed_at: float = 0.0
 
-# %% ../nbs/03_index.ipynb #5c7a4305
+# %% ../nbs/03_index.ipynb #48ae6b79
 @patch
 def sources(self:Store, root:str|None=None) -> dict[str, SourceRecord]:
     "The indexed files by source key; only those indexed under the folder `root` when given."
@@ -873,13 +950,13 @@ def sources(self:Store, root:str|None=None) -> dict[str, SourceRecord]:
                                'from sources').fetchall()
     return {r[0]: SourceRecord(*r) for r in rows if root is None or r[1] == root}
 
-# %% ../nbs/03_index.ipynb #f9b7120e
+# %% ../nbs/03_index.ipynb #c3044e6e
 @patch
 def chunk_sources(self:Store) -> list[str]:
     "The distinct source keys of the chunks, indexed files or not."
     with self._snapshot(): return [r[0] for r in self.db.execute('select distinct source from chunks')]
 
-# %% ../nbs/03_index.ipynb #2d33fe93
+# %% ../nbs/03_index.ipynb #dc7f7f8e
 @patch
 def replace_sources(self:Store, removed:list[str], # source keys to drop
                     records:list[SourceRecord], # sources to (re)write: their old chunks go, `chunks` come
@@ -897,7 +974,7 @@ def replace_sources(self:Store, removed:list[str], # source keys to drop
         self.rollback()
         raise
 
-# %% ../nbs/03_index.ipynb #d1c35d5d
+# %% ../nbs/03_index.ipynb #c1d6196f
 @patch
 def save_trim_calibration(self:Store, window:int, calibration:dict):
     "Record `calibration` (a dict with a `threshold`) for trimming `window`, for this store's model; needs a writer."
@@ -906,7 +983,7 @@ def save_trim_calibration(self:Store, window:int, calibration:dict):
     entry['windows'] = {**entry.get('windows', {}), str(window): dict(calibration)}
     self.update_manifest(trim_calibration=entry)
 
-# %% ../nbs/03_index.ipynb #88d57c19
+# %% ../nbs/03_index.ipynb #86d493ec
 @patch
 def trim_calibration(self:Store, window:int=0) -> dict|None:
     "The calibration saved for `window` and this store's model, or None."
@@ -924,6 +1001,7 @@ def verify(self:Store) -> dict:
         bad_text = [r[0] for r in self.db.execute(f'select {self._chunk_cols()} from chunks') if not _row_sound(r)]
         crc = 'crc' if self._crc else 'null'
         sent = self.db.execute(f'select chunk_id, row0, n, spans, {crc} from sentences').fetchall()
+        lex = {r[0] for r in self.db.execute('select rowid from lexical')} if self._lexical else None
     live, deleted = set(), 0
     if 'index_file' in meta:
         info = check_hnsw_file(self.path / meta['index_file'], self.manifest['dim'])
@@ -932,8 +1010,10 @@ def verify(self:Store) -> dict:
     problems += [f'{len(live - ids)} index labels without a chunk'] * bool(live - ids)
     problems += [f'{len(bad_text)} chunks do not match their hash (ids {bad_text[:5]})'] * bool(bad_text)
     problems += _sentence_problems(self, meta, ids, sent)
+    if lex is not None and lex != ids:
+        problems.append(f'the lexical index has {len(ids - lex)} chunks missing and {len(lex - ids)} extra rows')
     return dict(chunks=len(ids), index_live=len(live), index_deleted=deleted, sentence_rows=sum(r[2] for r in sent),
-                problems=problems)
+                lexical_rows=None if lex is None else len(lex), problems=problems)
 
 # %% ../nbs/03_index.ipynb #ce6ad295
 def _sentence_problems(self:Store, meta:dict, ids:set, sent:list) -> list[str]:

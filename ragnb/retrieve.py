@@ -5,7 +5,7 @@
 # %% ../nbs/06_retrieve.ipynb #b050b26f
 from __future__ import annotations
 import os, time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from fastcore.basics import patch
@@ -14,10 +14,12 @@ from .chunking import Chunk
 from .index import Store
 from .trim import (DEFAULT_TRIM_THRESHOLD, TrimmedChunk, check_trim_options, estimate_tokens, parse_threshold,
                         trim_chunks_by_sentence)
+from .embed import model_languages
 from .hyde import build_query_vec
+from .lexical import detect_language
 
 # %% auto #0
-__all__ = ['resolve_trim_threshold', 'RetrieveOpts', 'RetrievalResult', 'retrieve']
+__all__ = ['SEARCH_MODES', 'resolve_trim_threshold', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse', 'retrieve']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -25,6 +27,13 @@ def _env_flag(name, default=False):
     return default if v is None else v.strip().lower() in ('1', 'true', 'yes', 'on')
 
 # %% ../nbs/06_retrieve.ipynb #e78e2a39
+SEARCH_MODES = ('hybrid', 'dense', 'lexical')
+
+def _env_mode(name:str, default:str='hybrid') -> str:
+    v = (os.environ.get(name) or '').strip().lower() or default
+    if v not in SEARCH_MODES: raise ValueError(f"{name}={v!r} must be one of {', '.join(SEARCH_MODES)}")
+    return v
+
 def _env_threshold(name, default):
     v = os.environ.get(name)
     return default if v is None or not v.strip() else parse_threshold(v, name)
@@ -47,6 +56,10 @@ class RetrieveOpts:
     trim_window: int = 0
     hyde: bool = field(default_factory=lambda: _env_flag('RETRIEVAL_HYDE'))
     hyde_options: dict = field(default_factory=dict)   # for `build_query_vec`: generator, model, n_passages, cache...
+    mode: str = field(default_factory=lambda: _env_mode('RETRIEVAL_MODE'))   # 'hybrid', 'dense' or 'lexical'
+    rrf_k: int = 60                                    # reciprocal rank fusion's constant
+    foreign_dense_weight: float = 0.2                  # the dense ranking's weight for a language the model lacks
+    candidates: int = 4                                # hybrid: each side ranks candidates × top_k chunks
 
 # %% ../nbs/06_retrieve.ipynb #1ca05d8e
 @dataclass
@@ -79,44 +92,99 @@ def to_dict(self:RetrievalResult) -> dict:
     return dict(query=self.query, tokens_before=self.tokens_before, tokens_in_context=self.tokens_in_context,
                 timings_ms=self.timings_ms, info=self.info, chunks=[_chunk_dict(c) for c in self.chunks])
 
-# %% ../nbs/06_retrieve.ipynb #75c2dfee
+# %% ../nbs/06_retrieve.ipynb #79489c96
+def rrf_fuse(rankings:dict[str, list[int]], # each ranking's ids, best first
+             k:int=60, # the RRF constant: larger flattens the weight of the first ranks
+             weights:dict[str, float]|None=None, # a ranking's weight (default 1)
+            ) -> list[tuple[int, float, dict]]:
+    "Reciprocal rank fusion: `[(id, score, {ranking: rank})]`, best first; ties go to the better single rank."
+    scores, ranks = {}, {}
+    for name, ids in rankings.items():
+        w = (weights or {}).get(name, 1.0)
+        for r, i in enumerate(ids, 1):
+            scores[i] = scores.get(i, 0.0) + w / (k + r)
+            ranks.setdefault(i, {})[name] = r
+    return [(i, scores[i], ranks[i]) for i in sorted(scores, key=lambda i: (-scores[i], min(ranks[i].values()), i))]
+
+# %% ../nbs/06_retrieve.ipynb #b43f73e2
+def _dense_weight(store:Store, query:str, opts:RetrieveOpts) -> float:
+    "1, or `opts.foreign_dense_weight` when the store's model is monolingual in another language than the question."
+    langs = model_languages(store.manifest['model'])
+    return 1.0 if langs is None or detect_language(query) in langs else opts.foreign_dense_weight
+
+# %% ../nbs/06_retrieve.ipynb #eb71050b
+def _check_request(query, opts:RetrieveOpts, threshold):
+    "Refuse, before any work, what cannot be answered: an empty question, an unknown mode, text-less hybrid search."
+    if opts.mode not in SEARCH_MODES:
+        raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {opts.mode!r}")
+    if isinstance(query, str) and not query.strip(): raise ValueError('query is empty')
+    if not isinstance(query, str) and opts.mode != 'dense':
+        raise ValueError(f"{opts.mode} search needs the question's text; pass it, or use mode='dense' with a vector")
+    if opts.trim: check_trim_options(threshold, opts.trim_min_sentences, opts.trim_window)
+
+# %% ../nbs/06_retrieve.ipynb #369acadf
+def _query_vectors(store:Store, query, opts:RetrieveOpts, info:dict, timings:dict) -> tuple:
+    "The search vector (with HyDE when asked) and the trimming vector (the plain question); the model load apart."
+    if not isinstance(query, str):
+        v = np.asarray(query, dtype=np.float32)
+        return v, v
+    if opts.mode == 'lexical' and not opts.trim and not opts.hyde: return None, None
+    if not store.embedder_loaded:                               # a cold start: the model load is its own line
+        t = time.perf_counter()
+        store.embedder
+        timings['load'] = (time.perf_counter() - t) * 1e3
+    t = time.perf_counter()
+    if opts.hyde:
+        qvec, info['hyde'] = build_query_vec(query, store.embedder, hyde=True, **opts.hyde_options)
+        timings['hyde'] = info['hyde']['latency_ms']
+        tvec = store.embedder.embed_query(query) if info['hyde']['hyde'] == 'ok' else qvec
+    else: qvec = tvec = store.embedder.embed_query(query)
+    timings['embed'] = (time.perf_counter() - t) * 1e3 - timings.get('hyde', 0)
+    return qvec, tvec
+
+# %% ../nbs/06_retrieve.ipynb #b7182e86
+def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, info:dict, timings:dict) -> list[Chunk]:
+    "The chunks of the mode asked for: dense, lexical, or both fused by RRF; `info['ranks']` says how each ranked."
+    t = time.perf_counter()
+    if opts.mode == 'dense':
+        chunks = store.search(qvec, k=top_k, filters=filters)
+        timings['search'] = (time.perf_counter() - t) * 1e3
+        return chunks
+    n = top_k if opts.mode == 'lexical' else max(top_k, opts.candidates * top_k)
+    lexical = store.search_lexical(query, k=n, filters=filters)
+    timings['lexical'] = (time.perf_counter() - t) * 1e3
+    dense = store.search_ids(qvec, k=n, filters=filters) if opts.mode == 'hybrid' else []
+    rankings = {'dense': [i for i, _ in dense], 'lexical': [i for i, _ in lexical]}
+    info['fusion'] = dict(k=opts.rrf_k, dense_weight=_dense_weight(store, query, opts))
+    fused = rrf_fuse(rankings, opts.rrf_k, {'dense': info['fusion']['dense_weight']})[:top_k]
+    have = {int(c.id): c for c in store.get_chunks([i for i, *_ in fused])}     # a writer may have removed one
+    chunks = [replace(have[i], score=s) for i, s, _ in fused if i in have]
+    info['ranks'] = [dict(id=str(i), dense_rank=r.get('dense'), lexical_rank=r.get('lexical'), score=s)
+                     for i, s, r in fused if i in have]
+    timings['search'] = (time.perf_counter() - t) * 1e3 - timings['lexical']
+    return chunks
+
+# %% ../nbs/06_retrieve.ipynb #346ae946
 def retrieve(store:Store, # an open store
-             query:str|np.ndarray, # the question, or a query vector already embedded
+             query:str|np.ndarray, # the question, or a query vector already embedded (dense mode only)
              top_k:int=5, # how many chunks
-             opts:RetrieveOpts|None=None, # trim/HyDE options
+             opts:RetrieveOpts|None=None, # search mode, trim and HyDE options
              filters:dict|None=None, # e.g. {'tenant': 't1', 'app': ['core', 'api']}
             ) -> RetrievalResult:
-    "Embed the query, search the store with filters, and estimate the tokens of the context."
+    "Embed the query, search the store (hybrid by default) with filters, trim if asked, and count the tokens."
     opts = opts or RetrieveOpts()
-    t0 = time.perf_counter()
     threshold = resolve_trim_threshold(store, opts.trim_threshold, opts.trim_window)
-    if opts.trim: check_trim_options(threshold, opts.trim_min_sentences, opts.trim_window)
+    _check_request(query, opts, threshold)
     info, timings = {}, {}
-    if isinstance(query, str) and not store.embedder_loaded:      # a cold start: the model load is its own line
-        t_load = time.perf_counter()
-        store.embedder
-        timings['load'] = (time.perf_counter() - t_load) * 1e3
-        t0 = time.perf_counter()
-    if isinstance(query, str):
-        if not query.strip(): raise ValueError('query is empty')
-        text = query
-        if opts.hyde:
-            qvec, info['hyde'] = build_query_vec(query, store.embedder, hyde=True, **opts.hyde_options)
-            timings['hyde'] = info['hyde']['latency_ms']
-            tvec = store.embedder.embed_query(query) if info['hyde']['hyde'] == 'ok' else qvec
-        else: qvec = tvec = store.embedder.embed_query(query)
-    else:
-        qvec = tvec = np.asarray(query, dtype=np.float32)
-        text = None
-    t1 = time.perf_counter()
-    chunks = store.search(qvec, k=top_k, filters=filters)
+    qvec, tvec = _query_vectors(store, query, opts, info, timings)
+    chunks = _search(store, query, qvec, top_k, opts, filters, info, timings)
     t2 = time.perf_counter()
     before = estimate_tokens(chunks)
-    timings.update(embed=(t1 - t0) * 1e3 - timings.get('hyde', 0), search=(t2 - t1) * 1e3)
     if opts.trim:
         chunks = trim_chunks_by_sentence(tvec, chunks, store=store, threshold=threshold,
                                          min_sentences=opts.trim_min_sentences, window=opts.trim_window)
         timings['trim'] = (time.perf_counter() - t2) * 1e3
         info['trim'] = dict(threshold=threshold, window=opts.trim_window, min_sentences=opts.trim_min_sentences,
                             auto=opts.trim_threshold == 'auto')
-    return RetrievalResult(text, chunks, before, estimate_tokens(chunks), timings, info)
+    return RetrievalResult(query if isinstance(query, str) else None, chunks, before, estimate_tokens(chunks),
+                           timings, info)

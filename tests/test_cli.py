@@ -167,3 +167,20 @@ def test_cold_ask_reports_the_model_load_apart_and_hides_the_weights_bar(tmp_pat
     assert b'Loading weights' in ragnb('ask', 'logs?', '--store', store, '--verbose').stderr
     r = ragnb('ask', 'logs?', '--store', store, '--threads', '0')
     assert r.returncode == 2 and b'--threads' in r.stderr and b'whole number >= 1' in r.stderr
+
+
+def test_ask_modes_and_check_show_the_lexical_index(tmp_path):
+    (tmp_path / 'a.md').write_text('# Deploy\n\nRoll back with `faroctl rollback --env prod`.', encoding='utf-8')
+    (tmp_path / 'b.md').write_text('# Logs\n\nApplication logs are kept for 14 days.', encoding='utf-8')
+    store = str(tmp_path / 'store')
+    assert ragnb('index', str(tmp_path / 'a.md'), str(tmp_path / 'b.md'), '--store', store, '--quiet').returncode == 0
+    out = json.loads(ragnb('ask', 'faroctl', '--store', store, '--mode', 'lexical', '--json').stdout)
+    assert [c['display_path'] for c in out['chunks']] == [str(tmp_path / 'a.md')]     # only the chunk with the word
+    assert out['info']['ranks'][0]['lexical_rank'] == 1 and out['info']['ranks'][0]['dense_rank'] is None
+    out = json.loads(ragnb('ask', 'faroctl', '--store', store, '--json').stdout)       # hybrid by default
+    assert len(out['chunks']) == 2 and out['info']['fusion']['k'] == 60
+    assert out['chunks'][0]['display_path'].endswith('a.md')
+    r = ragnb('ask', 'faroctl', '--store', store, '--mode', 'bm25')
+    assert r.returncode == 2 and b'invalid choice' in r.stderr
+    r = ragnb('check', '--store', store)
+    assert r.returncode == 0 and b'| lexical index rows | 2 |' in r.stdout

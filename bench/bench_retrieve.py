@@ -1,0 +1,137 @@
+"""Dense, lexical and hybrid retrieval on the Debian Reference corpus (es + en), with our own 56 labelled questions
+(bench/debian_questions.jsonl: 28 topics, each asked in Spanish and in English, with the command that answers it).
+The lexical side is SQLite FTS5 inside the store; bm25s and tantivy, fed the very same terms, are measured beside it.
+Prints one table.
+
+    python bench/bench_retrieve.py [--store DIR]   # DIR: keep the built store there, and reuse it next time
+"""
+import argparse, json, os, pathlib, shutil, sqlite3, sys, tempfile, time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / 'bench'))
+from corpus import corpus_dir  # noqa: E402
+
+
+ROUNDS = 5   # each question's search is timed this many times
+
+
+def first_answer_rank(texts, answer):
+    "1-based rank of the first text holding the answer (case-insensitive), or None."
+    a = answer.lower()
+    return next((i for i, t in enumerate(texts, 1) if a in t.lower()), None)
+
+
+def quality(ranks):
+    hit = sum(r is not None and r <= 5 for r in ranks) / len(ranks)
+    mrr = sum(1 / r for r in ranks if r is not None and r <= 10) / len(ranks)
+    return hit, mrr
+
+
+def pct(xs, p): return sorted(xs)[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def main():
+    from ragnb.index import Store
+    from ragnb.ingest import index_paths
+    from ragnb.lexical import query_terms
+    from ragnb.retrieve import RetrieveOpts, retrieve
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument('--store', help='where to keep the built store (reused when it is there)')
+    args = ap.parse_args()
+    qs = [json.loads(l) for l in (ROOT / 'bench' / 'debian_questions.jsonl').read_text().splitlines()]
+    work = pathlib.Path(tempfile.mkdtemp())
+    sdir = pathlib.Path(args.store) if args.store else work / 'store'
+    t = time.perf_counter()
+    with Store.open(sdir) as s: rep = index_paths(s, [corpus_dir()], progress=False)
+    build = time.perf_counter() - t
+    with Store.open(sdir) as s:                      # the lexical index alone, rebuilt and timed
+        t = time.perf_counter()
+        s._begin()
+        s._rebuild_lexical()
+        s.commit()
+        lex_build = time.perf_counter() - t
+    db_size = (sdir / 'chunks.sqlite').stat().st_size
+    shutil.copy(sdir / 'chunks.sqlite', work / 'nolex.sqlite')
+    with sqlite3.connect(work / 'nolex.sqlite') as db: db.execute('drop table lexical')
+    sqlite3.connect(work / 'nolex.sqlite', isolation_level=None).execute('vacuum')
+    lex_size = db_size - (work / 'nolex.sqlite').stat().st_size
+    store_size = sum(f.stat().st_size for f in sdir.iterdir() if f.is_file())
+
+    store = Store.open(sdir, readonly=True)
+    rows = store.db.execute('select l.rowid, l.terms, c.text from lexical l join chunks c on c.id = l.rowid').fetchall()
+    ids, terms, texts = [r[0] for r in rows], [r[1].split() for r in rows], {r[0]: r[2] for r in rows}
+    for q in qs: store.embedder.embed_query(q['question'])     # the model is loaded and each query cached
+    res = {}
+    for mode in ('dense', 'lexical', 'hybrid'):
+        ranks, lat = {'es': [], 'en': []}, []
+        for q in qs:
+            r = retrieve(store, q['question'], top_k=10, opts=RetrieveOpts(mode=mode))
+            ranks[q['lang']].append(first_answer_rank([c.text for c in r.chunks], q['answer']))
+        for _ in range(ROUNDS):                                # latency at the default top_k=5, search only
+            for q in qs:
+                r = retrieve(store, q['question'], top_k=5, opts=RetrieveOpts(mode=mode))
+                lat.append(r.timings_ms.get('search', 0) + r.timings_ms.get('lexical', 0))
+        res[f'ragnb {mode}'] = (ranks, lat)
+    for name, peer in (('bm25s (same terms)', _bm25s), ('tantivy (same terms)', _tantivy)):
+        try: res[name] = peer(ids, terms, texts, qs, query_terms)
+        except Exception as e: print(f'{name}: not measured ({type(e).__name__}: {e})', file=sys.stderr)
+    chunks = store.stats()['chunks']
+    print(f"Debian Reference (es + en): {chunks} chunks; {len(qs)} questions ({len(qs) // 2} es, {len(qs) // 2} en); "
+          f"answer = the command in the top-k context; model {store.manifest['model']}; {os.cpu_count()} cores\n")
+    print('| retriever | answer@5 es | answer@5 en | MRR@10 es | MRR@10 en | search p50 ms (k=5) | p95 ms |')
+    print('|---|---|---|---|---|---|---|')
+    for name, (ranks, lat) in res.items():
+        (he, me), (hn, mn) = quality(ranks['es']), quality(ranks['en'])
+        print(f'| {name} | {he:.2f} | {hn:.2f} | {me:.3f} | {mn:.3f} | {pct(lat, .5):.2f} | {pct(lat, .95):.2f} |')
+    built = f'{build:.1f} s' if rep.chunks else 'reused (see a run without --store)'
+    print(f'\nstore build (chunks, sentences, lexical): {built}; the lexical index alone: {lex_build:.2f} s; '
+          f'store {store_size / 2**20:.1f} MB, of which the lexical index {lex_size / 2**20:.2f} MB')
+    store.close()
+    shutil.rmtree(work)
+
+
+def _bm25s(ids, terms, texts, qs, query_terms):
+    import bm25s
+    t = time.perf_counter()
+    vocab = {w: i for i, w in enumerate(sorted({w for d in terms for w in d}))}
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenization.Tokenized(ids=[[vocab[w] for w in d] for d in terms], vocab=vocab),
+                     show_progress=False)
+    ranks, lat = {'es': [], 'en': []}, []
+    for rnd in range(ROUNDS):
+        for q in qs:
+            qt = [w for w in query_terms(q['question']) if w in vocab]
+            t = time.perf_counter()
+            docs, _ = retriever.retrieve(bm25s.tokenization.Tokenized(ids=[[vocab[w] for w in qt]], vocab=vocab),
+                                         k=10, show_progress=False)
+            lat.append((time.perf_counter() - t) * 1e3)
+            if not rnd: ranks[q['lang']].append(first_answer_rank([texts[ids[i]] for i in docs[0]], q['answer']))
+    return ranks, lat
+
+
+def _tantivy(ids, terms, texts, qs, query_terms):
+    import tantivy
+    sb = tantivy.SchemaBuilder()
+    sb.add_integer_field('id', stored=True)
+    sb.add_text_field('terms', stored=False, tokenizer_name='whitespace')
+    index = tantivy.Index(sb.build())
+    w = index.writer()
+    for i, d in zip(ids, terms): w.add_document(tantivy.Document(id=i, terms=' '.join(d)))
+    w.commit()
+    index.reload()
+    searcher = index.searcher()
+    ranks, lat = {'es': [], 'en': []}, []
+    for rnd in range(ROUNDS):
+        for q in qs:
+            t = time.perf_counter()
+            query = index.parse_query(' '.join(query_terms(q['question'])), ['terms'])
+            hits = searcher.search(query, 10).hits
+            found = [searcher.doc(a)['id'][0] for _, a in hits]
+            lat.append((time.perf_counter() - t) * 1e3)
+            if not rnd: ranks[q['lang']].append(first_answer_rank([texts[i] for i in found], q['answer']))
+    return ranks, lat
+
+
+if __name__ == '__main__':
+    sys.path.insert(0, str(ROOT))
+    main()
