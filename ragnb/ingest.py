@@ -258,6 +258,8 @@ def open_default_store(path:str|Path|None=None, # default: `default_store_dir()`
     if not (path / 'manifest.json').exists():
         if not bundled_data_dir().is_dir(): raise FileNotFoundError(f'no store at {path} and no bundled data/')
         if log: log(f'building the default store at {path} from {bundled_data_dir()} (first use) ...')
-        with Store.open(path, embedder=embedder) as store: rep = index_paths(store, default_corpus())
+        with Store.open(path, embedder=embedder) as store:
+            rep = index_paths(store, default_corpus())
+            embedder = store.embedder                     # loaded once: the reader below reuses it
         if log: log(f'indexed {rep.chunks} chunks from {len(rep.added)} files in {rep.seconds:.1f}s')
     return Store.open(path, embedder=embedder, readonly=True)
