@@ -118,7 +118,7 @@ def _ask_options(args, store):
     if args.window is not None: opts.trim, opts.trim_window = True, args.window
     return opts
 
-# %% ../nbs/09_cli.ipynb #ecb80d19
+# %% ../nbs/09_cli.ipynb #252859be
 def _print_hyde(h:dict|None):
     "What HyDE did: the passages it searched with, or why it fell back to the plain question."
     if not h: return
@@ -129,11 +129,12 @@ def _print_hyde(h:dict|None):
     else: print(f"HyDE: not used, searched with the plain question ({h['reason']})")
     print()
 
-# %% ../nbs/09_cli.ipynb #2d92fcf9
+# %% ../nbs/09_cli.ipynb #1d4903ed
 def _print_result(res, opts):
     "Each chunk (its citation, section and body; untrimmed bodies cut at 600 characters), then tokens and timings."
+    kind = 'rrf ' if res.info.get('fusion') else ''            # a fused score is not a cosine: say so
     for i, c in enumerate(res.chunks, 1):
-        print(f'#{i}  {c.score:.3f}  {c.cite}  [{c.section_title}]')
+        print(f'#{i}  {kind}{c.score:.3f}  {c.cite}  [{c.section_title}]')
         body = c.body.strip()
         if not opts.trim and len(body) > 600: body = body[:600] + ' …'      # trimmed context is printed whole
         print('    ' + body.replace('\n', '\n    ') + '\n')
@@ -144,7 +145,7 @@ def _print_result(res, opts):
     print(f'Tokens: {res.tokens_before} → {res.tokens_in_context} ({pct:+.0%}) · threshold {th}, '
           f'window {opts.trim_window} · {t}')
 
-# %% ../nbs/09_cli.ipynb #35bece77
+# %% ../nbs/09_cli.ipynb #948c7d25
 def cmd_ask(args) -> int:
     from ragnb.retrieve import retrieve
     from ragnb.index import StoreError
