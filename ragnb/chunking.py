@@ -566,7 +566,7 @@ def _fill_gaps(units:list, n_lines:int) -> list:
         nxt = u.end + 1
     return full + [_Unit(nxt, n_lines - 1)] * (nxt < n_lines)
 
-# %% ../nbs/01_chunking.ipynb #73574f46
+# %% ../nbs/01_chunking.ipynb #f093d268
 def _merge_bare(units:list, lines:list[str]) -> list:
     "A loose run of bare punctuation (a JSON brace, a closing bracket) joins its neighbour instead of standing alone."
     merged = []
@@ -581,7 +581,7 @@ def _merge_bare(units:list, lines:list[str]) -> list:
             merged.append(u)
     return merged
 
-# %% ../nbs/01_chunking.ipynb #4f196ea8
+# %% ../nbs/01_chunking.ipynb #fa0c9c45
 def _group_units(units:list, lines:list[str], size:Callable, target:int) -> list:
     "Loose units grouped up to `target`, small config keys together; every named declaration stays alone."
     groups = []
@@ -595,7 +595,7 @@ def _group_units(units:list, lines:list[str], size:Callable, target:int) -> list
         else: groups.append(u)
     return groups
 
-# %% ../nbs/01_chunking.ipynb #affbbb83
+# %% ../nbs/01_chunking.ipynb #089cf1bf
 def _member_pieces(g, lines:list[str], size:Callable, target:int, max_chars:int) -> list[tuple[int, int]]:
     "A block too big for one chunk, as line ranges: cut at member boundaries, then lines, packed up to `target`."
     cuts = sorted({m[0] for m in g.members if g.start < m[0] <= g.end})
@@ -607,7 +607,7 @@ def _member_pieces(g, lines:list[str], size:Callable, target:int, max_chars:int)
             else: packed.append((pa, pb))
     return packed
 
-# %% ../nbs/01_chunking.ipynb #3f986286
+# %% ../nbs/01_chunking.ipynb #8bde13b4
 def _code_language(source:str|None, language:str|None) -> str:
     "The language to parse: `language`, else the one `source`'s extension names; `ValueError` when neither says."
     if language is None:
@@ -618,7 +618,7 @@ def _code_language(source:str|None, language:str|None) -> str:
         raise ValueError(f'unsupported language {language!r}')
     return language
 
-# %% ../nbs/01_chunking.ipynb #003f07d6
+# %% ../nbs/01_chunking.ipynb #0debeada
 def _code_units(norm:str, lines:list[str], language:str, source:str|None, target:int) -> tuple[list, str]:
     "The parsed top-level units and the version suffix; line windows (suffix ':lines') when the code does not parse."
     parse = {'python': _py_units, 'json': _json_units, 'yaml': _yaml_units}.get(language)
@@ -627,7 +627,7 @@ def _code_units(norm:str, lines:list[str], language:str, source:str|None, target
     warnings.warn(f'{source or "code"}: could not parse as {language}; chunked by line windows instead')
     return [_Unit(a, b) for a, b in _line_pieces(lines, 0, len(lines) - 1, target)], ':lines'
 
-# %% ../nbs/01_chunking.ipynb #5a896e92
+# %% ../nbs/01_chunking.ipynb #efc9257b
 def chunk_code(text:str, # source code
                *,
                source:str|None=None, # path or name; its extension picks the language when `language` is None

@@ -118,7 +118,7 @@ def _ask_options(args, store):
     if args.window is not None: opts.trim, opts.trim_window = True, args.window
     return opts
 
-# %% ../nbs/09_cli.ipynb #252859be
+# %% ../nbs/09_cli.ipynb #745cdf9a
 def _print_hyde(h:dict|None):
     "What HyDE did: the passages it searched with, or why it fell back to the plain question."
     if not h: return
@@ -129,7 +129,7 @@ def _print_hyde(h:dict|None):
     else: print(f"HyDE: not used, searched with the plain question ({h['reason']})")
     print()
 
-# %% ../nbs/09_cli.ipynb #1d4903ed
+# %% ../nbs/09_cli.ipynb #94be2dad
 def _print_result(res, opts):
     "Each chunk (its citation, section and body; untrimmed bodies cut at 600 characters), then tokens and timings."
     kind = 'rrf ' if res.info.get('fusion') else ''            # a fused score is not a cosine: say so
@@ -145,7 +145,7 @@ def _print_result(res, opts):
     print(f'Tokens: {res.tokens_before} → {res.tokens_in_context} ({pct:+.0%}) · threshold {th}, '
           f'window {opts.trim_window} · {t}')
 
-# %% ../nbs/09_cli.ipynb #948c7d25
+# %% ../nbs/09_cli.ipynb #1b16a4ad
 def cmd_ask(args) -> int:
     from ragnb.retrieve import retrieve
     from ragnb.index import StoreError

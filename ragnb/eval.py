@@ -177,10 +177,6 @@ def _as_questions(questions):
         else: raise TypeError(f'a question must be a str, dict or EvalQuestion, not {type(q).__name__}')
     return out, []
 
-# %% ../nbs/07_eval.ipynb #b5632aa3
-def _store_sources(store):
-    return store.chunk_sources()
-
 # %% ../nbs/07_eval.ipynb #0f2d030a
 def _in_store(label, sources):
     "Does the source of a relevance label (`path` or `path#section`) exist in the store?"
@@ -286,7 +282,7 @@ def eval_retrieval(store:Store, # an open store
     qs, bad = _as_questions(questions)
     if not qs: raise ValueError('no questions to evaluate' + (f' ({len(bad)} unreadable lines)' if bad else ''))
     threshold = resolve_trim_threshold(store, trim_threshold, trim_window)
-    sources = _store_sources(store)
+    sources = store.chunk_sources()
     kk = max(top_k, 10)
     base, var, infos, qvecs = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'eval', mode)
     ctx = [trim_chunks_by_sentence(v, c[:top_k], store=store, threshold=threshold, window=trim_window) if trim
@@ -359,7 +355,7 @@ def sweep(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, windows=(0, 
     qs, bad = _as_questions(questions)
     if not qs: raise ValueError('no questions to evaluate')
     for t in thresholds: check_trim_options(t, 1, 0)
-    sources, kk = _store_sources(store), max(top_k, 10)
+    sources, kk = store.chunk_sources(), max(top_k, 10)
     base, var, infos, qv = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'retrieve', mode)
     rows = []
     for w in windows:

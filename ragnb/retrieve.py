@@ -92,7 +92,7 @@ def to_dict(self:RetrievalResult) -> dict:
     return dict(query=self.query, tokens_before=self.tokens_before, tokens_in_context=self.tokens_in_context,
                 timings_ms=self.timings_ms, info=self.info, chunks=[_chunk_dict(c) for c in self.chunks])
 
-# %% ../nbs/06_retrieve.ipynb #79489c96
+# %% ../nbs/06_retrieve.ipynb #6d11d12e
 def rrf_fuse(rankings:dict[str, list[int]], # each ranking's ids, best first
              k:int=60, # the RRF constant: larger flattens the weight of the first ranks
              weights:dict[str, float]|None=None, # a ranking's weight (default 1)
@@ -106,13 +106,13 @@ def rrf_fuse(rankings:dict[str, list[int]], # each ranking's ids, best first
             ranks.setdefault(i, {})[name] = r
     return [(i, scores[i], ranks[i]) for i in sorted(scores, key=lambda i: (-scores[i], min(ranks[i].values()), i))]
 
-# %% ../nbs/06_retrieve.ipynb #b43f73e2
+# %% ../nbs/06_retrieve.ipynb #60ca2424
 def _dense_weight(store:Store, query:str, opts:RetrieveOpts) -> float:
     "1, or `opts.foreign_dense_weight` when the store's model is monolingual in another language than the question."
     langs = model_languages(store.manifest['model'])
     return 1.0 if langs is None or detect_language(query) in langs else opts.foreign_dense_weight
 
-# %% ../nbs/06_retrieve.ipynb #eb71050b
+# %% ../nbs/06_retrieve.ipynb #3a9b0b12
 def _check_request(query, opts:RetrieveOpts, threshold):
     "Refuse, before any work, what cannot be answered: an empty question, an unknown mode, text-less hybrid search."
     if opts.mode not in SEARCH_MODES:
@@ -122,7 +122,7 @@ def _check_request(query, opts:RetrieveOpts, threshold):
         raise ValueError(f"{opts.mode} search needs the question's text; pass it, or use mode='dense' with a vector")
     if opts.trim: check_trim_options(threshold, opts.trim_min_sentences, opts.trim_window)
 
-# %% ../nbs/06_retrieve.ipynb #369acadf
+# %% ../nbs/06_retrieve.ipynb #e1ba3044
 def _query_vectors(store:Store, query, opts:RetrieveOpts, info:dict, timings:dict) -> tuple:
     "The search vector (with HyDE when asked) and the trimming vector (the plain question); the model load apart."
     if not isinstance(query, str):
@@ -142,7 +142,7 @@ def _query_vectors(store:Store, query, opts:RetrieveOpts, info:dict, timings:dic
     timings['embed'] = (time.perf_counter() - t) * 1e3 - timings.get('hyde', 0)
     return qvec, tvec
 
-# %% ../nbs/06_retrieve.ipynb #b7182e86
+# %% ../nbs/06_retrieve.ipynb #9c0802f0
 def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, info:dict, timings:dict) -> list[Chunk]:
     "The chunks of the mode asked for: dense, lexical, or both fused by RRF; `info['ranks']` says how each ranked."
     t = time.perf_counter()
@@ -164,7 +164,7 @@ def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, inf
     timings['search'] = (time.perf_counter() - t) * 1e3 - timings['lexical']
     return chunks
 
-# %% ../nbs/06_retrieve.ipynb #346ae946
+# %% ../nbs/06_retrieve.ipynb #ca002e29
 def retrieve(store:Store, # an open store
              query:str|np.ndarray, # the question, or a query vector already embedded (dense mode only)
              top_k:int=5, # how many chunks

@@ -74,3 +74,15 @@ def test_lexical_rows_follow_updates_and_removals(tmp_path):
         assert v['problems'] == [] and v['lexical_rows'] == v['chunks']
         hits = s.search_lexical('zebracorn', k=5)
         assert len(hits) == 1 and s.get_chunks([hits[0][0]])[0].display_path == 'docs/en/faq.md'
+
+
+def test_a_source_filter_works_on_a_store_from_before_display_paths(tmp_path):
+    "A store not yet upgraded (read only) has no `display` column: a source filter still matches its keys."
+    with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
+        s.add_documents([Chunk('[Doc: a]\nrollback now', '/a.md', 'documental', '', 1, 1, 0, 1, 'v'),
+                         Chunk('[Doc: b]\nrollback later', '/b.md', 'documental', '', 1, 1, 0, 1, 'v')])
+    with sqlite3.connect(tmp_path / 's' / 'chunks.sqlite') as db: db.execute('alter table chunks drop column display')
+    with Store.open(tmp_path / 's', readonly=True, embedder=HashEmbedder()) as r:
+        for mode in ('dense', 'lexical', 'hybrid'):
+            res = retrieve(r, 'rollback', opts=RetrieveOpts(mode=mode), filters={'source': '/b.md'})
+            assert [c.source for c in res.chunks] == ['/b.md'], mode
