@@ -21,8 +21,8 @@ setuptools.setup(
     packages=setuptools.find_packages(include=['ragnb', 'ragnb.*']),
     include_package_data=True,
     install_requires=reqs('requirements'),
-    extras_require={'dev': reqs('dev_requirements'), 'bench': reqs('bench_requirements'),
-                    'notebooks': reqs('notebooks_requirements')},
+    extras_require={k.removesuffix('_requirements').replace('_', '-'): reqs(k) for k in cfg
+                    if k.endswith('_requirements') and k != 'requirements'},
     entry_points={'console_scripts': cfg['console_scripts'].split(), 'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
     zip_safe=False,
 )

@@ -38,6 +38,9 @@ class Chunk:
     id: str|None = None             # set by the store
     score: float|None = None        # set by retrieval
     display_path: str|None = None   # the source as shown to people (e.g. relative to the indexed folder)
+    anchor: str|None = None         # converted documents: the HTML id before the chunk, or a DOCX heading
+    page_start: int|None = None     # PDFs: the 1-based pages the chunk spans
+    page_end: int|None = None
 
     @property
     def prefix(self) -> str: return split_chunk_prefix(self.text)[0]
@@ -47,9 +50,12 @@ class Chunk:
     def lines(self) -> str: return f'{self.start_line}-{self.end_line}'
     @property
     def cite(self) -> str:
-        "Where the chunk comes from, as people read it: `docs/es/despliegue.md:12-30`."
-        return f'{self.display_path or self.source or "?"}:{self.lines}'
-
+        "Where the chunk comes from, as people open it: `docs/x.md:12-30`, `guide.html#rollback`, `a.pdf#page=3`."
+        path = self.display_path or self.source or '?'
+        if self.page_start: return f'{path}#page={self.page_start}'
+        if self.anchor and re.search(r'\s', self.anchor): return f'{path} § {self.anchor}'   # a heading
+        if self.anchor: return f'{path}#{self.anchor}'
+        return f'{path}:{self.lines}'
 
     def to_dict(self) -> dict: return asdict(self)
 
@@ -69,7 +75,7 @@ CODE_EXTS = {'.ts': 'typescript', '.tsx': 'tsx', '.js': 'javascript', '.jsx': 'j
              '.cjs': 'javascript', '.py': 'python', '.json': 'json', '.yml': 'yaml', '.yaml': 'yaml'}
 BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides text
     'images': '.png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .svgz .xcf',
-    'documents (no reader yet)': '.pdf .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .epub',
+    'documents': '.pdf .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .epub',   # PDF, DOCX: `ragnb.readers`
     'archives': '.zip .gz .tgz .bz2 .xz .zst .7z .rar .tar .jar .whl .deb .rpm',
     'media': '.mp3 .mp4 .wav .ogg .oga .flac .avi .mov .mkv .webm',
     'fonts': '.ttf .otf .woff .woff2 .eot',

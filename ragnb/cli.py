@@ -10,7 +10,7 @@ from pathlib import Path
 from .sentences import sentence_spans
 
 # %% auto #0
-__all__ = ['UserError', 'cmd_sentences', 'cmd_index', 'cmd_ask', 'cmd_check', 'cmd_eval', 'build_parser', 'main']
+__all__ = ['UserError', 'cmd_sentences', 'cmd_index', 'cmd_ask', 'cmd_check', 'cmd_serve', 'cmd_eval', 'build_parser', 'main']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -95,6 +95,7 @@ def _print_index_report(path, rep, st, verbose):
     print(f"{path}: added {c['added']}, updated {c['updated']}, removed {c['removed']}, unchanged {c['unchanged']}, "
           f"skipped {c['skipped']} files; {rep.chunks} chunks embedded in {rep.seconds:.1f}s; "
           f"store has {st['chunks']} chunks")
+    if rep.kind_summary(): print('by kind: ' + rep.kind_summary())
     if rep.binary: print(rep.binary_summary() + ('' if verbose else ' (list them with --verbose)'))
     for f, why in rep.skipped:
         print(f'  skipped {why}' if why.startswith(f) else f'  skipped {f}: {why}', file=sys.stderr)
@@ -189,6 +190,17 @@ def cmd_check(args) -> int:
     bad = v is None or bool(v['problems'])
     print(f"\n{'problems found: see the table' if bad else 'the store is sound'}")
     return 1 if bad else 0
+
+# %% ../nbs/09_cli.ipynb #81fed3d6
+def cmd_serve(args) -> int:
+    from ragnb.index import StoreError
+    from ragnb.serve import parse_pins, serve
+    try: pins = parse_pins(args.pin)
+    except ValueError as e: raise UserError(str(e)) from None
+    store = _open_store(args, create_from_data=not args.store)
+    try: serve(store, http=args.http, token=args.token, pins=pins)
+    except (StoreError, ValueError) as e: raise UserError(str(e)) from None
+    return 0
 
 # %% ../nbs/09_cli.ipynb #9fe72a96
 def cmd_eval(args) -> int:
@@ -324,6 +336,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--verbose', action='store_true', help="show the model's loading bar")
     s.add_argument('--mode', choices=SEARCH_MODES, help=_MODE_HELP)
     s.set_defaults(func=cmd_eval)
+    s = sub.add_parser('serve', help='serve retrieval to assistants as MCP tools (stdio, or HTTP with --http)')
+    s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
+    s.add_argument('--http', metavar='HOST:PORT', help='streamable HTTP on this address (e.g. 127.0.0.1:8765)')
+    s.add_argument('--token', help='bearer token HTTP clients must send (default $RAGNB_MCP_TOKEN)')
+    s.add_argument('--pin', action='append', metavar='KEY=VALUE', help='a filter no client can widen; repeatable')
+    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
+    s.set_defaults(func=cmd_serve, model=None)
     return p
 
 # %% ../nbs/09_cli.ipynb #8690b59d

@@ -79,7 +79,7 @@ def _sha256(path:Path) -> str:
 _SCHEMA = '''
 create table if not exists chunks (id integer primary key, source text not null, mode text, section text,
   start_line int, end_line int, start_char int, end_char int, text text not null, metadata text not null,
-  chunker_version text, content_hash text, overlap int default 0, row_crc integer, display text);
+  chunker_version text, content_hash text, overlap int default 0, row_crc integer, display text, location text);
 create index if not exists chunks_source on chunks(source);
 create table if not exists sources (source text primary key, root text, content_hash text, chunker_version text,
   metadata text, n_chunks int, indexed_at real);
@@ -240,7 +240,7 @@ class Store:
         self._max_label = 0                             # the highest label given out by this writer
         cols = lambda t: {r[1] for r in db.execute(f'pragma table_info({t})')}
         self._crc, self._row_crc = 'crc' in cols('sentences'), 'row_crc' in cols('chunks')   # older stores lack them
-        self._display = 'display' in cols('chunks')
+        self._display, self._location = 'display' in cols('chunks'), 'location' in cols('chunks')
         self._lexical = db.execute("select count(*) from sqlite_master where name='lexical'").fetchone()[0] > 0
         self._lexical_n = None                          # (generation, chunks) for the lexical term filter
         if self._lexical:                               # FTS5's term counts, outside any transaction, once
@@ -280,9 +280,9 @@ _TABLES = {'chunks', 'sources', 'meta', 'sentences'}
 def _open_db(p:Path, readonly:bool) -> sqlite3.Connection:
     "Open (a writer: create) the chunk database and run SQLite's quick check."
     try:
-        if readonly: db = sqlite3.connect(f'file:{p}?mode=ro', uri=True, isolation_level=None)
+        if readonly: db = sqlite3.connect(f'file:{p}?mode=ro', uri=True, isolation_level=None, check_same_thread=False)
         else:
-            db = sqlite3.connect(str(p), isolation_level=None)
+            db = sqlite3.connect(str(p), isolation_level=None, check_same_thread=False)
             db.execute('pragma journal_mode=wal')
             db.execute('pragma synchronous=full')
             db.executescript(_SCHEMA)
@@ -495,15 +495,16 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
 def _upgrade(self:Store, meta:dict):
     "Bring an older store's database up to date (a writer, at open): checksums, display paths, the lexical index."
     lexical_done = meta.get('lexical_version') == LEXICAL_VERSION
-    if self._crc and self._row_crc and self._display and 'manifest_sha256' in meta and lexical_done: return
+    if self._crc and self._row_crc and self._location and 'manifest_sha256' in meta and lexical_done: return
     self._begin()
     if not self._crc: self.db.execute('alter table sentences add column crc integer')
     if not self._row_crc: self.db.execute('alter table chunks add column row_crc integer')
     if not self._display: self.db.execute('alter table chunks add column display text')
+    if not self._location: self.db.execute('alter table chunks add column location text')
     if not lexical_done: self._rebuild_lexical()
     self.db.execute("insert or replace into meta values ('manifest_sha256', ?)", (_build_fingerprint(self.manifest),))
     _commit_db(self.db)
-    self._crc = self._row_crc = self._display = self._lexical = True
+    self._crc = self._row_crc = self._display = self._location = self._lexical = True
 
 # %% ../nbs/03_index.ipynb #d81771f5
 @patch
@@ -549,16 +550,24 @@ def text_hash(text:str) -> str:
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
 # %% ../nbs/03_index.ipynb #63ab3748
-def _row_crc(row:tuple, display:str|None=None) -> int:
-    "A checksum of a whole `chunks` row (id, source, lines, metadata, text..., display): a flipped byte shows."
-    return zlib.crc32(json.dumps(list(row) + ([display] if display is not None else []), ensure_ascii=False).encode())
+def _row_crc(row:tuple, display:str|None=None, location:str|None=None) -> int:
+    "A checksum of a whole `chunks` row (id, source, lines, text..., display, location): a flipped byte shows."
+    tail = [display, location] if location is not None else [display] if display is not None else []
+    return zlib.crc32(json.dumps(list(row) + tail, ensure_ascii=False).encode())
+
+# %% ../nbs/03_index.ipynb #7c1e5a20
+def _location_json(c:Chunk) -> str|None:
+    "Where in a converted document the chunk is (HTML anchor, PDF pages), as the `location` column keeps it."
+    loc = {k: getattr(c, k) for k in ('anchor', 'page_start', 'page_end') if getattr(c, k) is not None}
+    return json.dumps(loc, ensure_ascii=False, sort_keys=True) if loc else None
 
 # %% ../nbs/03_index.ipynb #f192a3bc
 def _chunk_row(i:int, c:Chunk) -> tuple:
-    "The `chunks` table row of chunk `c` with id `i`: its columns, the checksum, the display path."
+    "The `chunks` table row of chunk `c` with id `i`: its columns, the checksum, the display path, the location."
     row = (i, c.source or '', c.mode, c.section_title, c.start_line, c.end_line, c.start_char, c.end_char, c.text,
            json.dumps(c.metadata, ensure_ascii=False, sort_keys=True), c.chunker_version, text_hash(c.text), c.overlap)
-    return (*row, _row_crc(row, c.display_path), c.display_path)
+    loc = _location_json(c)
+    return (*row, _row_crc(row, c.display_path, loc), c.display_path, loc)
 
 # %% ../nbs/03_index.ipynb #01649e75
 @patch
@@ -578,7 +587,7 @@ def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, 
     start = self._next_label()
     ids = list(range(start, start + len(chunks)))
     self._max_label = ids[-1]
-    self.db.executemany('insert into chunks values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
+    self.db.executemany('insert into chunks values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
                         [_chunk_row(i, c) for i, c in zip(ids, chunks)])
     need = self.index.element_count + len(chunks)
     if need > self.index.get_max_elements(): self.index.resize_index(max(need, 2 * self.index.get_max_elements()))
@@ -845,15 +854,16 @@ _CHUNK_COLS = ('id, source, mode, section, start_line, end_line, start_char, end
 # %% ../nbs/03_index.ipynb #f13522e2
 @patch
 def _chunk_cols(self:Store) -> str:
-    "The columns `get_chunks` reads: `_CHUNK_COLS`, the checksum and the display path (null in older stores)."
-    return f"{_CHUNK_COLS}, {'row_crc' if self._row_crc else 'null'}, {'display' if self._display else 'null'}"
+    "The columns `get_chunks` reads: `_CHUNK_COLS`, the checksum, display path and location (null in older stores)."
+    return (f"{_CHUNK_COLS}, {'row_crc' if self._row_crc else 'null'}, {'display' if self._display else 'null'}, "
+            f"{'location' if self._location else 'null'}")
 
 # %% ../nbs/03_index.ipynb #41c8e4ff
 def _row_sound(r:tuple) -> bool:
     "Does a row read with `_chunk_cols` match its text hash and (when it has one) its checksum?"
-    crc, display = r[13], r[14]
+    crc, display, location = r[13], r[14], r[15]
     if not isinstance(r[8], str) or text_hash(r[8]) != r[11]: return False
-    return crc is None or _row_crc(r[:13], display) == crc
+    return crc is None or _row_crc(r[:13], display, location) == crc
 
 # %% ../nbs/03_index.ipynb #cf499f56
 @patch
@@ -867,14 +877,15 @@ def get_chunks(self:Store, ids:list[int], scores:list[float]|None=None) -> list[
     for j, i in enumerate(ids):
         r = rows.get(int(i))
         if r is None: continue
-        cid, source, mode, section, sl, el, sc, ec, text, meta, ver, h, overlap, crc, display = r
-        try: metadata = json.loads(meta)
-        except (TypeError, ValueError): metadata = None
-        if not _row_sound(r) or not isinstance(metadata, dict):
+        cid, source, mode, section, sl, el, sc, ec, text, meta, ver, h, overlap, crc, display, location = r
+        try: metadata, loc = json.loads(meta), json.loads(location or '{}')
+        except (TypeError, ValueError): metadata = loc = None
+        if not _row_sound(r) or not isinstance(metadata, dict) or not isinstance(loc, dict):
             raise StoreCorruptedError(f'{self.path}: chunk {cid} of {source!r} does not match its hash; '
                                       f'run `ragnb check`, then re-index that source')
         out.append(Chunk(text, source, mode, section, sl, el, sc, ec, ver, metadata, overlap=overlap or 0,
-                         id=str(cid), score=None if scores is None else float(scores[j]), display_path=display))
+                         id=str(cid), score=None if scores is None else float(scores[j]), display_path=display,
+                         **loc))
     return out
 
 # %% ../nbs/03_index.ipynb #f15b3f3a
@@ -961,6 +972,17 @@ def sources(self:Store, root:str|None=None) -> dict[str, SourceRecord]:
 def chunk_sources(self:Store) -> list[str]:
     "The distinct source keys of the chunks, indexed files or not."
     with self._snapshot(): return [r[0] for r in self.db.execute('select distinct source from chunks')]
+
+# %% ../nbs/03_index.ipynb #5e1c0a77
+@patch
+def list_sources(self:Store, filters:dict|None=None) -> list[dict]:
+    "Each source with chunks that pass `filters`: its display path and how many of its chunks pass, by path."
+    with self._snapshot():
+        where, args = _filter_sql(filters, self._display)
+        shown = 'coalesce(display, source)' if self._display else 'source'
+        rows = self.db.execute(f'select {shown}, count(*) from chunks where {where} group by source order by 1',
+                               args).fetchall()
+    return [dict(path=p, chunks=n) for p, n in rows]
 
 # %% ../nbs/03_index.ipynb #bfe9cc9d
 @patch

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03a_ingest.ipynb #2c4980fa
 from __future__ import annotations
-import json, os, stat, time
+import hashlib, json, os, stat, time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,29 +12,14 @@ from typing import Callable
 
 from fastcore.basics import patch
 
-from .chunking import BinaryFileError, Chunk, ChunkingError, chunk_text, read_text_file, strategy_version
+from .chunking import BinaryFileError, Chunk, ChunkingError, chunk_text, read_text_file
 from .index import SourceRecord, Store, StoreMismatchError, sentence_texts, text_hash
+from .readers import Document, document_version, file_kind, locate_chunks, read_document, reader_for
 
 # %% auto #0
-__all__ = ['READERS', 'MAX_FILE_BYTES', 'register_reader', 'read_source', 'IndexReport', 'ignore_spec', 'walk_files',
-           'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'SourceFile', 'scan_path',
-           'metadata_json', 'chunk_sources', 'index_paths', 'bundled_data_dir', 'default_corpus', 'default_store_dir',
-           'open_default_store']
-
-# %% ../nbs/03a_ingest.ipynb #4761b62b
-READERS: dict[str, Callable[[Path], str]] = {}   # extension ('.html') -> reader(path) -> text
-
-def register_reader(*exts:str):
-    "Decorator: use the function as the reader of files with these extensions."
-    def deco(fn):
-        for e in exts: READERS[e.lower() if e.startswith('.') else '.' + e.lower()] = fn
-        return fn
-    return deco
-
-# %% ../nbs/03a_ingest.ipynb #aaa915a2
-def read_source(path:Path) -> str:
-    "The text of `path`, by the reader registered for its extension, else `read_text_file`."
-    return READERS.get(path.suffix.lower(), read_text_file)(path)
+__all__ = ['MAX_FILE_BYTES', 'IndexReport', 'ignore_spec', 'walk_files', 'unreadable_reason', 'eval_data_reason', 'source_key',
+           'display_path', 'SourceFile', 'scan_path', 'metadata_json', 'chunk_sources', 'index_paths',
+           'bundled_data_dir', 'default_corpus', 'default_store_dir', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -59,6 +44,16 @@ def binary_summary(self:IndexReport) -> str:
     if not self.binary: return ''
     kinds = Counter(k for _, k in self.binary).most_common()
     return f'skipped {len(self.binary)} binary files: ' + ', '.join(f'{k} {n}' for k, n in kinds)
+
+# %% ../nbs/03a_ingest.ipynb #5b7c31d2
+@patch
+def kind_summary(self:IndexReport) -> str:
+    "Files by kind and outcome: 'html: 12 indexed, 1 skipped · pdf: 2 indexed · text: 25 unchanged'."
+    rows = {}
+    for outcome, files in (('indexed', self.added + self.updated), ('unchanged', self.unchanged),
+                           ('skipped', [f for f, _ in self.skipped])):
+        for f in files: rows.setdefault(file_kind(f), Counter())[outcome] += 1
+    return ' · '.join(f'{k}: ' + ', '.join(f'{n} {o}' for o, n in c.items()) for k, c in sorted(rows.items()))
 
 # %% ../nbs/03a_ingest.ipynb #8b0727a6
 def ignore_spec(folder:Path):
@@ -133,21 +128,37 @@ def display_path(f:Path, root:Path) -> str:
 # %% ../nbs/03a_ingest.ipynb #2ded5bfa
 @dataclass
 class SourceFile:
-    "A file to (re)index: where it is, its key and display path, its text, and what decides whether it changed."
+    "A file to (re)index: where it is, its key and display path, its document, and what decides whether it changed."
     path: Path
     source: str
     display: str
-    text: str
+    document: Document
     content_hash: str
     chunker_version: str
     existed: bool
     root: str
+    @property
+    def text(self) -> str: return self.document.text
 
 # %% ../nbs/03a_ingest.ipynb #c005746e
-def _read_or_report(f:Path, rep:IndexReport) -> str|None:
-    "The text of `f`, or None after recording it in `rep` as binary or skipped."
-    try: return read_source(f)
+def _read_or_report(f:Path, rep:IndexReport) -> tuple[str|bytes, str]|None:
+    "(content, hash) of `f`: its text, or its bytes when a reader converts it; None after recording it in `rep`."
+    try:
+        if reader_for(f) is None:
+            text = read_text_file(f)
+            return text, text_hash(text)
+        data = f.read_bytes()
+        return data, hashlib.sha256(data).hexdigest()
     except BinaryFileError as e: rep.binary.append((str(f), e.kind))
+    except ChunkingError as e: rep.skipped.append((str(f), str(e)))
+    except OSError as e: rep.skipped.append((str(f), f'cannot read ({e.strerror})'))
+    return None
+
+# %% ../nbs/03a_ingest.ipynb #6d0e41a9
+def _document_or_report(f:Path, content:str|bytes, rep:IndexReport) -> Document|None:
+    "The file as a `Document` (bytes go through its reader), or None after recording why in `rep`."
+    if isinstance(content, str): return Document(content, file_kind(f))
+    try: return read_document(f, content)
     except ChunkingError as e: rep.skipped.append((str(f), str(e)))
     return None
 
@@ -165,10 +176,11 @@ def scan_path(p:Path, # a file or folder given to `index_paths`
             rep.skipped.append((os.fsdecode(f), why))
             continue
         seen.add(key := source_key(f, p))
-        if (text := _read_or_report(f, rep)) is None: continue
-        h, ver, old = text_hash(text), strategy_version(f), known.get(key)
+        if (got := _read_or_report(f, rep)) is None: continue
+        (content, h), ver, old = got, document_version(f), known.get(key)
         if old and (old.content_hash, old.chunker_version, old.metadata) == (h, ver, mjson): rep.unchanged.append(key)
-        else: todo.append(SourceFile(f, key, display_path(f, p), text, h, ver, old is not None, root))
+        elif (doc := _document_or_report(f, content, rep)) is not None:
+            todo.append(SourceFile(f, key, display_path(f, p), doc, h, ver, old is not None, root))
     if p.is_dir() and p not in unreadable:                       # a folder that failed itself removes nothing
         rep.removed += _gone(known, root, seen, [source_key(u, p) for u in unreadable])
     return todo
@@ -194,11 +206,15 @@ def metadata_json(metadata:dict|None) -> str:
     return json.dumps(dict(metadata or {}), ensure_ascii=False, sort_keys=True)
 
 def chunk_sources(todo:list[SourceFile], metadata:dict|None=None) -> tuple[list[Chunk], list[SourceRecord]]:
-    "Chunk each changed file; its chunks carry its key and display path, and its record counts them."
+    "Chunk each changed file; its chunks carry its key, display path, version and citation; its record counts them."
     chunks, records, now, mjson = [], [], time.time(), metadata_json(metadata)
     for sf in todo:
-        cs = chunk_text(sf.text, sf.path, source=sf.source, metadata=dict(metadata or {}))
-        for c in cs: c.display_path = sf.display
+        title = {'title': sf.document.title} if sf.document.title else {}
+        cs = locate_chunks(chunk_text(sf.text, sf.path, source=sf.source, metadata=dict(metadata or {}), **title),
+                           sf.document)
+        for c in cs:
+            c.display_path = sf.display
+            if sf.document.reader: c.chunker_version = f'{sf.document.reader}+{c.chunker_version}'
         chunks += cs
         records.append(SourceRecord(sf.source, sf.root, sf.content_hash, sf.chunker_version, mjson, len(cs), now))
     return chunks, records

@@ -1,0 +1,205 @@
+"""HTML and PDF ingestion: converters compared on real pages, then retrieval from the converted documents.
+
+1. HTML converters on the installed Debian Reference (DocBook, es + en) and Python 3 docs (Sphinx) pages: ragnb's
+   reader (lxml + its own walker), markdownify over BeautifulSoup (what ../shared/tools/debian_reference_corpus.py
+   uses) and trafilatura; plus the bare parse of lxml and selectolax. Speed, headings and code blocks kept, anchors
+   recorded, and the share of chunks whose prose (outside code) still carries HTML tags or entities.
+2. PDF text extraction on the installed Debian Reference PDFs: ragnb's reader (pypdfium2) against pypdf.
+3. Retrieval: three stores of the same manual, from the markdown corpus, from the HTML pages, and from the PDFs, and
+   hit@5 / MRR on our 56 labelled questions (bench/debian_questions.jsonl), hybrid search.
+
+Prints one table per part. Needs debian-reference-es/-en (and python3-doc for the Sphinx pages) installed.
+
+    python bench/bench_ingest.py [--keep DIR]   # DIR: keep the three stores there, and reuse them next time
+"""
+import argparse, json, os, pathlib, re, shutil, sys, tempfile, time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / 'bench'))
+from corpus import corpus_dir  # noqa: E402
+
+DEBIAN = pathlib.Path('/usr/share/debian-reference')
+SPHINX = pathlib.Path('/usr/share/doc/python3/html/library')
+MARKUP = re.compile(r'</?(?:html|head|body|div|span|p|a|table|tr|td|th|ul|ol|li|pre|code|h[1-6]|section|nav|dl|dt|dd|'
+                    r'em|strong|img|br|script|style)\b[^>]*>|&(?:amp|lt|gt|quot|nbsp|#\d+);', re.I)
+
+
+def has_markup(text):
+    "HTML tags or entities left in prose (code fences and code spans may show HTML on purpose: they are skipped)."
+    prose = re.sub(r'^ *(`{3,})[^\n]*\n.*?^ *\1 *$', '', text, flags=re.M | re.S)
+    return bool(MARKUP.search(re.sub(r'`[^`\n]*`', '', prose)))
+
+
+def html_pages():
+    deb = sorted(p for p in DEBIAN.glob('*.html') if not p.name.startswith('index'))
+    sph = sorted(SPHINX.glob('*.html'))[:120] if SPHINX.is_dir() else []
+    return {'Debian Reference (DocBook)': deb, 'Python 3 library docs (Sphinx)': sph}
+
+
+def ours(data):
+    from ragnb.readers import html_document
+    return html_document(data).text
+
+
+def markdownify_bs4(data):
+    from bs4 import BeautifulSoup
+    from markdownify import markdownify
+    soup = BeautifulSoup(data, 'html.parser')
+    return markdownify(str(soup.body or soup), heading_style='ATX', strip=['a', 'img'])
+
+
+def trafilatura_md(data):
+    import trafilatura
+    return trafilatura.extract(data.decode('utf-8', 'replace'), output_format='markdown', include_tables=True,
+                               include_formatting=True) or ''
+
+
+def lxml_parse(data):
+    import lxml.html
+    lxml.html.document_fromstring(data)
+    return ''
+
+
+def selectolax_parse(data):
+    from selectolax.lexbor import LexborHTMLParser
+    LexborHTMLParser(data)
+    return ''
+
+
+def source_counts(data):
+    "Headings and code blocks in the page's content (the reader's main-content rules), as the converters should keep."
+    import lxml.html
+    from ragnb.readers import _is_chrome, _main_content
+    main = _main_content(lxml.html.document_fromstring(data))
+    live = lambda e: not any(_is_chrome(a) for a in [e, *e.iterancestors()])
+    heads = sum(live(e) for e in main.iter('h1', 'h2', 'h3', 'h4', 'h5', 'h6'))
+    return heads, sum(live(e) for e in main.iter('pre'))
+
+
+def md_counts(md):
+    "Headings outside code, and fenced code blocks, in converted markdown."
+    fences = re.findall(r'^ *(`{3,})[^\n]*\n.*?^ *\1 *$', md, re.M | re.S)
+    prose = re.sub(r'^ *(`{3,})[^\n]*\n.*?^ *\1 *$', '', md, flags=re.M | re.S)
+    return len(re.findall(r'^#{1,6} ', prose, re.M)), len(fences)
+
+
+def markup_share(md, name):
+    from ragnb.chunking import chunk_document
+    cs = chunk_document(md, source=name)
+    return sum(has_markup(c.body) for c in cs), len(cs)
+
+
+def part_html():
+    print('## HTML converters\n')
+    print('| pages | converter | files/s | MB/s | headings kept | code blocks kept | chunks with markup |')
+    print('|---|---|---|---|---|---|---|')
+    for label, pages in html_pages().items():
+        if not pages: continue
+        datas = [(p.name, p.read_bytes()) for p in pages]
+        mb = sum(len(d) for _, d in datas) / 2**20
+        src = [source_counts(d) for _, d in datas]
+        want_h, want_c = sum(h for h, _ in src), sum(c for _, c in src)
+        for name, fn in [('ragnb reader (lxml + walker)', ours), ('markdownify (bs4)', markdownify_bs4),
+                         ('trafilatura', trafilatura_md), ('lxml parse only', lxml_parse),
+                         ('selectolax parse only', selectolax_parse)]:
+            try:
+                t = time.perf_counter()
+                mds = [fn(d) for _, d in datas]
+                dt = time.perf_counter() - t
+            except Exception as e:
+                print(f'| {label} | {name} | failed: {type(e).__name__}: {e} |||||')
+                continue
+            if 'parse only' in name:
+                print(f'| {label} ({len(datas)}, {mb:.1f} MB) | {name} | {len(datas) / dt:.0f} | {mb / dt:.1f} | | | |')
+                continue
+            got = [md_counts(m) for m in mds]
+            mk = [markup_share(m, n) for m, (n, _) in zip(mds, datas)]
+            bad, tot = sum(b for b, _ in mk), sum(n for _, n in mk)
+            print(f'| {label} ({len(datas)}, {mb:.1f} MB) | {name} | {len(datas) / dt:.0f} | {mb / dt:.1f} | '
+                  f'{sum(h for h, _ in got)}/{want_h} | {sum(c for _, c in got)}/{want_c} | {bad}/{tot} |')
+    print()
+
+
+def part_pdf():
+    import pypdf
+    from ragnb.readers import pdf_document
+    print('## PDF text extraction\n')
+    print('| PDF | extractor | pages | pages/s | words cut by a line-end hyphen | running header lines left |')
+    print('|---|---|---|---|---|---|')
+    for pdf in sorted(DEBIAN.glob('*.pdf')):
+        data = pdf.read_bytes()
+        t = time.perf_counter()
+        doc = pdf_document(data, pdf.name)
+        dt_ours = time.perf_counter() - t
+        t = time.perf_counter()
+        reader = pypdf.PdfReader(pdf)
+        text_pypdf = '\n'.join(p.extract_text() or '' for p in reader.pages)
+        dt_pypdf = time.perf_counter() - t
+        n = len(reader.pages)
+        cut = lambda s: len(re.findall(r'[a-záéíóúñ]-\n[a-záéíóúñ]', s))
+        heads = lambda s: len(re.findall(r'^(?:Debian Reference\s*)?\d+\s*/\s*\d+\s*$|^Debian Reference\s*$', s, re.M))
+        for name, text, dt in [('ragnb reader (pypdfium2)', doc.text, dt_ours), ('pypdf extract_text', text_pypdf,
+                                                                                 dt_pypdf)]:
+            print(f'| {pdf.name} | {name} | {n} | {n / dt:.0f} | {cut(text)} | {heads(text)} |')
+    print()
+
+
+def first_answer_rank(texts, answer):
+    a = answer.lower()
+    return next((i for i, t in enumerate(texts, 1) if a in t.lower()), None)
+
+
+def part_retrieval(keep):
+    from ragnb.index import Store
+    from ragnb.ingest import index_paths
+    from ragnb.retrieve import retrieve
+    qs = [json.loads(x) for x in (ROOT / 'bench' / 'debian_questions.jsonl').read_text().splitlines()]
+    work = pathlib.Path(tempfile.mkdtemp())
+    base = pathlib.Path(keep) if keep else work               # the copies stay with the stores that index them
+    html_dir, pdf_dir = base / 'html', base / 'pdf'
+    for d, pat in ((html_dir, '*.html'), (pdf_dir, '*.pdf')):
+        d.mkdir(parents=True, exist_ok=True)
+        for p in DEBIAN.glob(pat):
+            if not p.name.startswith('index') and not (d / p.name).exists(): shutil.copy(p, d / p.name)
+    print('## Retrieval from converted documents (hybrid, k=5)\n')
+    print('| source | files | chunks | chunks with markup | build s | hit@5 es | hit@5 en | MRR@10 |')
+    print('|---|---|---|---|---|---|---|---|')
+    for label, src in (('markdown (shared tool)', corpus_dir()), ('HTML pages, read directly', html_dir),
+                       ('PDFs, read directly', pdf_dir)):
+        sdir = base / ('store_' + src.name)
+        t = time.perf_counter()
+        with Store.open(sdir) as s: rep = index_paths(s, [src], progress=False)
+        build = time.perf_counter() - t
+        store = Store.open(sdir, readonly=True)
+        texts = [r[0] for r in store.db.execute('select text from chunks')]
+        bad = sum(has_markup(x.split('\n', 1)[-1]) for x in texts)
+        ranks = {'es': [], 'en': []}
+        for q in qs:
+            r = retrieve(store, q['question'], top_k=10)
+            ranks[q['lang']].append(first_answer_rank([c.text for c in r.chunks], q['answer']))
+        hit = {k: sum(x is not None and x <= 5 for x in v) / len(v) for k, v in ranks.items()}
+        allr = ranks['es'] + ranks['en']
+        mrr = sum(1 / x for x in allr if x) / len(allr)
+        files = len(store.sources())
+        built = f'{build:.0f}' if rep.chunks else 'reused'
+        print(f"| {label} | {files} | {len(texts)} | {bad} | {built} | {hit['es']:.2f} | {hit['en']:.2f} | {mrr:.3f} |")
+        store.close()
+    shutil.rmtree(work)
+    print(f'\n{os.cpu_count()} cores; {len(qs)} questions; answer = the command in the top-5 chunks')
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument('--keep', help='keep the stores in this folder and reuse them')
+    ap.add_argument('--parts', default='html,pdf,retrieval')
+    args = ap.parse_args()
+    if not DEBIAN.is_dir(): sys.exit('apt-get install -y debian-reference-es debian-reference-en python3-doc')
+    parts = args.parts.split(',')
+    if 'html' in parts: part_html()
+    if 'pdf' in parts: part_pdf()
+    if 'retrieval' in parts: part_retrieval(args.keep)
+
+
+if __name__ == '__main__':
+    sys.path.insert(0, str(ROOT))
+    main()

@@ -1,0 +1,72 @@
+"""LlamaIndex and LangChain adapters (issue 17), inside the real frameworks: a query engine with a mock LLM, an LCEL
+chain; trimming from stored vectors agrees with trimming on the fly; metadata and filters survive."""
+import pytest
+
+from ragnb.index import Store
+from ragnb.ingest import bundled_data_dir, index_paths
+from ragnb.retrieve import RetrieveOpts, retrieve
+
+Q_ES, Q_EN = '¿Cómo hago un rollback en producción?', 'How do I roll back a deployment?'
+
+
+@pytest.fixture(scope='module')
+def store(tmp_path_factory):
+    d = tmp_path_factory.mktemp('adapters') / 's'
+    with Store.open(d) as w:
+        index_paths(w, [bundled_data_dir() / 'docs' / 'es'], metadata={'tenant': 'acme'})
+        index_paths(w, [bundled_data_dir() / 'docs' / 'en'], metadata={'tenant': 'globex'})
+    s = Store.open(d, readonly=True)
+    yield s
+    s.close()
+
+
+def test_llamaindex_query_engine_uses_our_retriever_and_trimmer(store):
+    from llama_index.core.llms.mock import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from ragnb.llamaindex import RagnbRetriever, SentenceTrimPostprocessor
+    engine = RetrieverQueryEngine.from_args(RagnbRetriever(store, top_k=4, filters={'tenant': 'acme'}),
+                                            llm=MockLLM(), node_postprocessors=[
+                                                SentenceTrimPostprocessor(store=store, threshold=0.3)])
+    resp = engine.query(Q_ES)
+    want = retrieve(store, Q_ES, 4, RetrieveOpts(trim=True, trim_threshold=0.3), {'tenant': 'acme'}).chunks
+    assert [n.node.get_content() for n in resp.source_nodes] == [c.text for c in want]
+    assert [n.node.metadata['cite'] for n in resp.source_nodes] == [c.cite for c in want]
+    assert all(n.node.metadata['tenant'] == 'acme' for n in resp.source_nodes)
+    assert all(n.node.metadata['tokens_after'] <= n.node.metadata['tokens_before'] for n in resp.source_nodes)
+
+
+def test_stored_vectors_and_on_the_fly_agree(store):
+    """The same texts trimmed from the store's float16 sentence vectors and re-embedded: the same keep decisions,
+    but for scores within float16/bf16 noise of the threshold."""
+    from ragnb.adapters import as_chunk, chunk_metadata, trim_texts
+    from ragnb.trim import trim_agreement
+    for q in (Q_ES, Q_EN):
+        got = retrieve(store, q, 5).chunks
+        stored = trim_texts(q, [as_chunk(c.text, chunk_metadata(c, store), store) for c in got], store=store,
+                            threshold=0.35)
+        fresh = trim_texts(q, [as_chunk(c.text) for c in got], embedder=store.embedder, threshold=0.35)
+        assert all(c.id is not None for c in [as_chunk(c.text, chunk_metadata(c, store), store) for c in got])
+        agree = trim_agreement(stored, fresh, threshold=0.35)
+        assert agree['unexplained'] == 0 and agree['rate'] > 0.95, agree
+
+
+def test_an_edited_node_is_re_embedded_not_trimmed_with_stale_vectors(store):
+    from ragnb.llamaindex import RagnbRetriever, SentenceTrimPostprocessor
+    nodes = RagnbRetriever(store, top_k=1).retrieve(Q_EN)
+    nodes[0].node.set_content(nodes[0].node.get_content() + '\nTo roll back, call the on-call engineer first.')
+    out = SentenceTrimPostprocessor(store=store, threshold=0.45).postprocess_nodes(nodes, query_str=Q_EN)
+    assert 'call the on-call engineer first' in out[0].node.get_content()
+
+
+def test_langchain_chain_with_our_retriever_and_compressor(store):
+    from langchain_core.runnables import RunnableLambda
+    from ragnb.langchain import RagnbRetriever, SentenceTrimCompressor
+    comp = SentenceTrimCompressor(store=store, threshold=0.3)
+    chain = RagnbRetriever(store=store, top_k=4, filters={'tenant': 'globex'}) | RunnableLambda(
+        lambda docs: comp.compress_documents(docs, Q_EN))
+    docs = chain.invoke(Q_EN)
+    want = retrieve(store, Q_EN, 4, RetrieveOpts(trim=True, trim_threshold=0.3), {'tenant': 'globex'}).chunks
+    assert [d.page_content for d in docs] == [c.text for c in want]
+    assert all(d.metadata['tenant'] == 'globex' and d.metadata['cite'] for d in docs)
+    auto = SentenceTrimCompressor(store=store, threshold='auto').compress_documents(docs[:1], Q_EN)
+    assert auto[0].metadata['tokens_after'] <= auto[0].metadata['tokens_before']

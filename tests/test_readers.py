@@ -1,0 +1,255 @@
+"""HTML, PDF and DOCX ingestion (issue 15): conversions as tables of (input, expected), generated documents whose
+every paragraph must reach a chunk, citations, bad files, reader versions, older stores."""
+import io, json, re, sqlite3, subprocess, sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from faults import HashEmbedder
+from ragnb.chunking import ChunkingError, chunk_text
+from ragnb.index import Store
+from ragnb.ingest import index_paths
+from ragnb.readers import READERS, Reader, docx_document, html_document, locate_chunks, pdf_document, read_document
+
+HTML_CASES = [  # (html body, markdown)
+    ('<h3 id="x">Título <code>x</code></h3>', '### Título `x`'),
+    ('<pre class="language-sql">select 1;</pre>', '```sql\nselect 1;\n```'),
+    ('<div class="highlight-console"><pre><span>$ ls</span></pre></div>', '```console\n$ ls\n```'),
+    ('<ol start="3"><li>tres</li><li>cuatro</li></ol>', '3. tres\n4. cuatro'),
+    ('<ul><li>a<ul><li>b<ul><li>c</li></ul></li></ul></li></ul>', '- a\n  - b\n    - c'),
+    ('<ul><li><p>Run:</p><div><pre>make</pre></div></li><li>then</li></ul>', '- Run:\n\n```\nmake\n```\n\n- then'),
+    ('<p>uno<br/>dos</p>', 'uno dos'),
+    ('<dl><dt>clave</dt><dd>valor</dd></dl>', '**clave**: valor'),
+    ('<dl><dt>f()</dt><dd><p>Does a.</p><pre>f()</pre></dd></dl>', '**f()**\n\nDoes a.\n\n```\nf()\n```'),
+    ('<table><tr><td>a</td><td>b|c</td></tr><tr><td>1</td></tr></table>', '| a | b\\|c |\n|---|---|\n| 1 |  |'),
+    ('<table><caption>Tabla 1</caption><tr><th>k</th></tr><tr><td>v</td></tr></table>',
+     'Tabla 1\n\n| k |\n|---|\n| v |'),
+    ('<div>suelto <b>texto</b><p>párrafo</p>cola</div>', 'suelto texto\n\npárrafo\n\ncola'),
+    ('<aside>anuncio</aside><div role="navigation">menú</div><p>x</p>', 'x'),
+    ('<p>texto <a href="e">Edit on GitHub</a></p><div class="toc">índice</div>', 'texto'),
+    ('<p># no es un título</p><p>- ni una lista</p>', '\\# no es un título\n\n\\- ni una lista'),
+    ('<pre>a ``` b</pre>', '````\na ``` b\n````'),
+    ('<script>x()</script><style>p{}</style><p>visible</p><!-- comentario -->', 'visible'),
+    ('<div class="note"><table summary="Note"><tr><td><img alt="[Note]"/></td><td>Nota: ojo.</td></tr></table></div>',
+     'Nota: ojo.'),
+]
+
+
+@pytest.mark.parametrize('body,md', HTML_CASES)
+def test_html_conversion(body, md):
+    assert html_document(f'<html><body>{body}</body></html>'.encode()).text == md + '\n'
+
+
+def test_html_main_content_title_and_anchors():
+    page = ('<html><head><title>T</title></head><body><header>logo</header><div class="sphinxsidebar">side</div>'
+            '<div role="main"><section id="s1"><h1>Uno</h1><p>a</p></section><section id="s2"><h2>Dos</h2>'
+            '<p id="p">b</p></section></div><footer>pie</footer></body></html>')
+    doc = html_document(page.encode())
+    assert doc.text == '# Uno\n\na\n\n## Dos\n\nb\n' and doc.title == 'T'
+    assert doc.anchors == [(1, 's1'), (5, 's2'), (7, 'p')]
+    no_title = html_document(b'<body><h1>Primero</h1><p>x</p></body>')
+    assert no_title.title == 'Primero'
+
+
+WORD = st.text('abcdefghijklmnopqrstuvwxyzñáé', min_size=2, max_size=9)
+PARA = st.lists(WORD, min_size=3, max_size=30).map(lambda ws: (' '.join(ws)).capitalize() + '.')
+SECTIONS = st.lists(st.tuples(WORD, st.lists(PARA, min_size=1, max_size=4)), min_size=1, max_size=6)
+
+
+def bodies(chunks):
+    return '\n'.join(re.sub(r'\s+', ' ', c.body) for c in chunks)
+
+
+def every_paragraph_in_a_chunk(doc, name, sections):
+    chunks = locate_chunks(chunk_text(doc.text, name, source=name, **({'title': doc.title} if doc.title else {})), doc)
+    text = bodies(chunks)
+    missing = [p for _, ps in sections for p in ps if p not in text]
+    assert not missing, missing[:3]
+    return chunks
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SECTIONS)
+def test_every_html_paragraph_reaches_a_chunk_with_its_anchor(sections):
+    html = '<html><body><nav>menú</nav><main>' + ''.join(
+        f'<section id="s{i}"><h2>{h}</h2>' + ''.join(f'<p>{p}</p>' for p in ps) + '</section>'
+        for i, (h, ps) in enumerate(sections)) + '</main><footer>pie de página</footer></body></html>'
+    chunks = every_paragraph_in_a_chunk(html_document(html.encode()), 'g.html', sections)
+    assert all(re.fullmatch(r's\d+', c.anchor) for c in chunks)
+    assert 'menú' not in bodies(chunks) and 'pie de página' not in bodies(chunks)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SECTIONS)
+def test_every_docx_paragraph_reaches_a_chunk(sections):
+    import docx
+    d = docx.Document()
+    for h, ps in sections:
+        d.add_heading(h, 1)
+        for p in ps: d.add_paragraph(p)
+    buf = io.BytesIO()
+    d.save(buf)
+    chunks = every_paragraph_in_a_chunk(docx_document(buf.getvalue()), 'm.docx', sections)
+    assert {c.anchor for c in chunks} <= {h for h, _ in sections}
+
+
+def pdf_bytes(sections, columns=False):
+    "A PDF with a running header, page-number footers, bold headings and (optionally) two columns of text."
+    from fpdf import FPDF
+
+    class Doc(FPDF):
+        def header(self):
+            self.set_font('helvetica', size=8)
+            self.cell(0, 6, 'Manual interno de Faro', align='C')
+            self.ln(10)
+
+        def footer(self):
+            self.set_y(-15)
+            self.set_font('helvetica', size=8)
+            self.cell(0, 10, f'Página {self.page_no()}', align='C')
+
+    pdf = Doc()
+    pdf.add_page()
+    for h, ps in sections:
+        pdf.set_font('helvetica', 'B', 16)
+        pdf.multi_cell(0, 9, h, new_x='LMARGIN', new_y='NEXT')
+        pdf.set_font('helvetica', size=11)
+        for p in ps:
+            pdf.multi_cell(0, 5, p, new_x='LMARGIN', new_y='NEXT')
+            pdf.ln(4)
+    if columns:
+        pdf.add_page()
+        y = pdf.get_y()
+        cols = ((10, 'Columna izquierda sobre copias. ' * 8), (110, 'Columna derecha sobre restauración. ' * 8))
+        for x, text in cols:
+            pdf.set_xy(x, y)
+            pdf.multi_cell(90, 5, text.strip())
+    return bytes(pdf.output())
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SECTIONS)
+def test_every_pdf_paragraph_reaches_a_chunk_without_running_headers(sections):
+    doc = pdf_document(pdf_bytes(sections * 3, columns=True))
+    chunks = every_paragraph_in_a_chunk(doc, 'm.pdf', sections)
+    text = bodies(chunks)
+    assert 'Manual interno' not in text and 'Página' not in text
+    assert text.index('Columna izquierda') < text.index('Columna derecha')
+    assert all(1 <= c.page_start <= c.page_end for c in chunks)
+    assert chunks[-1].page_end == doc.pages[-1][1] >= 2
+
+
+def test_pdf_hyphenation_headings_and_pages():
+    from fpdf import FPDF
+    pdf = FPDF()
+    for i in range(3):
+        pdf.add_page()
+        pdf.set_font('helvetica', 'B', 18)
+        pdf.cell(0, 10, f'Capítulo {i + 1}', new_x='LMARGIN', new_y='NEXT')
+        pdf.set_font('helvetica', size=11)
+        pdf.multi_cell(0, 5, 'La configura-\nción del servicio se guarda en /etc/faro.', new_x='LMARGIN', new_y='NEXT')
+    doc = pdf_document(bytes(pdf.output()))
+    assert doc.text.split('\n\n')[:2] == ['# Capítulo 1', 'La configuración del servicio se guarda en /etc/faro.']
+    chunks = locate_chunks(chunk_text(doc.text, 'c.pdf', source='c.pdf', target=60, overlap=0), doc)
+    assert [(c.section_title, c.page_start, c.page_end) for c in chunks] == [
+        ('Capítulo 1', 1, 1), ('Capítulo 2', 2, 2), ('Capítulo 3', 3, 3)]
+    assert chunks[1].cite == 'c.pdf#page=2'
+
+
+def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path):
+    import pypdf
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    (kb / 'ok.html').write_text('<p>Rollback con faro rollback.</p>')
+    (kb / 'ok.pdf').write_bytes(pdf_bytes([('Copias', ['Las copias se hacen cada noche.'])]))
+    w = pypdf.PdfWriter(clone_from=io.BytesIO(pdf_bytes([('X', ['secreto absoluto.'])])))
+    w.encrypt('clave')
+    w.write(kb / 'locked.pdf')
+    (kb / 'truncated.pdf').write_bytes((kb / 'ok.pdf').read_bytes()[:300])
+    (kb / 'menu.html').write_text('<nav><a href="/">Inicio</a></nav>')
+    (kb / 'fake.docx').write_text('no soy un zip')
+    bomb = io.BytesIO()
+    import zipfile
+    with zipfile.ZipFile(bomb, 'w', zipfile.ZIP_DEFLATED) as z: z.writestr('word/document.xml', b'\0' * (300 << 20))
+    (kb / 'bomb.docx').write_bytes(bomb.getvalue())
+    with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
+        rep = index_paths(s, [kb])
+    why = {p.rsplit('/', 1)[-1]: w for p, w in rep.skipped}
+    assert sorted(why) == ['bomb.docx', 'fake.docx', 'locked.pdf', 'menu.html', 'truncated.pdf']
+    assert 'encrypted PDF' in why['locked.pdf'] and 'qpdf --decrypt' in why['locked.pdf']
+    assert 'not a readable PDF' in why['truncated.pdf']
+    assert 'zip bomb' in why['bomb.docx'] and 'not a DOCX' in why['fake.docx']
+    assert 'no text in the page' in why['menu.html']
+    assert all(w.startswith(str(kb)) for w in why.values())            # each message names its file
+    assert rep.kind_summary() == 'docx: 2 skipped · html: 1 indexed, 1 skipped · pdf: 1 indexed, 2 skipped'
+
+
+def test_a_new_reader_version_reindexes_only_its_files(tmp_path, monkeypatch):
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    (kb / 'a.md').write_text('# A\n\nTexto.')
+    (kb / 'b.html').write_text('<h1>B</h1><p>Página.</p>')
+    with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
+        index_paths(s, [kb])
+        old = READERS['.html']
+        monkeypatch.setitem(READERS, '.html', Reader('html-v2', 'html', old.fn))
+        rep = index_paths(s, [kb])
+        assert [p.rsplit('/', 1)[-1] for p in rep.updated] == ['b.html'] and len(rep.unchanged) == 1
+        c = s.search(HashEmbedder().embed_query('Página'), k=2)
+        assert {x.chunker_version.split('+')[0] for x in c if x.source.endswith('.html')} == {'html-v2'}
+
+
+def test_locations_survive_the_store_and_older_stores_upgrade(tmp_path):
+    "A store from before locations (no column) reads as before; its next writer adds the column, then PDFs cite pages."
+    old, kb = tmp_path / 'old', tmp_path / 'kb'
+    old.mkdir()
+    kb.mkdir()
+    (old / 'a.md').write_text('# Copias\n\nLas copias se hacen cada noche.')
+    emb = HashEmbedder()
+    with Store.open(tmp_path / 's', embedder=emb, sentence_vectors=False) as s: index_paths(s, [old])
+    with sqlite3.connect(tmp_path / 's' / 'chunks.sqlite') as db: db.execute('alter table chunks drop column location')
+    with Store.open(tmp_path / 's', embedder=emb, readonly=True) as r:
+        assert [c.cite for c in r.search(emb.embed_query('copias'), k=5)] == ['old/a.md:1-3']
+    (kb / 'g.html').write_text('<h1 id="top">Guía</h1><p>Arranque.</p><h2 id="rb">Rollback</h2><p>Vuelta atrás.</p>')
+    (kb / 'm.pdf').write_bytes(pdf_bytes([('Copias', ['Las copias se hacen cada noche.'])]))
+    with Store.open(tmp_path / 's', embedder=emb) as w: index_paths(w, [kb])
+    with Store.open(tmp_path / 's', embedder=emb, readonly=True) as r:
+        got = {c.cite for c in r.search(emb.embed_query('copias'), k=5)}
+    assert got == {'old/a.md:1-3', 'kb/g.html#top', 'kb/m.pdf#page=1'}
+
+
+def test_a_flipped_location_is_caught(tmp_path):
+    from ragnb.index import StoreCorruptedError
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    (kb / 'g.html').write_text('<h1 id="top">Guía</h1><p>Arranque.</p>')
+    emb = HashEmbedder()
+    with Store.open(tmp_path / 's', embedder=emb, sentence_vectors=False) as s: index_paths(s, [kb])
+    with sqlite3.connect(tmp_path / 's' / 'chunks.sqlite') as db:
+        db.execute('''update chunks set location = '{"anchor": "other"}' ''')
+    with Store.open(tmp_path / 's', embedder=emb, readonly=True) as r:
+        with pytest.raises(StoreCorruptedError):
+            r.search(emb.embed_query('Guía'), k=1)
+
+
+def test_cli_index_reports_kinds_and_ask_cites_pages(tmp_path):
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    (kb / 'ops.pdf').write_bytes(pdf_bytes([('Copias', ['Las copias de la base de datos se hacen cada noche.'])]))
+    (kb / 'g.html').write_text('<h1 id="rb">Rollback</h1><p>Ejecute faro rollback para volver atrás.</p>')
+    run = lambda *a: subprocess.run([sys.executable, '-m', 'ragnb.cli', *a], capture_output=True, text=True)
+    r = run('index', str(kb), '--store', str(tmp_path / 's'), '--quiet')
+    assert r.returncode == 0, r.stderr
+    assert 'by kind: html: 1 indexed · pdf: 1 indexed' in r.stdout
+    r = run('ask', '¿Cuándo se hacen las copias?', '--store', str(tmp_path / 's'), '--json')
+    rows = json.loads(r.stdout)
+    first = rows['chunks'][0] if isinstance(rows, dict) else rows[0]
+    assert first['cite'] == 'kb/ops.pdf#page=1' and first['page_start'] == 1
+
+
+def test_read_document_wraps_any_converter_failure(tmp_path, monkeypatch):
+    def boom(*_): raise RecursionError('too deep')
+    monkeypatch.setitem(READERS, '.html', Reader('html-v1', 'html', boom))
+    (tmp_path / 'x.html').write_text('<p>x</p>')
+    with pytest.raises(ChunkingError, match=r'x\.html: not a readable HTML file \(RecursionError'):
+        read_document(tmp_path / 'x.html')

@@ -1,0 +1,187 @@
+"""`ragnb serve` (issue 17): the SDK's real MCP client over stdio and HTTP, pins under every filter combination,
+200 concurrent asks, new commits seen without a restart, errors without tracebacks or keys."""
+import concurrent.futures as cf, itertools, os, socket, subprocess, sys, time
+
+import anyio, httpx, pytest
+from mcp import StdioServerParameters
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from ragnb.index import Store
+from ragnb.ingest import bundled_data_dir, index_paths
+from ragnb.serve import RetrievalService
+
+QUESTIONS = ['¿Cómo hago un rollback en producción?', 'How do I roll back a deployment?',
+             '¿Cuánto tiempo se guardan los logs?', 'What are the API rate limits?', 'tenant isolation',
+             '¿Quién está de guardia?', 'backup restore', 'facturación mensual']
+
+
+@pytest.fixture(scope='module')
+def store_dir(tmp_path_factory):
+    "The bundled docs: Spanish as tenant acme, English as tenant globex."
+    d = tmp_path_factory.mktemp('serve') / 'store'
+    with Store.open(d) as w:
+        index_paths(w, [bundled_data_dir() / 'docs' / 'es'], metadata={'tenant': 'acme'})
+        index_paths(w, [bundled_data_dir() / 'docs' / 'en'], metadata={'tenant': 'globex'})
+    return d
+
+
+@pytest.fixture(scope='module')
+def service(store_dir):
+    s = Store.open(store_dir, readonly=True)
+    yield RetrievalService(s)
+    s.close()
+
+
+def strip(res):
+    "What must match between two answers: citations, texts and (to float noise) scores."
+    return [(c['cite'], c['text'], round(c['score'], 4)) for c in res['chunks']], res['tokens_before']
+
+
+def server_cmd(store_dir, *extra):
+    return [sys.executable, '-m', 'ragnb.cli', 'serve', '--store', str(store_dir), *extra]
+
+
+def test_stdio_client_lists_tools_and_answers_like_the_library(store_dir, service):
+    params = StdioServerParameters(command=server_cmd(store_dir)[0], args=server_cmd(store_dir)[1:],
+                                   env={**os.environ, 'PYTHONUNBUFFERED': '1'})
+
+    async def run():
+        async with Client(params, read_timeout_seconds=120) as c:
+            tools = (await c.list_tools()).tools
+            ask = await c.call_tool('ask', {'question': QUESTIONS[0], 'k': 4, 'trim': True, 'threshold': 0.3})
+            ev = await c.call_tool('eval_retrieval', {'questions': [{'question': QUESTIONS[0], 'answer': 'rollback'},
+                                                                    QUESTIONS[1]], 'trim_threshold': 0.3})
+            src = await c.call_tool('sources', {'filters': {'tenant': 'globex'}})
+            return tools, ask, ev, src
+
+    tools, ask, ev, src = anyio.run(run)
+    assert [t.name for t in tools] == ['ask', 'eval_retrieval', 'sources']
+    props = tools[0].input_schema['properties']
+    assert {'question', 'k', 'trim', 'threshold', 'window', 'mode', 'hyde', 'filters'} <= set(props)
+    assert all(props[p].get('description') for p in ('question', 'k', 'threshold', 'mode', 'filters'))
+    mine = service.ask(QUESTIONS[0], k=4, trim=True, threshold=0.3)
+    assert strip(ask.structured_content) == strip(mine)
+    assert ask.structured_content['tokens_after'] == mine['tokens_after'] < mine['tokens_before']
+    s = ev.structured_content['summary']
+    assert s['n_questions'] == 2 and s['avg_tokens_trim'] < s['avg_tokens_baseline']
+    assert set(s) >= {'avg_tokens_baseline', 'avg_tokens_trim', 'token_reduction_pct', 'avg_overlap_vs_baseline'}
+    assert s['n_with_answer'] == 1
+    assert {p['path'].split('/')[0] for p in src.structured_content['sources']} == {'en'}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope='module')
+def http_server(store_dir):
+    port = free_port()
+    proc = subprocess.Popen(server_cmd(store_dir, '--http', f'127.0.0.1:{port}', '--token', 's3cret',
+                                       '--pin', 'tenant=acme'), stderr=subprocess.PIPE)
+    url = f'http://127.0.0.1:{port}/mcp'
+    for _ in range(600):
+        try:
+            httpx.get(url, timeout=0.5)
+            break
+        except httpx.TransportError:
+            if proc.poll() is not None: raise RuntimeError(proc.stderr.read().decode())
+            time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_http_needs_the_token(http_server):
+    r = httpx.post(http_server, json={'jsonrpc': '2.0', 'id': 1, 'method': 'tools/list'})
+    assert r.status_code == 401 and 'bearer token' in r.text
+    r = httpx.post(http_server, json={}, headers={'Authorization': 'Bearer wrong'})
+    assert r.status_code == 401
+
+    async def call(token):
+        headers = {'Authorization': f'Bearer {token}'}
+        transport = streamable_http_client(http_server, http_client=create_mcp_http_client(headers=headers))
+        async with Client(transport, read_timeout_seconds=60) as c:
+            return await c.call_tool('ask', {'question': QUESTIONS[1], 'k': 5, 'filters': {'tenant': 'globex'}}), \
+                await c.call_tool('ask', {'question': QUESTIONS[0], 'k': 5})
+
+    denied, allowed = anyio.run(call, 's3cret')
+    assert denied.structured_content['chunks'] == []                     # globex under an acme pin: nothing
+    assert allowed.structured_content['chunks'] and all(
+        c['metadata']['tenant'] == 'acme' for c in allowed.structured_content['chunks'])
+    with pytest.raises(Exception):
+        anyio.run(call, 'wrong')
+
+
+def test_a_non_loopback_bind_needs_a_token(store_dir):
+    r = subprocess.run(server_cmd(store_dir, '--http', '0.0.0.0:1'), capture_output=True, text=True, timeout=120,
+                       env={k: v for k, v in os.environ.items() if k != 'RAGNB_MCP_TOKEN'})
+    assert r.returncode == 2 and 'without a token' in r.stderr and 'Traceback' not in r.stderr
+
+
+FILTER_VALUES = [None, 'acme', 'globex', ['acme'], ['globex'], ['acme', 'globex'], [], 'nobody']
+SOURCE_VALUES = [None, 'es/despliegue.md', 'en/deployment.md', ['es/faq.md', 'en/faq.md']]
+
+
+@pytest.mark.parametrize('mode', ['hybrid', 'dense', 'lexical'])
+def test_a_pinned_tenant_never_sees_another(store_dir, mode):
+    s = Store.open(store_dir, readonly=True)
+    acme = RetrievalService(s, pins={'tenant': ['acme']})
+    for tenant, source in itertools.product(FILTER_VALUES, SOURCE_VALUES):
+        filters = {k: v for k, v in (('tenant', tenant), ('source', source)) if v is not None}
+        for q in QUESTIONS[:3]:
+            got = acme.ask(q, k=20, mode=mode, filters=filters)['chunks']
+            assert all(c['metadata']['tenant'] == 'acme' for c in got), filters
+            if tenant in ('globex', ['globex'], [], 'nobody') or source == 'en/deployment.md': assert got == []
+        listed = acme.sources(filters)['sources']
+        assert all(p['path'].startswith('es/') for p in listed), filters
+        ev = acme.eval_retrieval([{'question': QUESTIONS[1], 'relevant': ['en/deployment.md']}], filters=filters)
+        assert 'labelling_errors' not in ev and ev['summary']['avg_tokens_baseline'] >= 0
+    s.close()
+
+
+def test_200_concurrent_asks_match_the_serial_answers(service):
+    calls = [(q, k, trim) for q in QUESTIONS for k in (3, 5) for trim in (False, True)] * 7
+    calls = calls[:200]
+    serial = [strip(service.ask(q, k=k, trim=trim)) for q, k, trim in calls]
+    with cf.ThreadPoolExecutor(16) as ex:
+        parallel = list(ex.map(lambda a: strip(service.ask(a[0], k=a[1], trim=a[2])), calls))
+    assert parallel == serial
+
+
+def test_new_commits_are_seen_without_a_restart(tmp_path):
+    docs = tmp_path / 'docs'
+    docs.mkdir()
+    (docs / 'a.md').write_text('# Logs\n\nLos logs se guardan 14 días.')
+    with Store.open(tmp_path / 's') as w: index_paths(w, [docs])
+    svc = RetrievalService(Store.open(tmp_path / 's', readonly=True))
+    assert [c['display_path'] for c in svc.ask('zanahoria morada', k=5)['chunks']] == ['docs/a.md']
+    (docs / 'b.md').write_text('# Huerto\n\nLa zanahoria morada se siembra en marzo.')
+    with Store.open(tmp_path / 's') as w: index_paths(w, [docs])
+    assert svc.ask('zanahoria morada', k=1)['chunks'][0]['display_path'] == 'docs/b.md'
+
+
+def test_errors_are_clear_and_never_leak_tracebacks_or_the_key(store_dir):
+    env = {**os.environ, 'GOOGLE_AI_API_KEY': 'AIza-very-secret-key', 'RAGNB_HYDE_BASE_URL': 'http://127.0.0.1:9'}
+    params = StdioServerParameters(command=sys.executable, args=server_cmd(store_dir)[1:], env=env)
+
+    async def run():
+        async with Client(params, read_timeout_seconds=120) as c:
+            return [await c.call_tool('ask', args) for args in (
+                {'question': 'x' * 5000}, {'question': 'rollback', 'k': 0}, {'question': 'rollback', 'mode': 'x'},
+                {'question': 'rollback', 'filters': {'tenant': {'$ne': 'acme'}}}, {'question': ''},
+                {'question': 'rollback', 'hyde': True})] + [
+                await c.call_tool('eval_retrieval', {'questions': ['q'] * 500}),
+                await c.call_tool('eval_retrieval', {'questions': '/etc/passwd'})]
+
+    *bad, hyde, too_many, path = anyio.run(run)
+    for r in bad + [too_many, path]:
+        text = r.content[0].text
+        assert r.is_error and 'Traceback' not in text and 'File "' not in text, text
+    assert 'the limit is 2000' in bad[0].content[0].text and 'greater than or equal to 1' in bad[1].content[0].text
+    assert 'limit per call is 200' in too_many.content[0].text
+    assert not hyde.is_error and hyde.structured_content['hyde']['hyde'] == 'fallback'
+    assert 'very-secret' not in str(hyde.structured_content) and hyde.structured_content['chunks']
