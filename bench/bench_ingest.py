@@ -124,8 +124,9 @@ def part_pdf():
     import pypdf
     from ragnb.readers import pdf_document
     print('## PDF text extraction\n')
-    print('| PDF | extractor | pages | pages/s | words cut by a line-end hyphen | running header lines left |')
-    print('|---|---|---|---|---|---|')
+    print('| PDF | extractor | pages | pages/s | words cut by a line-end hyphen | running header lines left | '
+          'glued words (25+ letters) |')
+    print('|---|---|---|---|---|---|---|')
     for pdf in sorted(DEBIAN.glob('*.pdf')):
         data = pdf.read_bytes()
         t = time.perf_counter()
@@ -137,10 +138,12 @@ def part_pdf():
         dt_pypdf = time.perf_counter() - t
         n = len(reader.pages)
         cut = lambda s: len(re.findall(r'[a-záéíóúñ]-\n[a-záéíóúñ]', s))
-        heads = lambda s: len(re.findall(r'^(?:Debian Reference\s*)?\d+\s*/\s*\d+\s*$|^Debian Reference\s*$', s, re.M))
+        running = r'(?:Debian ?Reference|Gu[ií]a ?de ?referencia ?de ?Debian)'      # the header text, en and es
+        heads = lambda s: len(re.findall(rf'^\s*{running}\s*(?:\d+\s*/\s*\d+)?\s*$', s, re.M | re.I))
+        glued = lambda s: len(re.findall(r'\b[a-záéíóúñ]{25,}\b', s))
         for name, text, dt in [('ragnb reader (pypdfium2)', doc.text, dt_ours), ('pypdf extract_text', text_pypdf,
                                                                                  dt_pypdf)]:
-            print(f'| {pdf.name} | {name} | {n} | {n / dt:.0f} | {cut(text)} | {heads(text)} |')
+            print(f'| {pdf.name} | {name} | {n} | {n / dt:.0f} | {cut(text)} | {heads(text)} | {glued(text)} |')
     print()
 
 
