@@ -82,7 +82,8 @@ def cmd_index(args) -> int:
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
     try:
         with Store.open(path, embedder=_load_embedder(args.model)) as store:
-            rep = index_paths(store, args.paths, metadata=meta, progress=not args.quiet)
+            rep = index_paths(store, args.paths, metadata=meta, progress=not args.quiet,
+                              max_bytes=int(args.max_mb * 2**20))
             st = store.stats()
     except StoreError as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
@@ -271,6 +272,7 @@ _THREADS_HELP = 'torch threads for embedding (default $RAGNB_THREADS, else 1 per
 _MODE_HELP = 'hybrid (dense + lexical, fused), dense or lexical (default $RETRIEVAL_MODE or hybrid)'
 
 def build_parser() -> argparse.ArgumentParser:
+    from ragnb.ingest import MAX_FILE_BYTES
     from ragnb.trim import DEFAULT_TRIM_THRESHOLD
     from ragnb.retrieve import SEARCH_MODES
     p = argparse.ArgumentParser(prog='ragnb', description='Notebook-first retrieval for RAG.')
@@ -288,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--quiet', action='store_true', help='no progress bar')
     s.add_argument('--verbose', action='store_true', help="list each binary file skipped; show the model's loading bar")
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
+    s.add_argument('--max-mb', type=_positive_int, default=MAX_FILE_BYTES // 2**20,
+                   help=f'skip larger files, with a reason (default {MAX_FILE_BYTES // 2**20}; big PDFs may need more)')
     s.set_defaults(func=cmd_index)
     s = sub.add_parser('check', help='verify a store end to end and print one table (exit 1 on any problem)')
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')

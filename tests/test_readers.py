@@ -238,9 +238,12 @@ def test_cli_index_reports_kinds_and_ask_cites_pages(tmp_path):
     (kb / 'ops.pdf').write_bytes(pdf_bytes([('Copias', ['Las copias de la base de datos se hacen cada noche.'])]))
     (kb / 'g.html').write_text('<h1 id="rb">Rollback</h1><p>Ejecute faro rollback para volver atrás.</p>')
     run = lambda *a: subprocess.run([sys.executable, '-m', 'ragnb.cli', *a], capture_output=True, text=True)
-    r = run('index', str(kb), '--store', str(tmp_path / 's'), '--quiet')
+    r = run('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', '--max-mb', '1')
     assert r.returncode == 0, r.stderr
     assert 'by kind: html: 1 indexed · pdf: 1 indexed' in r.stdout
+    (kb / 'big.pdf').write_bytes(b'%PDF-1.4\n' + bytes(2 << 20))
+    r = run('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', '--max-mb', '1')
+    assert 'big.pdf: 2 MB, over the 1 MB limit' in r.stderr and 'pdf: 1 unchanged, 1 skipped' in r.stdout
     r = run('ask', '¿Cuándo se hacen las copias?', '--store', str(tmp_path / 's'), '--json')
     rows = json.loads(r.stdout)
     first = rows['chunks'][0] if isinstance(rows, dict) else rows[0]
