@@ -199,7 +199,8 @@ def _add_ask(server, service:RetrievalService):
     async def ask(question:Question, k:K=5, trim:bool=False, threshold:Threshold='auto', window:Window=0,
             mode:Mode='hybrid', hyde:bool=False, filters:Filters=None) -> dict[str, Any]:
         call = functools.partial(_tool_errors(service.ask), question, k, trim, threshold, window, mode, hyde, filters)
-        return await anyio.to_thread.run_sync(call) if hyde else call()    # HyDE waits on a network: not in the loop
+        if hyde or service.lock.locked(): return await anyio.to_thread.run_sync(call)   # would block the loop
+        return call()
 
 # %% ../nbs/08_serve.ipynb #5f58b938
 Questions = Annotated[list[str|dict[str, Any]], Field(

@@ -185,3 +185,34 @@ def test_errors_are_clear_and_never_leak_tracebacks_or_the_key(store_dir):
     assert 'limit per call is 200' in too_many.content[0].text
     assert not hyde.is_error and hyde.structured_content['hyde']['hyde'] == 'fallback'
     assert 'very-secret' not in str(hyde.structured_content) and hyde.structured_content['chunks']
+
+
+def test_an_ask_behind_a_long_eval_does_not_freeze_the_server(http_server):
+    "HTTP: while one client's eval holds the store and another's ask waits for it, a third is still answered."
+    headers = {'Authorization': 'Bearer s3cret'}
+    connect = lambda: Client(streamable_http_client(http_server, http_client=create_mcp_http_client(headers=headers)),
+                             read_timeout_seconds=120)
+    took = {}
+
+    async def run():
+        async with connect() as a, connect() as b, connect() as c:
+            async def long_eval():
+                t = time.perf_counter()
+                await a.call_tool('eval_retrieval', {'questions': QUESTIONS * 12, 'k': 10})
+                took['eval'] = time.perf_counter() - t
+
+            async def waiting_ask():
+                await anyio.sleep(0.3)
+                await b.call_tool('ask', {'question': QUESTIONS[0]})
+
+            async def list_tools():
+                await anyio.sleep(0.6)
+                t = time.perf_counter()
+                await c.list_tools()
+                took['list'] = time.perf_counter() - t
+
+            async with anyio.create_task_group() as tg:
+                for f in (long_eval, waiting_ask, list_tools): tg.start_soon(f)
+
+    anyio.run(run)
+    assert took['eval'] > 1.5 and took['list'] < 0.5, took
