@@ -16,6 +16,7 @@ import argparse, json, os, pathlib, re, shutil, sys, tempfile, time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'bench'))
+from bench_retrieve import first_answer_rank  # noqa: E402
 from corpus import corpus_dir  # noqa: E402
 
 DEBIAN = pathlib.Path('/usr/share/debian-reference')
@@ -145,11 +146,6 @@ def part_pdf():
                                                                                  dt_pypdf)]:
             print(f'| {pdf.name} | {name} | {n} | {n / dt:.0f} | {cut(text)} | {heads(text)} | {glued(text)} |')
     print()
-
-
-def first_answer_rank(texts, answer):
-    a = answer.lower()
-    return next((i for i, t in enumerate(texts, 1) if a in t.lower()), None)
 
 
 def part_retrieval(keep):

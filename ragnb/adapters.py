@@ -11,7 +11,7 @@ from .retrieve import resolve_trim_threshold
 from .trim import DEFAULT_TRIM_THRESHOLD, TrimmedChunk, trim_chunks_by_sentence
 
 # %% auto #0
-__all__ = ['chunk_metadata', 'as_chunk', 'trim_texts']
+__all__ = ['chunk_metadata', 'chunk_from_framework', 'trim_texts']
 
 # %% ../nbs/10_adapters.ipynb #76ac7d26
 _LOCATION = ('start_line', 'end_line', 'page_start', 'page_end', 'anchor')
@@ -25,7 +25,7 @@ def chunk_metadata(c:Chunk, store:Store|None=None) -> dict:
     return meta
 
 # %% ../nbs/10_adapters.ipynb #e3af07d6
-def as_chunk(text:str, # the text a framework holds (a node's content, a document's page_content)
+def chunk_from_framework(text:str, # the text a framework holds (a node's content, a document's page_content)
              metadata:dict|None=None, # its metadata
              store:Store|None=None, # the store whose stored sentence vectors may be used
             ) -> Chunk:
@@ -38,7 +38,7 @@ def as_chunk(text:str, # the text a framework holds (a node's content, a documen
 
 # %% ../nbs/10_adapters.ipynb #50fa74b9
 def trim_texts(query:str, # the question
-               chunks:list[Chunk], # from `as_chunk`
+               chunks:list[Chunk], # from `chunk_from_framework`
                *, store:Store|None=None, # stored sentence vectors and the model (and 'auto' thresholds)
                embedder=None, # the model, when there is no store
                threshold:float|str=DEFAULT_TRIM_THRESHOLD, # a cosine, or 'auto' (needs `store`)

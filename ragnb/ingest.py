@@ -14,7 +14,8 @@ from fastcore.basics import patch
 
 from .chunking import BinaryFileError, Chunk, ChunkingError, chunk_text, read_text_file
 from .index import SourceRecord, Store, StoreMismatchError, sentence_texts, text_hash
-from .readers import Document, document_version, file_kind, locate_chunks, read_document, reader_for
+from .readers import (Document, document_version, file_kind, locate_chunks, read_document, reader_for,
+                           reader_version)
 
 # %% auto #0
 __all__ = ['MAX_FILE_BYTES', 'IndexReport', 'ignore_spec', 'walk_files', 'unreadable_reason', 'eval_data_reason', 'source_key',
@@ -214,7 +215,7 @@ def chunk_sources(todo:list[SourceFile], metadata:dict|None=None) -> tuple[list[
                            sf.document)
         for c in cs:
             c.display_path = sf.display
-            if sf.document.reader: c.chunker_version = f'{sf.document.reader}+{c.chunker_version}'
+            c.chunker_version = reader_version(sf.document.reader, c.chunker_version)
         chunks += cs
         records.append(SourceRecord(sf.source, sf.root, sf.content_hash, sf.chunker_version, mjson, len(cs), now))
     return chunks, records

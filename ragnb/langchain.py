@@ -11,7 +11,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from .adapters import as_chunk, chunk_metadata, trim_texts
+from .adapters import chunk_from_framework, chunk_metadata, trim_texts
 from .chunking import Chunk
 from .index import Store
 from .retrieve import RetrieveOpts, retrieve
@@ -52,7 +52,7 @@ class SentenceTrimCompressor(BaseDocumentCompressor):
 
     def compress_documents(self, documents:Sequence[Document], query:str,
                            callbacks=None) -> list[Document]:  # noqa: ARG002 (LangChain's signature)
-        chunks = [as_chunk(d.page_content, d.metadata, self.store) for d in documents]
+        chunks = [chunk_from_framework(d.page_content, d.metadata, self.store) for d in documents]
         trimmed = trim_texts(query, chunks, store=self.store, embedder=self.embedder, threshold=self.threshold,
                              window=self.window, min_sentences=self.min_sentences)
         return [Document(page_content=t.text, id=d.id, metadata=dict(d.metadata, tokens_before=t.tokens_before,

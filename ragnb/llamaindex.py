@@ -11,7 +11,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from .adapters import as_chunk, chunk_metadata, trim_texts
+from .adapters import chunk_from_framework, chunk_metadata, trim_texts
 from .chunking import Chunk
 from .index import Store
 from .retrieve import RetrieveOpts, retrieve
@@ -60,7 +60,7 @@ class SentenceTrimPostprocessor(BaseNodePostprocessor):
 
     def _postprocess_nodes(self, nodes:list[NodeWithScore], query_bundle:QueryBundle|None=None) -> list[NodeWithScore]:
         if query_bundle is None: raise ValueError('SentenceTrimPostprocessor needs the query')
-        chunks = [as_chunk(n.node.get_content(), n.node.metadata, self._store) for n in nodes]
+        chunks = [chunk_from_framework(n.node.get_content(), n.node.metadata, self._store) for n in nodes]
         trimmed = trim_texts(query_bundle.query_str, chunks, store=self._store, embedder=self._embedder,
                              threshold=self.threshold, window=self.window, min_sentences=self.min_sentences)
         return [_trimmed_node(n, t) for n, t in zip(nodes, trimmed)]

@@ -15,7 +15,8 @@ from .chunking import (CODE_EXTS, BinaryFileError, Chunk, ChunkingError, decode_
 
 # %% auto #0
 __all__ = ['READERS', 'MAX_UNZIPPED', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version',
-           'read_document', 'locate_chunks', 'HtmlWalker', 'html_document', 'pdf_document', 'docx_document']
+           'reader_version', 'read_document', 'locate_chunks', 'HtmlWalker', 'html_document', 'pdf_document',
+           'docx_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -59,7 +60,11 @@ def file_kind(path:str|Path) -> str:
 def document_version(path:str|Path, **kw) -> str:
     "What the store records as the file's chunker version: the reader's name, if any, and the chunking strategy."
     r = reader_for(path)
-    return (f'{r.name}+' if r else '') + strategy_version(path, **kw)
+    return reader_version(r.name if r else '', strategy_version(path, **kw))
+
+def reader_version(reader:str, chunker_version:str) -> str:
+    "The one format of a converted file's version: 'html-v1+documental-v2:…'; the chunker's alone for plain files."
+    return f'{reader}+{chunker_version}' if reader else chunker_version
 
 # %% ../nbs/01a_readers.ipynb #f9bf8da4
 def read_document(path:str|Path, # the file
@@ -411,12 +416,15 @@ def _margin_lines(lines:list[_Line], h:float, body:float) -> list[_Line]:
     return [ln for ln in lines if ln.size <= body * 1.05 and ((ln.y1 >= top - 2 and ln.y0 > h * 0.9)
                                                               or (ln.y0 <= bottom + 2 and ln.y1 < h * 0.1))]
 
+def _body_size(items) -> float:
+    "The font size of the body text: the size (to 0.1 pt) that carries the most characters of `(size, text)` pairs."
+    sizes = Counter()
+    for size, text in items: sizes[round(size, 1)] += len(text)
+    return sizes.most_common(1)[0][0] if sizes else 0
+
 def _drop_running(pages:list[list[_Line]], heights:list[float]) -> list[list[_Line]]:
     "Remove running headers and footers: margin lines repeated (digits aside) on many pages, and page numbers."
-    sizes = Counter()
-    for ls in pages:
-        for ln in ls: sizes[round(ln.size, 1)] += len(ln.text)
-    body = sizes.most_common(1)[0][0] if sizes else 0
+    body = _body_size((ln.size, ln.text) for ls in pages for ln in ls)
     key = lambda ln: re.sub(r'\d+', '#', ln.text.strip().lower())
     cands = [_margin_lines(ls, h, body) for ls, h in zip(pages, heights)]
     seen = Counter(k for cs in cands for k in {key(ln) for ln in cs})
@@ -491,9 +499,7 @@ def _resolve_hyphens(paras:list[dict]) -> list[dict]:
 # %% ../nbs/01a_readers.ipynb #1cb5c478
 def _markdown_lines(paras:list[dict]) -> list[tuple[str, tuple[int, int]]]:
     "Each paragraph as markdown (heading by font size rank, list item, fence) with its pages."
-    sizes = Counter()
-    for p in paras: sizes[round(p['size'], 1)] += len(p['text'])
-    body = sizes.most_common(1)[0][0] if sizes else 0
+    body = _body_size((p['size'], p['text']) for p in paras)
     heads = sorted({round(p['size'], 1) for p in paras if p['size'] > body * 1.15 and len(p['text']) < 150},
                    reverse=True)
     level = {s: min(i + 1, 6) for i, s in enumerate(heads)}
@@ -564,7 +570,8 @@ def _docx_block(p) -> tuple[str, str]|None:
     "(kind, markdown) of a Word paragraph: a heading, a list item with its level, or text; None when empty."
     style, text = (p.style.name if p.style is not None else '') or '', _clean(p.text)
     if not text: return None
-    if m := re.match(r'(?:heading|título|titulo)\s*(\d)', style, re.I): return 'h', '#' * min(int(m[1]), 6) + ' ' + text
+    if m := re.match(r'(?:heading|título|titulo)\s*(\d)', style, re.I):
+        return 'h', '#' * min(int(m[1]), 6) + ' ' + text
     if style == 'Title': return 'h', '# ' + text
     num = p._p.pPr.numPr if p._p.pPr is not None else None
     if style.startswith('List') or num is not None:
