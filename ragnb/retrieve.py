@@ -12,7 +12,7 @@ from fastcore.basics import patch
 
 from .chunking import Chunk
 from .index import Store
-from .trim import (DEFAULT_TRIM_THRESHOLD, TrimmedChunk, check_trim_options, estimate_tokens, parse_threshold,
+from .trim import (TrimmedChunk, check_trim_options, default_trim_threshold, estimate_tokens, parse_threshold,
                         trim_chunks_by_sentence)
 from .embed import model_languages
 from .hyde import build_query_vec
@@ -40,10 +40,10 @@ def _env_threshold(name, default):
 
 # %% ../nbs/06_retrieve.ipynb #0a22d099
 def resolve_trim_threshold(store:Store, threshold:float|str, window:int=0) -> float:
-    "A number stays; 'auto' is the threshold calibrated for this store's model and `window`, else the default."
+    "A number stays; 'auto' is the store's saved calibration for `window`, else its model's default threshold."
     if threshold != 'auto': return threshold
     cal = store.trim_calibration(window)
-    return float(cal['threshold']) if cal else DEFAULT_TRIM_THRESHOLD
+    return float(cal['threshold']) if cal else default_trim_threshold(store.manifest['model'], window)
 
 # %% ../nbs/06_retrieve.ipynb #6680498d
 @dataclass
@@ -51,7 +51,7 @@ class RetrieveOpts:
     "Options of `retrieve`; defaults come from `RETRIEVAL_TRIM`, `RETRIEVAL_TRIM_THRESHOLD` and `RETRIEVAL_HYDE`."
     trim: bool = field(default_factory=lambda: _env_flag('RETRIEVAL_TRIM'))
     trim_threshold: float|str = field(   # or 'auto'
-        default_factory=lambda: _env_threshold('RETRIEVAL_TRIM_THRESHOLD', DEFAULT_TRIM_THRESHOLD))
+        default_factory=lambda: _env_threshold('RETRIEVAL_TRIM_THRESHOLD', 'auto'))
     trim_min_sentences: int = 1
     trim_window: int = 0
     hyde: bool = field(default_factory=lambda: _env_flag('RETRIEVAL_HYDE'))

@@ -10,10 +10,13 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .chunking import Chunk
+from .embed import PACKAGED_MODEL
+from .model_build import E5_SMALL
 from .index import Store, chunk_sentence_spans, text_hash
 
 # %% auto #0
-__all__ = ['DEFAULT_TRIM_THRESHOLD', 'SCORE_TOLERANCE', 'estimate_tokens', 'check_trim_options', 'parse_threshold',
+__all__ = ['DEFAULT_TRIM_THRESHOLD', 'MODEL_TRIM_DEFAULTS', 'SCORE_TOLERANCE', 'estimate_tokens', 'check_trim_options',
+           'parse_threshold', 'TrimDefaults', 'trim_defaults', 'default_trim_threshold', 'trim_threshold_grid',
            'select_sentences', 'join_kept', 'TrimmedChunk', 'as_chunk', 'trim_chunks_by_sentence', 'trim_agreement']
 
 # %% ../nbs/04_trim.ipynb #abc94652
@@ -23,7 +26,7 @@ def estimate_tokens(chunks:list[Chunk]|list[str]) -> int:
     return round(words * 1.3)
 
 # %% ../nbs/04_trim.ipynb #764a7444
-DEFAULT_TRIM_THRESHOLD = 0.38   # the one home of the default cosine threshold
+DEFAULT_TRIM_THRESHOLD = 0.38   # the threshold of a model with no calibrated default (see `default_trim_threshold`)
 
 def check_trim_options(threshold:float, min_sentences:int=1, window:int=0):
     "`ValueError` unless `threshold` is a cosine in [-1, 1] and `min_sentences`, `window` are integers >= 0."
@@ -40,6 +43,33 @@ def parse_threshold(value:str, what:str='threshold') -> float|str:
     if value.strip().lower() == 'auto': return 'auto'
     try: return float(value)
     except ValueError: raise ValueError(f"{what}={value!r} is neither a number nor 'auto'") from None
+
+# %% ../nbs/04_trim.ipynb #204099f3
+@dataclass(frozen=True)
+class TrimDefaults:
+    "A model's calibrated trim thresholds (by window) and the threshold grid (`lo, hi, step`) a sweep searches."
+    thresholds: dict
+    grid: tuple = (0.20, 0.60, 0.05)
+
+MODEL_TRIM_DEFAULTS = {   # calibrated on the bundled labelled set with `ragnb eval --sweep` (bench/bench_models.py)
+    PACKAGED_MODEL: TrimDefaults({0: 0.38, 1: 0.38}),
+    E5_SMALL: TrimDefaults({0: 0.78, 1: 0.82}, grid=(0.70, 0.90, 0.02)),
+}
+
+# %% ../nbs/04_trim.ipynb #dfd62cde
+def trim_defaults(model:str|None=None) -> TrimDefaults:
+    "The trim defaults of `model`; a model nobody calibrated gets `DEFAULT_TRIM_THRESHOLD` and MiniLM's grid."
+    return MODEL_TRIM_DEFAULTS.get(model or '') or TrimDefaults({0: DEFAULT_TRIM_THRESHOLD})
+
+def default_trim_threshold(model:str|None=None, window:int=0) -> float:
+    "The calibrated default threshold of `model` for `window` (a wider window: the widest calibrated one)."
+    t = trim_defaults(model).thresholds
+    return t.get(window, t[max(t)])
+
+def trim_threshold_grid(model:str|None=None) -> tuple:
+    "The thresholds a sweep tries for `model`: its grid, lo to hi inclusive."
+    lo, hi, step = trim_defaults(model).grid
+    return tuple(round(lo + i * step, 3) for i in range(round((hi - lo) / step) + 1))
 
 # %% ../nbs/04_trim.ipynb #62f49478
 def select_sentences(scores:np.ndarray, # cosine of each sentence to the query, in document order
