@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_index.ipynb #d30848e4
 from __future__ import annotations
-import errno, fcntl, hashlib, json, logging, os, shutil, sqlite3, struct, time, zlib
+import errno, fcntl, hashlib, json, logging, math, os, shutil, sqlite3, struct, time, zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -908,14 +908,30 @@ def search_lexical(self:Store, query:str, # the question's text
 
 # %% ../nbs/03_index.ipynb #920704ed
 @patch
-def _informative_terms(self:Store, terms:list[str], max_share:float=0.5) -> tuple[list[str], list[str]]:
-    "The `terms` found in the index, and those of them in at most `max_share` of the chunks (else the rarest one)."
+def _term_counts(self:Store, terms:list[str]) -> tuple[dict, int]:
+    "How many chunks hold each of `terms` (those found), and how many chunks there are (inside a snapshot)."
     if self._lexical_n is None or self._lexical_n[0] != self._generation:
         self._lexical_n = (self._generation, self.db.execute('select count(*) from chunks').fetchone()[0])
     marks = ','.join('?' * len(terms))
     df = dict(self.db.execute(f'select term, doc from temp.lexical_vocab where term in ({marks})', terms).fetchall())
+    return df, self._lexical_n[1]
+
+@patch
+def _informative_terms(self:Store, terms:list[str], max_share:float=0.5) -> tuple[list[str], list[str]]:
+    "The `terms` found in the index, and those of them in at most `max_share` of the chunks (else the rarest one)."
+    df, n = self._term_counts(terms)
     found = [t for t in terms if df.get(t)]
-    return found, [t for t in found if df[t] <= max_share * self._lexical_n[1]] or sorted(found, key=df.get)[:1]
+    return found, [t for t in found if df[t] <= max_share * n] or sorted(found, key=df.get)[:1]
+
+# %% ../nbs/03_index.ipynb #6f7a8b9c
+@patch
+def term_idf(self:Store, terms:list[str]) -> dict[str, float]:
+    "BM25's idf, ln(1 + (N − df + 0.5) / (df + 0.5)), of each of `terms` found in the lexical index."
+    if not terms or not self._lexical: return {}
+    with self._snapshot():
+        if self._meta().get('lexical_version') != LEXICAL_VERSION: return {}
+        df, n = self._term_counts(terms)
+    return {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items() if d}
 
 # %% ../nbs/03_index.ipynb #1636f91f
 def _size(f:Path) -> int:

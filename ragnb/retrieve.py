@@ -12,8 +12,8 @@ from fastcore.basics import patch
 
 from .chunking import Chunk
 from .index import Store
-from .trim import (TrimmedChunk, check_trim_options, default_trim_threshold, estimate_tokens, parse_threshold,
-                        trim_chunks_by_sentence)
+from .trim import (DEFAULT_TRIM_POLICY, TrimmedChunk, calibration_key, check_trim_options, check_trim_policy,
+                        default_trim_threshold, estimate_tokens, parse_threshold, trim_chunks_by_sentence)
 from .embed import model_languages
 from .hyde import build_query_vec
 from .lexical import detect_language
@@ -39,11 +39,11 @@ def _env_threshold(name, default):
     return default if v is None or not v.strip() else parse_threshold(v, name)
 
 # %% ../nbs/06_retrieve.ipynb #0a22d099
-def resolve_trim_threshold(store:Store, threshold:float|str, window:int=0) -> float:
-    "A number stays; 'auto' is the store's saved calibration for `window`, else its model's default threshold."
+def resolve_trim_threshold(store:Store, threshold:float|str, window:int=0, policy:str='fixed') -> float:
+    "A number stays; 'auto' is the store's saved calibration for `policy` and `window`, else the model's default."
     if threshold != 'auto': return threshold
-    cal = store.trim_calibration(window)
-    return float(cal['threshold']) if cal else default_trim_threshold(store.manifest['model'], window)
+    cal = store.trim_calibration(calibration_key(policy, window))
+    return float(cal['threshold']) if cal else default_trim_threshold(store.manifest['model'], window, policy)
 
 # %% ../nbs/06_retrieve.ipynb #6680498d
 @dataclass
@@ -54,6 +54,8 @@ class RetrieveOpts:
         default_factory=lambda: _env_threshold('RETRIEVAL_TRIM_THRESHOLD', 'auto'))
     trim_min_sentences: int = 1
     trim_window: int = 0
+    trim_policy: str = field(default_factory=lambda: os.environ.get('RETRIEVAL_TRIM_POLICY') or DEFAULT_TRIM_POLICY)
+    trim_budget: int|None = None                       # keep the best sentences up to this many tokens (no threshold)
     hyde: bool = field(default_factory=lambda: _env_flag('RETRIEVAL_HYDE'))
     hyde_options: dict = field(default_factory=dict)   # for `build_query_vec`: generator, model, n_passages, cache...
     mode: str = field(default_factory=lambda: _env_mode('RETRIEVAL_MODE'))   # 'hybrid', 'dense' or 'lexical'
@@ -121,7 +123,9 @@ def _check_request(query, opts:RetrieveOpts, threshold):
     if isinstance(query, str) and not query.strip(): raise ValueError('query is empty')
     if not isinstance(query, str) and opts.mode != 'dense':
         raise ValueError(f"{opts.mode} search needs the question's text; pass it, or use mode='dense' with a vector")
-    if opts.trim: check_trim_options(threshold, opts.trim_min_sentences, opts.trim_window)
+    if opts.trim:
+        check_trim_options(threshold, opts.trim_min_sentences, opts.trim_window)
+        check_trim_policy(opts.trim_policy)
 
 # %% ../nbs/06_retrieve.ipynb #e1ba3044
 def _query_vectors(store:Store, query, opts:RetrieveOpts, info:dict, timings:dict) -> tuple:
@@ -174,7 +178,7 @@ def retrieve(store:Store, # an open store
             ) -> RetrievalResult:
     "Embed the query, search the store (hybrid by default) with filters, trim if asked, and count the tokens."
     opts = opts or RetrieveOpts()
-    threshold = resolve_trim_threshold(store, opts.trim_threshold, opts.trim_window)
+    threshold = resolve_trim_threshold(store, opts.trim_threshold, opts.trim_window, opts.trim_policy)
     _check_request(query, opts, threshold)
     info, timings = {}, {}
     qvec, tvec = _query_vectors(store, query, opts, info, timings)
@@ -182,10 +186,14 @@ def retrieve(store:Store, # an open store
     t2 = time.perf_counter()
     before = estimate_tokens(chunks)
     if opts.trim:
+        n = len(chunks)
         chunks = trim_chunks_by_sentence(tvec, chunks, store=store, threshold=threshold,
-                                         min_sentences=opts.trim_min_sentences, window=opts.trim_window)
+                                         min_sentences=opts.trim_min_sentences, window=opts.trim_window,
+                                         policy=opts.trim_policy, budget=opts.trim_budget,
+                                         query=query if isinstance(query, str) else None)
         timings['trim'] = (time.perf_counter() - t2) * 1e3
-        info['trim'] = dict(threshold=threshold, window=opts.trim_window, min_sentences=opts.trim_min_sentences,
-                            auto=opts.trim_threshold == 'auto')
+        info['trim'] = dict(policy=opts.trim_policy, threshold=threshold, window=opts.trim_window,
+                            min_sentences=opts.trim_min_sentences, auto=opts.trim_threshold == 'auto',
+                            budget=opts.trim_budget, chunks_dropped=n - len(chunks))
     return RetrievalResult(query if isinstance(query, str) else None, chunks, before, estimate_tokens(chunks),
                            timings, info)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_trim.ipynb #e5d9ea55
 from __future__ import annotations
-import math, numbers
+import functools, math, numbers, re
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -12,12 +12,15 @@ import numpy as np
 from .chunking import Chunk
 from .embed import PACKAGED_MODEL
 from .model_build import E5_SMALL
+from .lexical import lexical_terms, query_terms
 from .index import Store, chunk_sentence_spans, text_hash
 
 # %% auto #0
-__all__ = ['DEFAULT_TRIM_THRESHOLD', 'MODEL_TRIM_DEFAULTS', 'SCORE_TOLERANCE', 'estimate_tokens', 'check_trim_options',
-           'parse_threshold', 'TrimDefaults', 'trim_defaults', 'default_trim_threshold', 'trim_threshold_grid',
-           'select_sentences', 'join_kept', 'TrimmedChunk', 'as_chunk', 'trim_chunks_by_sentence', 'trim_agreement']
+__all__ = ['DEFAULT_TRIM_THRESHOLD', 'TRIM_POLICIES', 'DEFAULT_TRIM_POLICY', 'MODEL_TRIM_DEFAULTS', 'SCORE_TOLERANCE',
+           'estimate_tokens', 'check_trim_options', 'parse_threshold', 'check_trim_policy', 'TrimDefaults',
+           'trim_defaults', 'default_trim_threshold', 'calibration_key', 'trim_threshold_grid', 'select_sentences',
+           'sentence_kind', 'structure_links', 'with_links', 'lexical_overlap', 'join_kept', 'TrimmedChunk', 'as_chunk',
+           'trim_chunks_by_sentence', 'trim_agreement']
 
 # %% ../nbs/04_trim.ipynb #abc94652
 def estimate_tokens(chunks:list[Chunk]|list[str]) -> int:
@@ -44,16 +47,30 @@ def parse_threshold(value:str, what:str='threshold') -> float|str:
     try: return float(value)
     except ValueError: raise ValueError(f"{what}={value!r} is neither a number nor 'auto'") from None
 
+# %% ../nbs/04_trim.ipynb #b0c1d2e3
+TRIM_POLICIES = ('structured', 'fixed')
+DEFAULT_TRIM_POLICY = 'fixed'   # structured misses 95% retention on held-out questions
+
+def check_trim_policy(policy:str) -> str:
+    "`policy` if it is one of `TRIM_POLICIES`, else `ValueError`."
+    if policy not in TRIM_POLICIES:
+        raise ValueError(f"trim policy must be one of {', '.join(TRIM_POLICIES)}, got {policy!r}")
+    return policy
+
 # %% ../nbs/04_trim.ipynb #204099f3
 @dataclass(frozen=True)
 class TrimDefaults:
-    "A model's calibrated trim thresholds (by window) and the threshold grid (`lo, hi, step`) a sweep searches."
-    thresholds: dict
-    grid: tuple = (0.20, 0.60, 0.05)
+    "A model's calibrated trim thresholds: the fixed policy's by window, the structured policy's, and their grids."
+    thresholds: dict                          # fixed policy: {window: threshold}
+    grid: tuple = (0.20, 0.60, 0.05)          # fixed policy: (lo, hi, step) a sweep searches
+    structured: float = 0.50                  # structured policy: the cut on cosine + lexical_weight × overlap
+    structured_grid: tuple = (0.35, 0.70, 0.05)
+    lexical_weight: float = 0.30
 
-MODEL_TRIM_DEFAULTS = {   # calibrated on the bundled labelled set with `ragnb eval --sweep` (bench/bench_models.py)
-    PACKAGED_MODEL: TrimDefaults({0: 0.38, 1: 0.38}),
-    E5_SMALL: TrimDefaults({0: 0.78, 1: 0.82}, grid=(0.70, 0.90, 0.02)),
+MODEL_TRIM_DEFAULTS = {   # calibrated with `ragnb eval --sweep` (bench/bench_models.py, bench/bench_trim_policies.py)
+    PACKAGED_MODEL: TrimDefaults({0: 0.38, 1: 0.38}, structured=0.50),
+    E5_SMALL: TrimDefaults({0: 0.78, 1: 0.82}, grid=(0.70, 0.90, 0.02), structured=0.86,
+                           structured_grid=(0.76, 0.96, 0.02)),
 }
 
 # %% ../nbs/04_trim.ipynb #dfd62cde
@@ -61,14 +78,20 @@ def trim_defaults(model:str|None=None) -> TrimDefaults:
     "The trim defaults of `model`; a model nobody calibrated gets `DEFAULT_TRIM_THRESHOLD` and MiniLM's grid."
     return MODEL_TRIM_DEFAULTS.get(model or '') or TrimDefaults({0: DEFAULT_TRIM_THRESHOLD})
 
-def default_trim_threshold(model:str|None=None, window:int=0) -> float:
-    "The calibrated default threshold of `model` for `window` (a wider window: the widest calibrated one)."
-    t = trim_defaults(model).thresholds
-    return t.get(window, t[max(t)])
+def default_trim_threshold(model:str|None=None, window:int=0, policy:str='fixed') -> float:
+    "The calibrated default threshold of `model` for `policy` and `window` (fixed: the widest calibrated window)."
+    d = trim_defaults(model)
+    if check_trim_policy(policy) == 'structured': return d.structured
+    return d.thresholds.get(window, d.thresholds[max(d.thresholds)])
 
-def trim_threshold_grid(model:str|None=None) -> tuple:
-    "The thresholds a sweep tries for `model`: its grid, lo to hi inclusive."
-    lo, hi, step = trim_defaults(model).grid
+def calibration_key(policy:str='fixed', window:int=0) -> int|str:
+    "Where a store keeps the calibration of `policy` and `window`: the window for 'fixed' (as before), else both."
+    return window if check_trim_policy(policy) == 'fixed' else f'{policy}:{window}'
+
+def trim_threshold_grid(model:str|None=None, policy:str='fixed') -> tuple:
+    "The thresholds a sweep tries for `model` and `policy`: its grid, lo to hi inclusive."
+    d = trim_defaults(model)
+    lo, hi, step = d.structured_grid if check_trim_policy(policy) == 'structured' else d.grid
     return tuple(round(lo + i * step, 3) for i in range(round((hi - lo) / step) + 1))
 
 # %% ../nbs/04_trim.ipynb #62f49478
@@ -89,6 +112,92 @@ def select_sentences(scores:np.ndarray, # cosine of each sentence to the query, 
         keep.add(int(i))
     if window: keep = {j for i in keep for j in range(max(0, i - window), min(n, i + window + 1))}
     return sorted(keep)
+
+# %% ../nbs/04_trim.ipynb #d2e3f4a5
+_TABLE_SEPARATOR = re.compile(r'\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*\|?')
+_LIST_ITEM = re.compile(r'([-*+]|\d+[.)])\s')
+
+def sentence_kind(sentence:str) -> str:
+    "'heading', 'fence', 'row', 'separator' (a table's `|---|`), 'item' (of a list) or 'text'."
+    t = sentence.strip()
+    if t.startswith(('```', '~~~')): return 'fence'
+    if t.startswith('#'): return 'heading'
+    if t.startswith('|'): return 'separator' if _TABLE_SEPARATOR.fullmatch(t) else 'row'
+    return 'item' if _LIST_ITEM.match(t) else 'text'
+
+# %% ../nbs/04_trim.ipynb #d4e5f6a7
+def _link_tables(kinds, links):
+    "Every row of a table needs the header row and the separator (when the header is in this chunk)."
+    i = 0
+    while i < len(kinds):
+        j = i
+        while j < len(kinds) and kinds[j] in ('row', 'separator'): j += 1
+        if j - i >= 2 and kinds[i] == 'row' and kinds[i + 1] == 'separator':
+            for k in range(i + 2, j): links[k] |= {i, i + 1}
+            links[i].add(i + 1)
+        i = max(j, i + 1)
+
+# %% ../nbs/04_trim.ipynb #d5e6f7a8
+def _link_intros(sentences, kinds, links):
+    "A fence and the sentence introducing it (text ending in ':') need each other."
+    for i in range(1, len(kinds)):
+        if kinds[i] == 'fence' and kinds[i - 1] == 'text' and sentences[i - 1].rstrip().endswith(':'):
+            links[i].add(i - 1)
+            links[i - 1].add(i)
+
+def _link_items(kinds, links):
+    "A list item needs its lead-in: the text line just before the list."
+    lead = None
+    for i, k in enumerate(kinds):
+        if k == 'item':
+            if lead is not None: links[i].add(lead)
+        else: lead = i if k == 'text' else None
+
+def _link_headings(kinds, links):
+    "Anything under a heading needs it."
+    head = None
+    for i, k in enumerate(kinds):
+        if k == 'heading': head = i
+        elif head is not None: links[i].add(head)
+
+# %% ../nbs/04_trim.ipynb #d6e7f8a9
+def structure_links(sentences:list[str]) -> list[set[int]]:
+    "For each sentence, the indices of the sentences that must be kept with it (tables, fences, lists, headings)."
+    kinds = [sentence_kind(s) for s in sentences]
+    links = [set() for _ in sentences]
+    _link_tables(kinds, links)
+    _link_intros(sentences, kinds, links)
+    _link_items(kinds, links)
+    _link_headings(kinds, links)
+    return links
+
+def with_links(kept, links:list[set[int]]) -> list[int]:
+    "`kept` and everything it needs, transitively, sorted."
+    out, todo = set(kept), list(kept)
+    while todo:
+        for j in links[todo.pop()] - out:
+            out.add(j)
+            todo.append(j)
+    return sorted(out)
+
+# %% ../nbs/04_trim.ipynb #e2f3a4b5
+_WORD = re.compile(r'\w+')
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_terms(word:str) -> frozenset:
+    return frozenset(lexical_terms(word, 'es') + lexical_terms(word, 'en'))
+
+def lexical_overlap(idf:dict[str, float], # the question's terms and their idf (`Store.term_idf`)
+                    sentences:list[str],
+                   ) -> np.ndarray:
+    "For each sentence, the share (0–1) of the question's idf weight that its terms cover."
+    total = sum(idf.values())
+    if not total: return np.zeros(len(sentences), dtype=np.float32)
+    out = np.zeros(len(sentences), dtype=np.float32)
+    for i, s in enumerate(sentences):
+        found = set().union(*map(_word_terms, set(_WORD.findall(s)))) & idf.keys()
+        out[i] = sum(idf[t] for t in found) / total
+    return out
 
 # %% ../nbs/04_trim.ipynb #0c7180a9
 def _marker(gap:str, before:bool, after:bool) -> str:
@@ -149,60 +258,159 @@ def _unchanged(spans, text):
     "Nothing to trim: no sentences (prefix only, code mode), one sentence, or only code fences."
     return len(spans) <= 1 or all(text[s:e].lstrip().startswith(('```', '~~~')) for s, e in spans)
 
+# %% ../nbs/04_trim.ipynb #f0a1b2c3
+@dataclass
+class _Plan:
+    "One chunk on its way through trimming: its sentences, their vectors and scores, and what is kept."
+    chunk: Chunk
+    spans: list
+    vecs: np.ndarray|None = None
+    same: bool = False        # nothing to trim: kept whole
+    scores: np.ndarray|None = None
+    kept: list = field(default_factory=list)
+    taken: bool = True        # in the context (structured and budget trims drop chunks)
+
+    def sentences(self) -> list[str]: return [self.chunk.text[s:e] for s, e in self.spans]
+
+# %% ../nbs/04_trim.ipynb #f1a2b3c4
+def _plans(q, chunks, embedder, store) -> list[_Plan]:
+    "Each chunk's sentences with their vectors: stored ones for unchanged text, the rest embedded in one batch."
+    cached = store.sentence_vectors([c.id for c in chunks if c.id is not None]) if store is not None else {}
+    plans = []
+    for c in chunks:
+        hit = cached.get(c.id)
+        if hit is not None and hit[2] == text_hash(c.text): plans.append(_Plan(c, hit[0], hit[1]))   # as stored
+        else: plans.append(_Plan(c, chunk_sentence_spans(c)))
+        plans[-1].same = _unchanged(plans[-1].spans, c.text)
+    todo = [p for p in plans if p.vecs is None and not p.same]
+    if todo:
+        emb = embedder if embedder is not None else store.embedder if store is not None else None
+        if emb is None: raise ValueError('these chunks have no stored sentence vectors: pass embedder= or store=')
+        _check_dim(q, emb.dim, f'the embedder ({emb.name})')
+        allv = emb.embed_documents([s for p in todo for s in p.sentences()]).astype(np.float16)   # stored precision
+        at = 0
+        for p in todo:
+            p.vecs, at = allv[at:at + len(p.spans)], at + len(p.spans)
+    for p in plans:
+        if not p.same: p.scores = p.vecs.astype(np.float32) @ q
+    return plans
+
+# %% ../nbs/04_trim.ipynb #f2a3b4c5
+def _lexical_boost(plans, store, query, weight):
+    "Add `weight` × lexical overlap to each sentence's score (needs the question's text and a store's idf)."
+    if not query or not weight or store is None: return
+    idf = store.term_idf(query_terms(query))
+    for p in plans:
+        if not p.same: p.scores = p.scores + weight * lexical_overlap(idf, p.sentences())
+
+# %% ../nbs/04_trim.ipynb #f3a4b5c6
+def _sentence_keys(p:_Plan) -> list[tuple]:
+    "Where each sentence of a chunk is in its source: (source, line, text), the same for an overlap's repeat."
+    body_start = len(p.chunk.text) - len(p.chunk.body)
+    return [(p.chunk.source, p.chunk.start_line + p.chunk.text.count('\n', body_start, s), p.chunk.text[s:e])
+            for s, e in p.spans]
+
+def _drop_repeats(plans):
+    "A sentence already kept from an earlier chunk (chunk overlap) is not kept again; headings and `|---|` may be."
+    seen = set()
+    for p in plans:
+        if p.same or not p.kept: continue
+        keys = _sentence_keys(p)
+        p.kept = [i for i in p.kept if keys[i] not in seen or sentence_kind(keys[i][2]) in ('heading', 'separator')]
+        seen |= {keys[i] for i in p.kept}
+
+# %% ../nbs/04_trim.ipynb #f4a5b6c7
+def _select_fixed(plans, threshold, min_sentences, window):
+    "The first rule, per chunk: the cut, at least `min_sentences`, `window` neighbours."
+    for p in plans:
+        p.kept = list(range(len(p.spans))) if p.same else select_sentences(p.scores, threshold, min_sentences, window)
+
+# %% ../nbs/04_trim.ipynb #f5a6b7c8
+def _around(kept, n, reach):
+    return {j for i in kept for j in range(max(0, i - reach), min(n, i + reach + 1))}
+
+def _select_structured(plans, threshold, min_sentences, window):
+    "Sentences at the cut with one neighbour each side (plus `window`) and their structure; the best if none."
+    live = [p for p in plans if not p.same]
+    for p in plans:
+        if p.same: p.kept = list(range(len(p.spans)))
+        else: p.kept = np.flatnonzero(p.scores >= threshold).tolist()
+    best = sorted(((s, k, i) for k, p in enumerate(live) for i, s in enumerate(p.scores.tolist())), reverse=True)
+    for _, k, i in best[:max(0, max(min_sentences, 1) - sum(len(p.kept) for p in live))]: live[k].kept.append(i)
+    for p in live:
+        if p.kept: p.kept = with_links(_around(p.kept, len(p.spans), 1 + window), structure_links(p.sentences()))
+    _drop_repeats(plans)
+    for p in live: p.taken = bool(p.kept)
+
+# %% ../nbs/04_trim.ipynb #f7a8b9d0
+def _budget_units(plans):
+    "Units best first: (score, plan, sentence indices); a chunk with nothing to trim is one unit, last."
+    units = []
+    for k, p in enumerate(plans):
+        if p.same: units.append((-math.inf, k, list(range(len(p.spans)))))
+        else:
+            links = structure_links(p.sentences())
+            units += [(s, k, with_links([i], links)) for i, s in enumerate(p.scores.tolist())]
+    return sorted(units, key=lambda u: -u[0])
+
+def _select_budget(plans, budget):
+    "Add units best first while the rendered context stays within `budget` estimated tokens."
+    for p in plans:
+        p.kept, p.taken = [], False
+    for n, (_, k, idx) in enumerate(_budget_units(plans)):
+        before = [(x.kept, x.taken) for x in plans]
+        plans[k].kept, plans[k].taken = sorted(set(plans[k].kept) | set(idx)), True
+        _drop_repeats(plans)
+        if n and estimate_tokens([_render(x) for x in plans if x.taken]) > budget:
+            for x, (kept, taken) in zip(plans, before): x.kept, x.taken = kept, taken
+    for p in plans: p.taken = p.taken and (p.same or bool(p.kept))
+
+# %% ../nbs/04_trim.ipynb #f8a9b0d1
+def _render(p:_Plan) -> str:
+    "The chunk's text with only the kept sentences, `[...]` at the cuts (the whole text when nothing is trimmed)."
+    if p.same: return p.chunk.text
+    body = join_kept(p.chunk.text, p.spans, p.kept, len(p.chunk.text) - len(p.chunk.body))
+    return (p.chunk.prefix + '\n' + body) if p.chunk.prefix else body
+
+def _trimmed(p:_Plan) -> TrimmedChunk:
+    text = _render(p)
+    return TrimmedChunk(**_chunk_fields(p.chunk) | dict(text=text), original_text=p.chunk.text,
+                        sentence_spans=list(p.spans), sentence_scores=[] if p.same else p.scores.tolist(),
+                        kept=p.kept, kept_spans=[p.spans[i] for i in p.kept],
+                        tokens_before=estimate_tokens([p.chunk.text]), tokens_after=estimate_tokens([text]))
+
 # %% ../nbs/04_trim.ipynb #fef9dcc5
 def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
                             chunks:list[Chunk], # retrieved chunks
                             *,
                             embedder=None, # embeds sentences that have no stored vectors (default: the store's)
-                            store:Store|None=None, # where stored sentence vectors come from
-                            threshold:float=DEFAULT_TRIM_THRESHOLD, # keep sentences whose cosine reaches this
-                            min_sentences:int=1, # keep at least this many sentences per chunk
-                            window:int=0, # and this many neighbours on each side of each kept sentence
+                            store:Store|None=None, # where stored sentence vectors (and the idf) come from
+                            threshold:float=DEFAULT_TRIM_THRESHOLD, # keep sentences whose score reaches this
+                            min_sentences:int=1, # fixed: at least this many per chunk; structured: in all
+                            window:int=0, # this many more neighbours on each side of each kept sentence
+                            policy:str='fixed', # 'fixed' (the first rule) or 'structured' (see above)
+                            query:str|None=None, # the question's text: lexical evidence (structured, budget)
+                            lexical_weight:float|None=None, # default: the model's (`TrimDefaults`)
+                            budget:int|None=None, # keep the best units up to this many tokens (no threshold)
                            ) -> list[TrimmedChunk]:
-    "Cut each chunk down to the sentences close to the query; id, score, source, lines, section and metadata are kept."
+    "Cut chunks down to the sentences that answer; structured and budget trims drop chunks left with nothing."
     check_trim_options(threshold, min_sentences, window)
+    check_trim_policy(policy)
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget < 1):
+        raise ValueError(f'budget must be a number of tokens >= 1, got {budget!r}')
     if not chunks: return []
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     if store is not None: _check_dim(q, store.manifest['dim'], f"the store's model ({store.manifest['model']})")
     if embedder is not None: _check_dim(q, embedder.dim, f'the embedder ({embedder.name})')
-    chunks = [_untrimmed(c) for c in chunks]
-    cached = store.sentence_vectors([c.id for c in chunks if c.id is not None]) if store is not None else {}
-    plans, todo = [], []                                   # plans: [chunk, spans, vectors or None, nothing to trim]
-    for c in chunks:
-        hit = cached.get(c.id)
-        if hit is not None and hit[2] == text_hash(c.text): spans, vecs = hit[0], hit[1]    # same text as stored
-        else: spans, vecs = chunk_sentence_spans(c), None
-        same = _unchanged(spans, c.text)
-        if vecs is None and not same: todo.append(len(plans))
-        plans.append([c, spans, vecs, same])
-    if todo:
-        emb = embedder if embedder is not None else store.embedder if store is not None else None
-        if emb is None: raise ValueError('these chunks have no stored sentence vectors: pass embedder= or store=')
-        _check_dim(q, emb.dim, f'the embedder ({emb.name})')
-        texts = [plans[j][0].text[s:e] for j in todo for s, e in plans[j][1]]
-        allv = emb.embed_documents(texts).astype(np.float16)    # one batch for every chunk, stored precision
-        at = 0
-        for j in todo:
-            n = len(plans[j][1])
-            plans[j][2] = allv[at:at + n]
-            at += n
-    out = []
-    for c, spans, vecs, same in plans:
-        base = _chunk_fields(c)
-        before = estimate_tokens([c.text])
-        if same:
-            kept, scores, text = list(range(len(spans))), [], c.text
-        else:
-            scores = vecs.astype(np.float32) @ q
-            kept = select_sentences(scores, threshold, min_sentences, window)
-            body = join_kept(c.text, spans, kept, len(c.text) - len(c.body))
-            text = (c.prefix + '\n' + body) if c.prefix else body
-            scores = scores.tolist()
-        base['text'] = text
-        out.append(TrimmedChunk(**base, original_text=c.text, sentence_spans=list(spans), sentence_scores=scores,
-                                kept=kept, kept_spans=[spans[i] for i in kept], tokens_before=before,
-                                tokens_after=estimate_tokens([text])))
-    return out
+    plans = _plans(q, [_untrimmed(c) for c in chunks], embedder, store)
+    if policy == 'structured' or budget is not None:
+        model = store.manifest['model'] if store is not None else getattr(embedder, 'name', None)
+        w = trim_defaults(model).lexical_weight if lexical_weight is None else lexical_weight
+        _lexical_boost(plans, store, query, w)
+    if budget is not None: _select_budget(plans, budget)
+    elif policy == 'structured': _select_structured(plans, threshold, min_sentences, window)
+    else: _select_fixed(plans, threshold, min_sentences, window)
+    return [_trimmed(p) for p in plans if p.taken]
 
 # %% ../nbs/04_trim.ipynb #16b72d06
 SCORE_TOLERANCE = 2e-3   # stored vs on-the-fly cosine: float16 rounding plus bf16 batch-shape effects
