@@ -118,6 +118,8 @@ def _ask_options(args, store):
     if args.mode: opts.mode = args.mode
     if args.threshold is not None: opts.trim, opts.trim_threshold = True, args.threshold
     if args.window is not None: opts.trim, opts.trim_window = True, args.window
+    if args.policy: opts.trim, opts.trim_policy = True, args.policy
+    if args.budget is not None: opts.trim, opts.trim_budget = True, args.budget
     return opts
 
 # %% ../nbs/09_cli.ipynb #745cdf9a
@@ -143,9 +145,12 @@ def _print_result(res, opts):
     t = ', '.join(f'{k} {v:.0f} ms' for k, v in res.timings_ms.items())
     if not opts.trim: return print(f'Tokens: {res.tokens_in_context} (≈ words × 1.3) · {t}')
     pct = (res.tokens_in_context - res.tokens_before) / max(res.tokens_before, 1)
-    th = f'{res.info["trim"]["threshold"]:g}' + (' (auto)' if res.info['trim']['auto'] else '')
-    print(f'Tokens: {res.tokens_before} → {res.tokens_in_context} ({pct:+.0%}) · threshold {th}, '
-          f'window {opts.trim_window} · {t}')
+    tr = res.info['trim']
+    how = (f"budget {tr['budget']} tokens" if tr['budget'] is not None else
+           f"{tr['policy']}, threshold {tr['threshold']:g}" + (' (auto)' if tr['auto'] else '')
+           + f", window {tr['window']}")
+    dropped = f" · {tr['chunks_dropped']} chunks with nothing relevant left out" if tr['chunks_dropped'] else ''
+    print(f'Tokens: {res.tokens_before} → {res.tokens_in_context} ({pct:+.0%}) · {how}{dropped} · {t}')
 
 # %% ../nbs/09_cli.ipynb #1b16a4ad
 def cmd_ask(args) -> int:
@@ -203,12 +208,47 @@ def cmd_serve(args) -> int:
     except (StoreError, ValueError) as e: raise UserError(str(e)) from None
     return 0
 
+# %% ../nbs/09_cli.ipynb #9fe72a95
+def _print_calibrations(cals, args, store):
+    "One line per (policy, window): the calibrated threshold and what it gives, or why there is none."
+    for (p, w), c in cals.items():
+        if c['threshold'] is None: print(f'{p}, window {w}: {c["reason"]}')
+        else: print(f"{p}, window {w}: calibrated threshold {c['threshold']:.2f}: {c['token_reduction_pct']:.1f}% "
+                    f"fewer tokens, answers kept {c['answer_retention'] / c['answer_in_baseline']:.1%} of the "
+                    f"untrimmed {c['answer_in_baseline']:.1%} (target {args.target_retention:.0%})")
+    if args.save: print(f"saved the calibrated thresholds in {store.path / 'manifest.json'}; "
+                        "use them with --threshold auto")
+    if args.plot: print(f'plot: {args.plot}')
+
+def _sweep_and_calibrate(store, qpath, args, hyde_options) -> int:
+    "`ragnb eval --sweep`: every policy (or `--policy`) and window on one set of retrievals, then calibrations."
+    from ragnb.eval import calibrate, sweep
+    from ragnb.trim import TRIM_POLICIES, calibration_key
+    windows = (args.window,) if args.window is not None else (0, 1)
+    policies = (args.policy,) if args.policy else TRIM_POLICIES
+    res = sweep(store, qpath, windows=windows, top_k=args.k, hyde=args.hyde, hyde_options=hyde_options,
+                progress=True, mode=args.mode, policies=policies)
+    cals = {(p, w): calibrate(store, qpath, policy=p, window=w, top_k=args.k, result=res, save=args.save,
+                              target_retention=args.target_retention) for p in policies for w in windows}
+    if args.plot: res.plot(args.plot)
+    if args.json:
+        by_key = {str(calibration_key(p, w)): c for (p, w), c in cals.items()}
+        print(json.dumps(dict(sweep=res.rows, calibration=by_key), ensure_ascii=False, indent=1))
+        return 0
+    print(f"{res.config['questions']} questions, top_k={args.k}, model {res.config['model']}\n")
+    print(res.table() + '\n')
+    _print_calibrations(cals, args, store)
+    return 0
+
 # %% ../nbs/09_cli.ipynb #9fe72a96
 def cmd_eval(args) -> int:
-    from ragnb.eval import eval_retrieval, sweep, calibrate, bundled_questions
+    from ragnb.eval import eval_retrieval, bundled_questions
+    from ragnb.trim import DEFAULT_TRIM_POLICY
     from ragnb.index import Store, StoreError
     qpath = Path(args.questions) if args.questions else bundled_questions()
     if not qpath.is_file(): raise UserError(f'{qpath}: no such questions file')
+    if args.target_retention is None: args.target_retention = 0.95
+    else: args.sweep = True
     if args.save:
         args.sweep = True
         try:
@@ -222,31 +262,11 @@ def cmd_eval(args) -> int:
         hyde_options = dict(cache=HydeCache.for_store(store))
     try:
         if args.sweep or args.plot:
-            windows = (args.window,) if args.window is not None else (0, 1)
-            res = sweep(store, qpath, windows=windows, top_k=args.k, hyde=args.hyde, hyde_options=hyde_options,
-                        progress=True, mode=args.mode)
-            cals = {w: calibrate(store, qpath, window=w, top_k=args.k, result=res, save=args.save) for w in windows}
-            if args.plot: res.plot(args.plot)
-            if args.json:
-                print(json.dumps(dict(sweep=res.rows, calibration={str(w): c for w, c in cals.items()}),
-                                 ensure_ascii=False, indent=1))
-            else:
-                print(f"{res.config['questions']} questions, top_k={args.k}, model {res.config['model']}\n")
-                print(res.table() + '\n')
-                for w, c in cals.items():
-                    if c['threshold'] is None: print(f'window {w}: {c["reason"]}')
-                    else: print(f"window {w}: calibrated threshold {c['threshold']:.2f}: "
-                                f"{c['token_reduction_pct']:.1f}% fewer tokens, answer retention "
-                                f"{c['answer_retention']:.1%} (untrimmed {c['answer_in_baseline']:.1%})")
-                if args.save:
-                    print(f"saved the calibrated thresholds in {store.path / 'manifest.json'}; "
-                          "use them with --threshold auto")
-                if args.plot: print(f'plot: {args.plot}')
-            return 0
+            return _sweep_and_calibrate(store, qpath, args, hyde_options)
         threshold = args.threshold if args.threshold is not None else 'auto'
         rep = eval_retrieval(store, qpath, top_k=args.k, trim_threshold=threshold,
                              trim_window=args.window or 0, hyde=args.hyde, hyde_options=hyde_options, progress=True,
-                             mode=args.mode)
+                             mode=args.mode, trim_policy=args.policy or DEFAULT_TRIM_POLICY)
     except (ValueError, FileNotFoundError) as e: raise UserError(str(e)) from None
     finally: store.close()
     print(rep.to_json(indent=1) if args.json else rep)
@@ -260,6 +280,13 @@ def _threshold_arg(v):
     except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
 
 # %% ../nbs/09_cli.ipynb #c45773d9
+def _share_arg(v:str) -> float:
+    "argparse's check for a share: a number in (0, 1]."
+    try: x = float(v)
+    except ValueError: x = -1.0
+    if not 0 < x <= 1: raise argparse.ArgumentTypeError(f'{v!r} is not a share between 0 (excluded) and 1')
+    return x
+
 def _positive_int(v:str) -> int:
     "argparse's check for counts: a whole number >= 1."
     if not v.strip().isdigit() or int(v) < 1: raise argparse.ArgumentTypeError(f'{v!r} is not a whole number >= 1')
@@ -273,7 +300,7 @@ _MODE_HELP = 'hybrid (dense + lexical, fused), dense or lexical (default $RETRIE
 def build_parser() -> argparse.ArgumentParser:
     from ragnb.ingest import MAX_FILE_BYTES
     from ragnb.embed import PACKAGED_MODEL
-    from ragnb.trim import default_trim_threshold
+    from ragnb.trim import DEFAULT_TRIM_POLICY, TRIM_POLICIES, default_trim_threshold
     from ragnb.retrieve import SEARCH_MODES
     p = argparse.ArgumentParser(prog='ragnb', description='Notebook-first retrieval for RAG.')
     sub = p.add_subparsers(dest='command', required=True)
@@ -309,8 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--threshold', type=_threshold_arg,
                    help="trim threshold, a cosine, or 'auto' (default $RETRIEVAL_TRIM_THRESHOLD or auto: the "
                         "store's calibrated one, else the model's default, "
-                        f"{default_trim_threshold(PACKAGED_MODEL)} for all-MiniLM-L6-v2)")
+                        f"{default_trim_threshold(PACKAGED_MODEL, 0, DEFAULT_TRIM_POLICY)} for all-MiniLM-L6-v2)")
     s.add_argument('--window', type=int, help='also keep this many neighbour sentences on each side (default 0)')
+    s.add_argument('--policy', choices=TRIM_POLICIES,
+                   help=f'trim policy (implies --trim; default $RETRIEVAL_TRIM_POLICY or {DEFAULT_TRIM_POLICY})')
+    s.add_argument('--budget', type=_positive_int,
+                   help='keep the best sentences of all chunks up to this many tokens (implies --trim)')
     s.add_argument('--hyde', action='store_true',
                    help='search with a hypothetical passage from Gemini (needs GOOGLE_AI_API_KEY or GEMINI_API_KEY; '
                         'falls back to the plain question)')
@@ -332,7 +363,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--window', type=int,
                    help='neighbour sentences kept on each side (default 0; with --sweep: 0 and 1)')
     s.add_argument('--hyde', action='store_true', help='HyDE for the variant (needs an API key; falls back otherwise)')
-    s.add_argument('--sweep', action='store_true', help='evaluate a grid of thresholds and print the calibrated one')
+    s.add_argument('--sweep', action='store_true',
+                   help='evaluate each policy over a grid of thresholds and print the calibrated ones')
+    s.add_argument('--policy', choices=TRIM_POLICIES,
+                   help=f'the trim policy to evaluate (default {DEFAULT_TRIM_POLICY}; with --sweep: all of them)')
+    s.add_argument('--target-retention', type=_share_arg,
+                   help='with --sweep: calibrate to the most aggressive threshold keeping this share of the '
+                        'untrimmed answers (default 0.95; implies --sweep)')
     s.add_argument('--plot', metavar='PNG', help='save the sweep plot (implies --sweep)')
     s.add_argument('--save', action='store_true',
                    help="save the calibrated threshold in the store's manifest (implies --sweep)")

