@@ -8,7 +8,7 @@ from __future__ import annotations
 from .chunking import Chunk
 from .index import Store
 from .retrieve import resolve_trim_threshold
-from .trim import TrimmedChunk, default_trim_threshold, trim_chunks_by_sentence
+from .trim import DEFAULT_TRIM_POLICY, TrimmedChunk, default_trim_threshold, trim_chunks_by_sentence
 
 # %% auto #0
 __all__ = ['chunk_metadata', 'chunk_from_framework', 'trim_texts']
@@ -36,17 +36,31 @@ def chunk_from_framework(text:str, # the text a framework holds (a node's conten
                  int(meta.get('end_line') or 0), 0, len(text), 'external', meta,
                  id=str(meta['ragnb_chunk_id']) if ours else None)
 
+# %% ../nbs/10_adapters.ipynb #50fa74b8
+def _aligned(chunks:list[Chunk], trimmed:list[TrimmedChunk]) -> list[TrimmedChunk|None]:
+    "`trimmed` (an ordered subset of `chunks`, trimmed) put back in step with `chunks`, None for those left out."
+    it = iter(trimmed)
+    nxt, out = next(it, None), []
+    for c in chunks:
+        same = nxt is not None and nxt.metadata is c.metadata and nxt.original_text == c.text
+        out.append(nxt if same else None)
+        if same: nxt = next(it, None)
+    return out
+
 # %% ../nbs/10_adapters.ipynb #50fa74b9
 def trim_texts(query:str, # the question
                chunks:list[Chunk], # from `chunk_from_framework`
                *, store:Store|None=None, # stored sentence vectors and the model (and 'auto' thresholds)
                embedder=None, # the model, when there is no store
                threshold:float|str='auto', # a cosine, or 'auto': the store's calibration, else the model's default
-               window:int=0, min_sentences:int=1) -> list[TrimmedChunk]:
-    "Trim texts from any framework for `query`: stored vectors where the texts came from `store`, else on the fly."
+               window:int=0, min_sentences:int=1,
+               policy:str=DEFAULT_TRIM_POLICY, # 'structured' or 'fixed' (see `ragnb.trim`)
+              ) -> list[TrimmedChunk|None]:
+    "Trim texts from any framework for `query`, aligned with `chunks` (None: left out); stored vectors where known."
     emb = embedder if embedder is not None else store.embedder if store is not None else None
     if emb is None: raise ValueError('trimming needs a model: pass store= (a ragnb store) or embedder=')
-    if store is not None: t = resolve_trim_threshold(store, threshold, window)
-    else: t = default_trim_threshold(emb.name, window) if threshold == 'auto' else float(threshold)
-    return trim_chunks_by_sentence(emb.embed_query(query), chunks, store=store, embedder=emb, threshold=t,
-                                   window=window, min_sentences=min_sentences)
+    if store is not None: t = resolve_trim_threshold(store, threshold, window, policy)
+    else: t = default_trim_threshold(emb.name, window, policy) if threshold == 'auto' else float(threshold)
+    out = trim_chunks_by_sentence(emb.embed_query(query), chunks, store=store, embedder=emb, threshold=t,
+                                  window=window, min_sentences=min_sentences, policy=policy, query=query)
+    return _aligned(chunks, out)

@@ -12,6 +12,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
 from .adapters import chunk_from_framework, chunk_metadata, trim_texts
+from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
 from .retrieve import RetrieveOpts, retrieve
@@ -47,13 +48,14 @@ class SentenceTrimCompressor(BaseDocumentCompressor):
     embedder: Any = None                            # the model, when there is no store
     threshold: float|str = 'auto'                   # a cosine, or 'auto': the store's calibration or model default
     window: int = 0
-    min_sentences: int = 1
+    min_sentences: int = 1                          # per document (fixed), in all (structured)
+    policy: str = DEFAULT_TRIM_POLICY               # 'structured' (documents with nothing relevant go) or 'fixed'
 
     def compress_documents(self, documents:Sequence[Document], query:str,
                            callbacks=None) -> list[Document]:  # noqa: ARG002 (LangChain's signature)
         chunks = [chunk_from_framework(d.page_content, d.metadata, self.store) for d in documents]
         trimmed = trim_texts(query, chunks, store=self.store, embedder=self.embedder, threshold=self.threshold,
-                             window=self.window, min_sentences=self.min_sentences)
+                             window=self.window, min_sentences=self.min_sentences, policy=self.policy)
         return [Document(page_content=t.text, id=d.id, metadata=dict(d.metadata, tokens_before=t.tokens_before,
                                                                      tokens_after=t.tokens_after))
-                for d, t in zip(documents, trimmed)]
+                for d, t in zip(documents, trimmed) if t is not None]

@@ -12,6 +12,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from .adapters import chunk_from_framework, chunk_metadata, trim_texts
+from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
 from .retrieve import RetrieveOpts, retrieve
@@ -46,7 +47,8 @@ class SentenceTrimPostprocessor(BaseNodePostprocessor):
     "Trim any nodes to the sentences close to the query (ragnb's splitter and rules); order and cuts shown."
     threshold: float|str = 'auto'   # a cosine, or 'auto': the store's calibration, else the model's default
     window: int = 0                                 # neighbour sentences kept on each side
-    min_sentences: int = 1                          # per node
+    min_sentences: int = 1                          # per node (fixed), in all (structured)
+    policy: str = DEFAULT_TRIM_POLICY               # 'structured' (nodes with nothing relevant go) or 'fixed'
     _store: Any = PrivateAttr(default=None)
     _embedder: Any = PrivateAttr(default=None)
 
@@ -61,8 +63,9 @@ class SentenceTrimPostprocessor(BaseNodePostprocessor):
         if query_bundle is None: raise ValueError('SentenceTrimPostprocessor needs the query')
         chunks = [chunk_from_framework(n.node.get_content(), n.node.metadata, self._store) for n in nodes]
         trimmed = trim_texts(query_bundle.query_str, chunks, store=self._store, embedder=self._embedder,
-                             threshold=self.threshold, window=self.window, min_sentences=self.min_sentences)
-        return [_trimmed_node(n, t) for n, t in zip(nodes, trimmed)]
+                             threshold=self.threshold, window=self.window, min_sentences=self.min_sentences,
+                             policy=self.policy)
+        return [_trimmed_node(n, t) for n, t in zip(nodes, trimmed) if t is not None]
 
 # %% ../nbs/11_llamaindex.ipynb #fc2beeaa
 def _trimmed_node(n:NodeWithScore, t) -> NodeWithScore:
