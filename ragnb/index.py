@@ -243,6 +243,7 @@ class Store:
         self._display, self._location = 'display' in cols('chunks'), 'location' in cols('chunks')
         self._lexical = db.execute("select count(*) from sqlite_master where name='lexical'").fetchone()[0] > 0
         self._lexical_n = None                          # (generation, chunks) for the lexical term filter
+        self._df = None                                 # (generation, {term: chunks holding it}) seen so far
         if self._lexical:                               # FTS5's term counts, outside any transaction, once
             db.execute("create virtual table if not exists temp.lexical_vocab using fts5vocab(main, lexical, row)")
 
@@ -912,9 +913,14 @@ def _term_counts(self:Store, terms:list[str]) -> tuple[dict, int]:
     "How many chunks hold each of `terms` (those found), and how many chunks there are (inside a snapshot)."
     if self._lexical_n is None or self._lexical_n[0] != self._generation:
         self._lexical_n = (self._generation, self.db.execute('select count(*) from chunks').fetchone()[0])
-    marks = ','.join('?' * len(terms))
-    df = dict(self.db.execute(f'select term, doc from temp.lexical_vocab where term in ({marks})', terms).fetchall())
-    return df, self._lexical_n[1]
+    if self._df is None or self._df[0] != self._generation or len(self._df[1]) > 100_000:
+        self._df = (self._generation, {})                   # counts change with the generation only
+    seen, todo = self._df[1], [t for t in dict.fromkeys(terms) if t not in self._df[1]]
+    if todo:
+        marks = ','.join('?' * len(todo))
+        found = dict(self.db.execute(f'select term, doc from temp.lexical_vocab where term in ({marks})', todo))
+        seen.update({t: found.get(t, 0) for t in todo})
+    return {t: seen[t] for t in terms if seen[t]}, self._lexical_n[1]
 
 @patch
 def _informative_terms(self:Store, terms:list[str], max_share:float=0.5) -> tuple[list[str], list[str]]:

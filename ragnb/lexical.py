@@ -7,7 +7,8 @@ from __future__ import annotations
 import functools, re, unicodedata
 
 # %% auto #0
-__all__ = ['STEMMERS', 'detect_language', 'fold', 'identifier_parts', 'lexical_terms', 'query_terms', 'match_expression']
+__all__ = ['STEMMERS', 'detect_language', 'fold', 'identifier_parts', 'lexical_terms', 'query_terms', 'match_expression',
+           'word_terms']
 
 # %% ../nbs/02b_lexical.ipynb #d1d811cd
 @functools.cache
@@ -68,3 +69,12 @@ def query_terms(text:str) -> list[str]:
 def match_expression(terms:list[str]) -> str:
     "An FTS5 query matching any of `terms` (each quoted: terms are letters and digits only)."
     return ' OR '.join(f'"{t}"' for t in terms)
+
+# %% ../nbs/02b_lexical.ipynb #5a6b7c8f
+@functools.lru_cache(maxsize=1 << 16)
+def word_terms(word:str) -> frozenset:
+    "The terms one word gives, stemmed as Spanish and as English (`query_terms` of the word), cached."
+    if word.isalpha() and (word.islower() or word.isupper() or word.istitle()):
+        f = fold(word)
+        return frozenset((_stemmer('es').stemWord(f), _stemmer('en').stemWord(f)))
+    return frozenset(query_terms(word))

@@ -12,7 +12,7 @@ import numpy as np
 from .chunking import Chunk
 from .embed import PACKAGED_MODEL
 from .model_build import E5_SMALL
-from .lexical import fold, lexical_terms, query_terms
+from .lexical import fold, query_terms, word_terms
 from .index import Store, chunk_sentence_spans, text_hash
 
 # %% auto #0
@@ -186,19 +186,18 @@ def with_links(kept, links:list[set[int]]) -> list[int]:
 _WORD = re.compile(r'\w+')
 
 @functools.lru_cache(maxsize=1 << 16)
-def _word_terms(word:str) -> frozenset:
-    return frozenset(lexical_terms(word, 'es') + lexical_terms(word, 'en'))
-
-@functools.lru_cache(maxsize=1 << 16)
 def _word_head(word:str) -> str|None:
     "The first two folded letters of a plain word; None for an identifier (`_`, digits, camelCase), always stemmed."
     if '_' in word or not word.isalpha() or not (word.islower() or word.isupper() or word.istitle()): return None
     return fold(word[:2])[:2]
 
-def _may_match(word:str, heads:set) -> bool:
-    "Could `word` give one of the terms starting with `heads`? (A cheap filter before stemming.)"
-    h = _word_head(word)
-    return h is None or h in heads
+def _matching_words(words:set, idf:dict) -> dict:
+    "The words that give some of the question's terms, with those terms; words that cannot are never stemmed."
+    heads, hits = {t[:2] for t in idf}, {}
+    for w in words:
+        h = _word_head(w)
+        if (h is None or h in heads) and (m := word_terms(w) & idf.keys()): hits[w] = m
+    return hits
 
 def lexical_overlap(idf:dict[str, float], # the question's terms and their idf (`Store.term_idf`)
                     sentences:list[str],
@@ -207,11 +206,10 @@ def lexical_overlap(idf:dict[str, float], # the question's terms and their idf (
     total = sum(idf.values())
     out = np.zeros(len(sentences), dtype=np.float32)
     if not total: return out
-    words, heads = [set(_WORD.findall(s)) for s in sentences], {t[:2] for t in idf}
-    hits = {w: m for w in set().union(*words) if _may_match(w, heads) and (m := _word_terms(w) & idf.keys())}
+    words = [set(_WORD.findall(s)) for s in sentences]
+    hits = _matching_words(set().union(*words), idf)
     for i, ws in enumerate(words):
-        found = set().union(*(hits[w] for w in ws if w in hits))
-        out[i] = sum(idf[t] for t in found) / total
+        if found := ws & hits.keys(): out[i] = sum(idf[t] for t in set().union(*map(hits.get, found))) / total
     return out
 
 # %% ../nbs/04_trim.ipynb #0c7180a9
