@@ -939,6 +939,19 @@ def term_idf(self:Store, terms:list[str]) -> dict[str, float]:
         df, n = self._term_counts(terms)
     return {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items() if d}
 
+# %% ../nbs/03_index.ipynb #7a8b9c0e
+@patch
+def chunks_before(self:Store, chunk_id, # a chunk of this store
+                  n:int=2, # at most this many
+                 ) -> list[Chunk]:
+    "The chunks of chunk `chunk_id`'s source that start before it, nearest first ([] for an unknown id)."
+    with self._snapshot():
+        row = self.db.execute('select source, start_char from chunks where id = ?', (int(chunk_id),)).fetchone()
+        if row is None: return []
+        ids = [r[0] for r in self.db.execute('select id from chunks where source = ? and start_char < ? '
+                                             'order by start_char desc limit ?', (*row, n))]
+    return self.get_chunks(ids)
+
 # %% ../nbs/03_index.ipynb #1636f91f
 def _size(f:Path) -> int:
     try: return f.stat().st_size if f.is_file() else 0

@@ -16,11 +16,11 @@ from .lexical import fold, query_terms, word_terms
 from .index import Store, chunk_sentence_spans, text_hash
 
 # %% auto #0
-__all__ = ['DEFAULT_TRIM_THRESHOLD', 'TRIM_POLICIES', 'DEFAULT_TRIM_POLICY', 'MODEL_TRIM_DEFAULTS', 'SCORE_TOLERANCE',
-           'estimate_tokens', 'check_trim_options', 'parse_threshold', 'check_trim_policy', 'TrimDefaults',
-           'trim_defaults', 'default_trim_threshold', 'calibration_key', 'trim_threshold_grid', 'select_sentences',
-           'sentence_kind', 'structure_links', 'with_links', 'lexical_overlap', 'join_kept', 'TrimmedChunk', 'as_chunk',
-           'trim_chunks_by_sentence', 'trim_agreement']
+__all__ = ['DEFAULT_TRIM_THRESHOLD', 'TRIM_POLICIES', 'DEFAULT_TRIM_POLICY', 'MODEL_TRIM_DEFAULTS', 'TABLE_LOOKBACK',
+           'SCORE_TOLERANCE', 'estimate_tokens', 'check_trim_options', 'parse_threshold', 'check_trim_policy',
+           'TrimDefaults', 'trim_defaults', 'default_trim_threshold', 'calibration_key', 'trim_threshold_grid',
+           'select_sentences', 'sentence_kind', 'structure_links', 'with_links', 'headless_rows', 'table_header',
+           'lexical_overlap', 'join_kept', 'TrimmedChunk', 'as_chunk', 'trim_chunks_by_sentence', 'trim_agreement']
 
 # %% ../nbs/04_trim.ipynb #abc94652
 def estimate_tokens(chunks:list[Chunk]|list[str]) -> int:
@@ -182,6 +182,24 @@ def with_links(kept, links:list[set[int]]) -> list[int]:
             todo.append(j)
     return sorted(out)
 
+# %% ../nbs/04_trim.ipynb #c2d3e4f5
+def headless_rows(sentences:list[str]) -> int:
+    "How many leading sentences are table rows whose header is not in this chunk (0 when it starts otherwise)."
+    j = 0
+    while j < len(sentences) and sentence_kind(sentences[j]) in ('row', 'separator'): j += 1
+    return 0 if j >= 2 and sentence_kind(sentences[1]) == 'separator' else j
+
+def table_header(earlier:list[Chunk]) -> str|None:
+    "Header and separator rows of the table that runs to the end of the nearest of `earlier` chunks (nearest first)."
+    for c in earlier:
+        sents = [c.text[a:b] for a, b in chunk_sentence_spans(c)]
+        j = len(sents)
+        while j > 0 and sentence_kind(sents[j - 1]) in ('row', 'separator'): j -= 1
+        if j == len(sents): return None                      # that chunk does not end inside a table
+        if len(sents) - j >= 2 and sentence_kind(sents[j + 1]) == 'separator': return sents[j] + '\n' + sents[j + 1]
+        if j > 0: return None
+    return None
+
 # %% ../nbs/04_trim.ipynb #e2f3a4b5
 _WORD = re.compile(r'\w+')
 
@@ -282,6 +300,8 @@ class _Plan:
     scores: np.ndarray|None = None
     kept: list = field(default_factory=list)
     taken: bool = True        # in the context (structured and budget trims drop chunks)
+    headless: int = 0         # leading table rows whose header is in an earlier chunk
+    header: str|None = None   # that header, once looked up ('' when not found)
 
     def sentences(self) -> list[str]: return [self.chunk.text[s:e] for s, e in self.spans]
 
@@ -295,6 +315,7 @@ def _plans(q, chunks, embedder, store) -> list[_Plan]:
         if hit is not None and hit[2] == text_hash(c.text): plans.append(_Plan(c, hit[0], hit[1]))   # as stored
         else: plans.append(_Plan(c, chunk_sentence_spans(c)))
         plans[-1].same = _unchanged(plans[-1].spans, c.text)
+        if not plans[-1].same: plans[-1].headless = headless_rows(plans[-1].sentences())
     todo = [p for p in plans if p.vecs is None and not p.same]
     if todo:
         emb = embedder if embedder is not None else store.embedder if store is not None else None
@@ -344,7 +365,7 @@ def _select_fixed(plans, threshold, min_sentences, window):
 def _around(kept, n, reach):
     return {j for i in kept for j in range(max(0, i - reach), min(n, i + reach + 1))}
 
-def _select_structured(plans, threshold, rank_step, min_sentences, window):
+def _select_structured(plans, threshold, rank_step, min_sentences, window, store=None):
     "Sentences at their chunk's cut, one neighbour each side (plus `window`), their structure; the best if none."
     margins = {}
     for rank, p in enumerate(plans):
@@ -359,7 +380,9 @@ def _select_structured(plans, threshold, rank_step, min_sentences, window):
     for p in live:
         if p.kept: p.kept = with_links(_around(p.kept, len(p.spans), 1 + window), structure_links(p.sentences()))
     _drop_repeats(plans)
-    for p in live: p.taken = bool(p.kept)
+    for p in live:
+        p.taken = bool(p.kept)
+        _find_header(p, store)
 
 # %% ../nbs/04_trim.ipynb #f7a8b9d0
 def _budget_units(plans, rank_step):
@@ -372,7 +395,7 @@ def _budget_units(plans, rank_step):
             units += [(s - rank_step * k, k, with_links([i], links)) for i, s in enumerate(p.scores.tolist())]
     return sorted(units, key=lambda u: -u[0])
 
-def _select_budget(plans, budget, rank_step):
+def _select_budget(plans, budget, rank_step, store=None):
     "Add units best first while the rendered context stays within `budget` estimated tokens."
     for p in plans:
         p.kept, p.taken = [], False
@@ -380,16 +403,25 @@ def _select_budget(plans, budget, rank_step):
         before = [(x.kept, x.taken) for x in plans]
         plans[k].kept, plans[k].taken = sorted(set(plans[k].kept) | set(idx)), True
         _drop_repeats(plans)
+        _find_header(plans[k], store)
         if n and estimate_tokens([_render(x) for x in plans if x.taken]) > budget:
             for x, (kept, taken) in zip(plans, before): x.kept, x.taken = kept, taken
     for p in plans: p.taken = p.taken and (p.same or bool(p.kept))
 
 # %% ../nbs/04_trim.ipynb #f8a9b0d1
 def _render(p:_Plan) -> str:
-    "The chunk's text with only the kept sentences, `[...]` at the cuts (the whole text when nothing is trimmed)."
+    "The chunk's text with only the kept sentences, `[...]` at the cuts; a table's header from an earlier chunk."
     if p.same: return p.chunk.text
     body = join_kept(p.chunk.text, p.spans, p.kept, len(p.chunk.text) - len(p.chunk.body))
+    if p.header and p.kept and p.kept[0] < p.headless: body = p.header + '\n' + '[...]\n' * (p.kept[0] == 0) + body
     return (p.chunk.prefix + '\n' + body) if p.chunk.prefix else body
+
+TABLE_LOOKBACK = 16   # chunks searched back for the header of a table that started earlier (about 24,000 characters)
+
+def _find_header(p:_Plan, store):
+    "Look up, once, the header of the leading rows of `p` when one of them is kept (structured and budget trims)."
+    if p.header is None and p.kept and p.kept[0] < p.headless and store is not None and p.chunk.id is not None:
+        p.header = table_header(store.chunks_before(p.chunk.id, n=TABLE_LOOKBACK)) or ''
 
 def _trimmed(p:_Plan) -> TrimmedChunk:
     text = _render(p)
@@ -427,8 +459,8 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
     if policy == 'structured' or budget is not None:
         _lexical_boost(plans, store, query, d.lexical_weight if lexical_weight is None else lexical_weight)
     step = d.rank_step if rank_step is None else rank_step
-    if budget is not None: _select_budget(plans, budget, step)
-    elif policy == 'structured': _select_structured(plans, threshold, step, min_sentences, window)
+    if budget is not None: _select_budget(plans, budget, step, store)
+    elif policy == 'structured': _select_structured(plans, threshold, step, min_sentences, window, store)
     else: _select_fixed(plans, threshold, min_sentences, window)
     return [_trimmed(p) for p in plans if p.taken]
 

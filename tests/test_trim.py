@@ -256,3 +256,26 @@ def test_reader_survives_a_compaction_by_the_writer(tmp_path, emb):
     b = trim_chunks_by_sentence(q, strip_ids(hits), embedder=emb, threshold=0.3)
     assert trim_agreement(a, b, 0.3)['unexplained'] == 0 and reader.sentence_vectors([hits[0].id])
     reader.close()
+
+
+def test_a_table_cut_across_chunks_keeps_its_header(tmp_path, emb):
+    "A kept row of a table that started in an earlier chunk comes with that table's header, then `[...]`."
+    from ragnb.index import Store
+    from ragnb.trim import headless_rows
+    rows = '\n'.join(f'| pkg{i:02d} | checks item {i} of the installed files with a long description |' for i in range(90))
+    (tmp_path / 'docs').mkdir()
+    (tmp_path / 'docs' / 'pkgs.md').write_text(f'# Packages\n\nThe packages:\n\n| package | what it does |\n|---|---|\n{rows}\n',
+                                               encoding='utf-8')
+    with Store.open(tmp_path / 's', embedder=emb) as store:
+        index_paths(store, [tmp_path / 'docs'], progress=False)
+        chunks = store.get_chunks([r[0] for r in store.db.execute('select id from chunks order by start_char')])
+        later = [c for c in chunks if headless_rows([c.text[a:b] for a, b in chunk_sentence_spans(c)])]
+        assert len(chunks) >= 3 and later, [c.text[:80] for c in chunks]
+        for c in later:
+            q = emb.embed_query('pkg80 checks item 80')
+            [t] = trim_chunks_by_sentence(q, [c], store=store, policy='structured', query='pkg80', threshold=0.99)
+            assert t.body.startswith('| package | what it does |\n|---|---|\n[...]\n'), t.body[:120]
+            [f] = trim_chunks_by_sentence(q, [c], store=store, policy='fixed', threshold=0.99)
+            assert 'what it does' not in f.text                           # the first rule is unchanged
+        [t] = trim_chunks_by_sentence(q, [as_chunk(later[0], id=None)], embedder=emb, policy='structured', threshold=0.99)
+        assert 'what it does' not in t.text                               # without the store, no earlier chunk
