@@ -406,8 +406,8 @@ def _chunk_html(c:Chunk) -> str:
     for i, (s, e) in enumerate(c.sentence_spans):
         out.append(html.escape(t[pos:s]))
         piece, score = html.escape(t[s:e]), c.sentence_scores[i]
-        out.append(f'<mark title="cosine {score:.3f}">{piece}</mark>' if i in kept
-                   else f'<span style="color:#9a9a9a" title="cosine {score:.3f}">{piece}</span>')
+        out.append(f'<mark title="score {score:.3f}">{piece}</mark>' if i in kept
+                   else f'<span style="color:#9a9a9a" title="score {score:.3f}">{piece}</span>')
         pos = e
     out.append(html.escape(t[pos:]))
     return f'<div style="white-space:pre-wrap">{"".join(out)}</div>'

@@ -64,7 +64,11 @@ def lexical_terms(text:str, # a chunk's or a query's text
 # %% ../nbs/02b_lexical.ipynb #148c966e
 def query_terms(text:str) -> list[str]:
     "The distinct terms of a question, stemmed as Spanish and as English: a few words do not settle the language."
-    return list(dict.fromkeys(lexical_terms(text, 'es') + lexical_terms(text, 'en')))
+    return list(_query_terms(text))
+
+@functools.lru_cache(maxsize=1024)
+def _query_terms(text:str) -> tuple:          # search and trimming both ask, for the same question
+    return tuple(dict.fromkeys(lexical_terms(text, 'es') + lexical_terms(text, 'en')))
 
 def match_expression(terms:list[str]) -> str:
     "An FTS5 query matching any of `terms` (each quoted: terms are letters and digits only)."

@@ -261,7 +261,7 @@ class TrimmedChunk(Chunk):
     "A chunk cut down to its relevant sentences; `original_text` and the spans let a notebook show what was dropped."
     original_text: str = ''
     sentence_spans: list = field(default_factory=list)   # every sentence's (start, end) in `original_text`
-    sentence_scores: list = field(default_factory=list)  # cosine of each sentence to the query
+    sentence_scores: list = field(default_factory=list)  # the score each sentence was judged by (see `policy`)
     kept: list = field(default_factory=list)             # indices of the kept sentences
     kept_spans: list = field(default_factory=list)       # their (start, end) in `original_text`
     tokens_before: int = 0
@@ -330,14 +330,19 @@ def _plans(q, chunks, embedder, store) -> list[_Plan]:
     return plans
 
 # %% ../nbs/04_trim.ipynb #f2a3b4c5
-def _lexical_boost(plans, store, query, weight):
-    "Add `weight` × lexical overlap to each sentence's score (needs the question's text and a store's idf)."
+def _lexical_boost(plans, store, query, weight, only:dict|None=None):
+    "Add `weight` × lexical overlap to sentence scores: all, or per plan the mask `only[id(plan)]` (needs a store)."
     if not query or not weight or store is None: return
     live = [p for p in plans if not p.same]
-    overlap = lexical_overlap(store.term_idf(query_terms(query)), [s for p in live for s in p.sentences()])
-    at = 0
-    for p in live:
-        p.scores, at = p.scores + weight * overlap[at:at + len(p.spans)], at + len(p.spans)
+    masks = [np.ones(len(p.spans), bool) if only is None else only[id(p)] for p in live]
+    texts = [s for p, m in zip(live, masks) for s, use in zip(p.sentences(), m) if use]
+    if not texts: return
+    overlap, at = lexical_overlap(store.term_idf(query_terms(query)), texts), 0
+    for p, m in zip(live, masks):
+        n = int(m.sum())
+        p.scores = p.scores.copy()
+        p.scores[m] += weight * overlap[at:at + n]
+        at += n
 
 # %% ../nbs/04_trim.ipynb #f3a4b5c6
 def _sentence_keys(p:_Plan) -> list[tuple]:
@@ -365,18 +370,20 @@ def _select_fixed(plans, threshold, min_sentences, window):
 def _around(kept, n, reach):
     return {j for i in kept for j in range(max(0, i - reach), min(n, i + reach + 1))}
 
-def _select_structured(plans, threshold, rank_step, min_sentences, window, store=None):
+def _select_structured(plans, threshold, rank_step, min_sentences, window, store=None, query=None, weight=0.0):
     "Sentences at their chunk's cut, one neighbour each side (plus `window`), their structure; the best if none."
-    margins = {}
-    for rank, p in enumerate(plans):
-        if p.same: p.kept = list(range(len(p.spans)))
-        else:
-            margins[id(p)] = p.scores - (threshold + rank_step * rank)      # lower-ranked chunks need more
-            p.kept = np.flatnonzero(margins[id(p)] >= 0).tolist()
+    cut = {id(p): threshold + rank_step * rank for rank, p in enumerate(plans)}      # lower-ranked chunks need more
     live = [p for p in plans if not p.same]
-    best = sorted(((m, k, i) for k, p in enumerate(live) for i, m in enumerate(margins[id(p)].tolist())),
-                  reverse=True)
-    for _, k, i in best[:max(0, max(min_sentences, 1) - sum(len(p.kept) for p in live))]: live[k].kept.append(i)
+    near = {id(p): (p.scores >= cut[id(p)] - weight) & (p.scores < cut[id(p)]) for p in live}
+    far = {id(p): p.scores < cut[id(p)] - weight for p in live}
+    _lexical_boost(live, store, query, weight, near)         # only where it can lift a sentence over its cut
+    for p in plans: p.kept = list(range(len(p.spans))) if p.same else np.flatnonzero(p.scores >= cut[id(p)]).tolist()
+    need = max(min_sentences, 1) - sum(len(p.kept) for p in live)
+    if need > 0:                                             # too few pass: the best others, fully scored
+        _lexical_boost(live, store, query, weight, far)
+        best = sorted(((m, k, i) for k, p in enumerate(live) for i, m in enumerate((p.scores - cut[id(p)]).tolist())
+                       if i not in p.kept), reverse=True)
+        for _, k, i in best[:need]: live[k].kept.append(i)
     for p in live:
         if p.kept: p.kept = with_links(_around(p.kept, len(p.spans), 1 + window), structure_links(p.sentences()))
     _drop_repeats(plans)
@@ -421,7 +428,14 @@ TABLE_LOOKBACK = 16   # chunks searched back for the header of a table that star
 def _find_header(p:_Plan, store):
     "Look up, once, the header of the leading rows of `p` when one of them is kept (structured and budget trims)."
     if p.header is None and p.kept and p.kept[0] < p.headless and store is not None and p.chunk.id is not None:
-        p.header = table_header(store.chunks_before(p.chunk.id, n=TABLE_LOOKBACK)) or ''
+        earlier = store.chunks_before(p.chunk.id, n=2)                    # most tables span two chunks at most
+        if len(earlier) == 2 and table_header(earlier) is None and _only_rows(earlier[-1]):
+            earlier = store.chunks_before(p.chunk.id, n=TABLE_LOOKBACK)
+        p.header = table_header(earlier) or ''
+
+def _only_rows(c:Chunk) -> bool:
+    sents = [c.text[a:b] for a, b in chunk_sentence_spans(c)]
+    return headless_rows(sents) == len(sents)
 
 def _trimmed(p:_Plan) -> TrimmedChunk:
     text = _render(p)
@@ -456,11 +470,12 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
     if embedder is not None: _check_dim(q, embedder.dim, f'the embedder ({embedder.name})')
     plans = _plans(q, [_untrimmed(c) for c in chunks], embedder, store)
     d = trim_defaults(store.manifest['model'] if store is not None else getattr(embedder, 'name', None))
-    if policy == 'structured' or budget is not None:
-        _lexical_boost(plans, store, query, d.lexical_weight if lexical_weight is None else lexical_weight)
+    w = d.lexical_weight if lexical_weight is None else lexical_weight
     step = d.rank_step if rank_step is None else rank_step
-    if budget is not None: _select_budget(plans, budget, step, store)
-    elif policy == 'structured': _select_structured(plans, threshold, step, min_sentences, window, store)
+    if budget is not None:
+        _lexical_boost(plans, store, query, w)
+        _select_budget(plans, budget, step, store)
+    elif policy == 'structured': _select_structured(plans, threshold, step, min_sentences, window, store, query, w)
     else: _select_fixed(plans, threshold, min_sentences, window)
     return [_trimmed(p) for p in plans if p.taken]
 

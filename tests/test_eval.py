@@ -123,4 +123,4 @@ def test_explorer_display_data_carries_static_html(store_dir):
     with Store.open(store_dir, readonly=True) as s:
         data, _ = InteractiveShell.instance().display_formatter.format(Explorer(s, 'How long are audit logs kept?'))
     assert 'application/vnd.jupyter.widget-view+json' in data
-    assert '<mark title="cosine' in data['text/html'] and 'data-retention.md:' in data['text/html']
+    assert '<mark title="score' in data['text/html'] and 'data-retention.md:' in data['text/html']

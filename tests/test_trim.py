@@ -279,3 +279,24 @@ def test_a_table_cut_across_chunks_keeps_its_header(tmp_path, emb):
             assert 'what it does' not in f.text                           # the first rule is unchanged
         [t] = trim_chunks_by_sentence(q, [as_chunk(later[0], id=None)], embedder=emb, policy='structured', threshold=0.99)
         assert 'what it does' not in t.text                               # without the store, no earlier chunk
+
+
+def test_lexical_evidence_only_where_it_can_decide_is_exact(tmp_path, emb):
+    "Scoring lexical overlap only for sentences it could lift over their cut keeps exactly what full scoring keeps."
+    import ragnb.trim as T
+    from ragnb.eval import bundled_questions, load_questions
+    from ragnb.index import Store
+    from ragnb.ingest import default_corpus
+    from ragnb.retrieve import retrieve
+    with Store.open(tmp_path / 's', embedder=emb) as store:
+        index_paths(store, default_corpus(), progress=False)
+        qs, _ = load_questions(bundled_questions())
+        d = T.trim_defaults(store.manifest['model'])
+        for q in qs:
+            chunks, qv = retrieve(store, q.question, 5).chunks, emb.embed_query(q.question)
+            fast = T._plans(qv, chunks, None, store)
+            T._select_structured(fast, d.structured, d.rank_step, 1, 0, store, q.question, d.lexical_weight)
+            full = T._plans(qv, chunks, None, store)
+            T._lexical_boost(full, store, q.question, d.lexical_weight)           # every sentence scored first
+            T._select_structured(full, d.structured, d.rank_step, 1, 0, store, q.question, 0.0)
+            assert [p.kept for p in fast] == [p.kept for p in full], q.question
