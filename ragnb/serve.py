@@ -15,11 +15,12 @@ from pydantic import Field
 from .eval import EvalQuestion, eval_retrieval as evaluate_retrieval
 from .index import Store
 from .retrieve import SEARCH_MODES, RetrieveOpts, retrieve
+from .trim import TRIM_POLICIES
 
 # %% auto #0
-__all__ = ['Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Questions', 'ServeLimits', 'RequestError', 'parse_pins',
-           'check_filters', 'pinned_filters', 'RetrievalService', 'build_mcp_server', 'BearerAuth', 'check_bind',
-           'parse_http', 'http_app', 'open_service', 'serve']
+__all__ = ['Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'Questions', 'ServeLimits',
+           'RequestError', 'parse_pins', 'check_filters', 'pinned_filters', 'RetrievalService', 'build_mcp_server',
+           'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'open_service', 'serve']
 
 # %% ../nbs/08_serve.ipynb #530ef99e
 @dataclass(frozen=True)
@@ -109,22 +110,34 @@ def _check_options(self:RetrievalService, k:int, mode:str, threshold:Any, window
 _CHUNK_KEYS = ('cite', 'display_path', 'start_line', 'end_line', 'page_start', 'page_end', 'anchor', 'section',
                'score', 'metadata', 'text', 'tokens_before', 'tokens_after')
 
+def _check_trim_choice(policy:str|None, budget:int|None):
+    "`RequestError` unless `policy` is a trim policy (or None: the server's) and `budget` a token count (or None)."
+    if policy is not None and policy not in TRIM_POLICIES:
+        raise RequestError(f"policy must be one of {', '.join(TRIM_POLICIES)}")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise RequestError('budget must be a number of tokens >= 1')
+
 @patch
 def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold:float|str='auto',
-        window:int=0, mode:str='hybrid', hyde:bool=False, filters:dict|None=None) -> dict:
-    "The top-k chunks for `question` (trimmed if asked) with citations, and the tokens before and after."
+        window:int=0, mode:str='hybrid', hyde:bool=False, filters:dict|None=None, policy:str|None=None,
+        budget:int|None=None) -> dict:
+    "The top-k chunks for `question` (trimmed if asked, or with a policy or budget), citations, tokens before/after."
     question = self._check_question(question)
     threshold = self._check_options(k, mode, threshold, window)
+    _check_trim_choice(policy, budget)
     filters = pinned_filters(check_filters(filters, self.limits), self.pins)
     if filters is None: return dict(question=question, chunks=[], tokens_before=0, tokens_after=0)
-    opts = RetrieveOpts(trim=bool(trim), trim_threshold=threshold, trim_window=window, hyde=bool(hyde),
-                        hyde_options=self.hyde_options, mode=mode)
+    opts = RetrieveOpts(trim=bool(trim) or policy is not None or budget is not None, trim_threshold=threshold,
+                        trim_window=window, hyde=bool(hyde), hyde_options=self.hyde_options, mode=mode,
+                        trim_budget=budget)
+    if policy is not None: opts.trim_policy = policy
     with self.lock: res = retrieve(self.store, question, top_k=k, opts=opts, filters=filters)
     d = res.to_dict()
     out = dict(question=question, chunks=[{k: c[k] for k in _CHUNK_KEYS if k in c} for c in d['chunks']],
                tokens_before=res.tokens_before, tokens_after=res.tokens_in_context, mode=mode)
     if 'trim' in res.info:
-        out['trim'] = {k: res.info['trim'][k] for k in ('policy', 'threshold', 'window', 'auto', 'chunks_dropped')}
+        out['trim'] = {k: res.info['trim'][k]
+                       for k in ('policy', 'threshold', 'window', 'auto', 'budget', 'chunks_dropped')}
     if hyde: out['hyde'] = {k: res.info['hyde'].get(k) for k in ('hyde', 'reason', 'language')}
     return out
 
@@ -191,6 +204,11 @@ Mode = Annotated[str, Field(description="'hybrid' (lexical + dense, best default
 Threshold = Annotated[float|str, Field(description="Trim cut: a cosine such as 0.38, or 'auto' for the store's "
                                                    "calibrated value.")]
 Window = Annotated[int, Field(description='Neighbour sentences kept around each kept sentence when trimming.', ge=0)]
+Policy = Annotated[str|None, Field(description="Trim policy (implies trim): 'structured' (cosine plus the question's "
+                                               "rare words, structure kept, chunks with nothing relevant left out) or "
+                                               "'fixed' (a cosine cut per chunk); default: the server's.")]
+Budget = Annotated[int|None, Field(description='Keep the best sentences of all chunks up to this many tokens '
+                                               '(implies trim).', ge=1)]
 
 # %% ../nbs/08_serve.ipynb #be7a1e2d
 def _add_ask(server, service:RetrievalService):
@@ -198,8 +216,10 @@ def _add_ask(server, service:RetrievalService):
                              'lines, page or anchor), section, score and text, plus tokens before and after trimming. '
                              'Set trim=true to keep only the sentences that answer.', structured_output=True)
     async def ask(question:Question, k:K=5, trim:bool=False, threshold:Threshold='auto', window:Window=0,
-            mode:Mode='hybrid', hyde:bool=False, filters:Filters=None) -> dict[str, Any]:
-        call = functools.partial(_tool_errors(service.ask), question, k, trim, threshold, window, mode, hyde, filters)
+            mode:Mode='hybrid', hyde:bool=False, filters:Filters=None, policy:Policy=None,
+            budget:Budget=None) -> dict[str, Any]:
+        call = functools.partial(_tool_errors(service.ask), question, k, trim, threshold, window, mode, hyde, filters,
+                                 policy, budget)
         if hyde or service.lock.locked(): return await anyio.to_thread.run_sync(call)   # would block the loop
         return call()
 

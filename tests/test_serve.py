@@ -51,16 +51,20 @@ def test_stdio_client_lists_tools_and_answers_like_the_library(store_dir, servic
         async with Client(params, read_timeout_seconds=120) as c:
             tools = (await c.list_tools()).tools
             ask = await c.call_tool('ask', {'question': QUESTIONS[0], 'k': 4, 'trim': True, 'threshold': 0.3})
+            budget = await c.call_tool('ask', {'question': QUESTIONS[0], 'k': 4, 'budget': 50, 'policy': 'fixed'})
             ev = await c.call_tool('eval_retrieval', {'questions': [{'question': QUESTIONS[0], 'answer': 'rollback'},
                                                                     QUESTIONS[1]], 'trim_threshold': 0.3})
             src = await c.call_tool('sources', {'filters': {'tenant': 'globex'}})
-            return tools, ask, ev, src
+            return tools, ask, ev, src, budget
 
-    tools, ask, ev, src = anyio.run(run)
+    tools, ask, ev, src, budget = anyio.run(run)
     assert [t.name for t in tools] == ['ask', 'eval_retrieval', 'sources']
     props = tools[0].input_schema['properties']
-    assert {'question', 'k', 'trim', 'threshold', 'window', 'mode', 'hyde', 'filters'} <= set(props)
-    assert all(props[p].get('description') for p in ('question', 'k', 'threshold', 'mode', 'filters'))
+    assert {'question', 'k', 'trim', 'threshold', 'window', 'mode', 'hyde', 'filters', 'policy', 'budget'} <= set(props)
+    assert all(props[p].get('description') for p in ('question', 'k', 'threshold', 'mode', 'filters', 'policy', 'budget'))
+    b = budget.structured_content
+    assert b['tokens_after'] <= 50 < b['tokens_before'] and b['trim']['budget'] == 50
+    assert strip(b) == strip(service.ask(QUESTIONS[0], k=4, budget=50, policy='fixed'))
     mine = service.ask(QUESTIONS[0], k=4, trim=True, threshold=0.3)
     assert strip(ask.structured_content) == strip(mine)
     assert ask.structured_content['tokens_after'] == mine['tokens_after'] < mine['tokens_before']
