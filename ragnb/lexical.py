@@ -8,7 +8,7 @@ import functools, re, unicodedata
 
 # %% auto #0
 __all__ = ['STEMMERS', 'detect_language', 'fold', 'identifier_parts', 'lexical_terms', 'query_terms', 'match_expression',
-           'word_terms']
+           'word_terms', 'term_prefix']
 
 # %% ../nbs/02b_lexical.ipynb #d1d811cd
 @functools.cache
@@ -75,10 +75,19 @@ def match_expression(terms:list[str]) -> str:
     return ' OR '.join(f'"{t}"' for t in terms)
 
 # %% ../nbs/02b_lexical.ipynb #5a6b7c8f
+def _plain(word:str) -> bool:
+    "Letters only, in lower, upper or title case: a word with no identifier parts."
+    return word.isalpha() and (word.islower() or word.isupper() or word.istitle())
+
 @functools.lru_cache(maxsize=1 << 16)
 def word_terms(word:str) -> frozenset:
     "The terms one word gives, stemmed as Spanish and as English (`query_terms` of the word), cached."
-    if word.isalpha() and (word.islower() or word.isupper() or word.istitle()):
+    if _plain(word):
         f = fold(word)
         return frozenset((_stemmer('es').stemWord(f), _stemmer('en').stemWord(f)))
     return frozenset(query_terms(word))
+
+@functools.lru_cache(maxsize=1 << 16)
+def term_prefix(word:str) -> str|None:
+    "What every term of `word` starts with: its first two folded letters; None for an identifier (parts anywhere)."
+    return fold(word[:2])[:2] if _plain(word) else None

@@ -8,7 +8,7 @@ import re
 
 # %% auto #0
 __all__ = ['ABBREVIATIONS', 'SENTENCE_STARTERS', 'FENCE_OPEN', 'add_abbreviations', 'fence_closer', 'fence_end',
-           'split_chunk_prefix', 'sentence_spans', 'split_sentences']
+           'split_chunk_prefix', 'sentence_spans', 'split_sentences', 'sentence_kind']
 
 # %% ../nbs/00_sentences.ipynb #70bcfcff
 ABBREVIATIONS = {
@@ -274,3 +274,14 @@ def split_sentences(text:str, # markdown or plain text, maybe with a `[Doc: ...]
                    ) -> list[str]:
     "Split `text` into units: prose sentences, whole code fences, one unit per heading, row, item or quote line."
     return [text[s:e] for s, e in sentence_spans(text, lang)]
+
+# %% ../nbs/00_sentences.ipynb #5e1a2b3d
+_TABLE_SEPARATOR = re.compile(r'\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*\|?')
+
+def sentence_kind(unit:str) -> str:
+    "'heading', 'fence', 'row', 'separator' (a table's `|---|`), 'item' (of a list) or 'text': what the splitter saw."
+    t = unit.strip()
+    if FENCE_OPEN.match(t): return 'fence'
+    if _HEADING.match(t): return 'heading'
+    if t.startswith('|'): return 'separator' if _TABLE_SEPARATOR.fullmatch(t) else 'row'
+    return 'item' if _ITEM.match(t) else 'text'

@@ -15,7 +15,7 @@ from pydantic import Field
 from .eval import EvalQuestion, eval_retrieval as evaluate_retrieval
 from .index import Store
 from .retrieve import SEARCH_MODES, RetrieveOpts, retrieve
-from .trim import TRIM_POLICIES
+from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
 __all__ = ['Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'Questions', 'ServeLimits',
@@ -112,10 +112,10 @@ _CHUNK_KEYS = ('cite', 'display_path', 'start_line', 'end_line', 'page_start', '
 
 def _check_trim_choice(policy:str|None, budget:int|None):
     "`RequestError` unless `policy` is a trim policy (or None: the server's) and `budget` a token count (or None)."
-    if policy is not None and policy not in TRIM_POLICIES:
-        raise RequestError(f"policy must be one of {', '.join(TRIM_POLICIES)}")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-        raise RequestError('budget must be a number of tokens >= 1')
+    try:
+        if policy is not None: check_trim_policy(policy)
+        check_trim_budget(budget)
+    except ValueError as e: raise RequestError(str(e)) from None
 
 @patch
 def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold:float|str='auto',

@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_trim.ipynb #e5d9ea55
 from __future__ import annotations
-import functools, math, numbers, re
+import math, numbers, re
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -12,14 +12,15 @@ import numpy as np
 from .chunking import Chunk
 from .embed import PACKAGED_MODEL
 from .model_build import E5_SMALL
-from .lexical import fold, query_terms, word_terms
+from .lexical import query_terms, term_prefix, word_terms
+from .sentences import sentence_kind
 from .index import Store, chunk_sentence_spans, text_hash
 
 # %% auto #0
 __all__ = ['DEFAULT_TRIM_THRESHOLD', 'TRIM_POLICIES', 'DEFAULT_TRIM_POLICY', 'MODEL_TRIM_DEFAULTS', 'TABLE_LOOKBACK',
            'SCORE_TOLERANCE', 'estimate_tokens', 'check_trim_options', 'parse_threshold', 'check_trim_policy',
-           'TrimDefaults', 'trim_defaults', 'default_trim_threshold', 'calibration_key', 'trim_threshold_grid',
-           'select_sentences', 'sentence_kind', 'structure_links', 'with_links', 'headless_rows', 'table_header',
+           'check_trim_budget', 'TrimDefaults', 'trim_defaults', 'default_trim_threshold', 'calibration_key',
+           'trim_threshold_grid', 'select_sentences', 'structure_links', 'with_links', 'headless_rows', 'table_header',
            'lexical_overlap', 'join_kept', 'TrimmedChunk', 'as_chunk', 'trim_chunks_by_sentence', 'trim_agreement']
 
 # %% ../nbs/04_trim.ipynb #abc94652
@@ -56,6 +57,12 @@ def check_trim_policy(policy:str) -> str:
     if policy not in TRIM_POLICIES:
         raise ValueError(f"trim policy must be one of {', '.join(TRIM_POLICIES)}, got {policy!r}")
     return policy
+
+def check_trim_budget(budget:int|None) -> int|None:
+    "`budget` if it is None or a number of tokens >= 1, else `ValueError`."
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget < 1):
+        raise ValueError(f'budget must be a number of tokens >= 1, got {budget!r}')
+    return budget
 
 # %% ../nbs/04_trim.ipynb #204099f3
 @dataclass(frozen=True)
@@ -114,18 +121,6 @@ def select_sentences(scores:np.ndarray, # cosine of each sentence to the query, 
         keep.add(int(i))
     if window: keep = {j for i in keep for j in range(max(0, i - window), min(n, i + window + 1))}
     return sorted(keep)
-
-# %% ../nbs/04_trim.ipynb #d2e3f4a5
-_TABLE_SEPARATOR = re.compile(r'\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*\|?')
-_LIST_ITEM = re.compile(r'([-*+]|\d+[.)])\s')
-
-def sentence_kind(sentence:str) -> str:
-    "'heading', 'fence', 'row', 'separator' (a table's `|---|`), 'item' (of a list) or 'text'."
-    t = sentence.strip()
-    if t.startswith(('```', '~~~')): return 'fence'
-    if t.startswith('#'): return 'heading'
-    if t.startswith('|'): return 'separator' if _TABLE_SEPARATOR.fullmatch(t) else 'row'
-    return 'item' if _LIST_ITEM.match(t) else 'text'
 
 # %% ../nbs/04_trim.ipynb #d4e5f6a7
 def _link_tables(kinds, links):
@@ -203,17 +198,11 @@ def table_header(earlier:list[Chunk]) -> str|None:
 # %% ../nbs/04_trim.ipynb #e2f3a4b5
 _WORD = re.compile(r'\w+')
 
-@functools.lru_cache(maxsize=1 << 16)
-def _word_head(word:str) -> str|None:
-    "The first two folded letters of a plain word; None for an identifier (`_`, digits, camelCase), always stemmed."
-    if '_' in word or not word.isalpha() or not (word.islower() or word.isupper() or word.istitle()): return None
-    return fold(word[:2])[:2]
-
 def _matching_words(words:set, idf:dict) -> dict:
     "The words that give some of the question's terms, with those terms; words that cannot are never stemmed."
     heads, hits = {t[:2] for t in idf}, {}
     for w in words:
-        h = _word_head(w)
+        h = term_prefix(w)
         if (h is None or h in heads) and (m := word_terms(w) & idf.keys()): hits[w] = m
     return hits
 
@@ -287,7 +276,7 @@ def _check_dim(q, dim, who):
 # %% ../nbs/04_trim.ipynb #2c8cdc10
 def _unchanged(spans, text):
     "Nothing to trim: no sentences (prefix only, code mode), one sentence, or only code fences."
-    return len(spans) <= 1 or all(text[s:e].lstrip().startswith(('```', '~~~')) for s, e in spans)
+    return len(spans) <= 1 or all(sentence_kind(text[s:e]) == 'fence' for s, e in spans)
 
 # %% ../nbs/04_trim.ipynb #f0a1b2c3
 @dataclass
@@ -300,7 +289,7 @@ class _Plan:
     scores: np.ndarray|None = None
     kept: list = field(default_factory=list)
     taken: bool = True        # in the context (structured and budget trims drop chunks)
-    headless: int = 0         # leading table rows whose header is in an earlier chunk
+    headless: int|None = None # leading table rows whose header is in an earlier chunk (counted when needed)
     header: str|None = None   # that header, once looked up ('' when not found)
 
     def sentences(self) -> list[str]: return [self.chunk.text[s:e] for s, e in self.spans]
@@ -315,7 +304,6 @@ def _plans(q, chunks, embedder, store) -> list[_Plan]:
         if hit is not None and hit[2] == text_hash(c.text): plans.append(_Plan(c, hit[0], hit[1]))   # as stored
         else: plans.append(_Plan(c, chunk_sentence_spans(c)))
         plans[-1].same = _unchanged(plans[-1].spans, c.text)
-        if not plans[-1].same: plans[-1].headless = headless_rows(plans[-1].sentences())
     todo = [p for p in plans if p.vecs is None and not p.same]
     if todo:
         emb = embedder if embedder is not None else store.embedder if store is not None else None
@@ -340,7 +328,6 @@ def _lexical_boost(plans, store, query, weight, only:dict|None=None):
     overlap, at = lexical_overlap(store.term_idf(query_terms(query)), texts), 0
     for p, m in zip(live, masks):
         n = int(m.sum())
-        p.scores = p.scores.copy()
         p.scores[m] += weight * overlap[at:at + n]
         at += n
 
@@ -427,7 +414,9 @@ TABLE_LOOKBACK = 16   # chunks searched back for the header of a table that star
 
 def _find_header(p:_Plan, store):
     "Look up, once, the header of the leading rows of `p` when one of them is kept (structured and budget trims)."
-    if p.header is None and p.kept and p.kept[0] < p.headless and store is not None and p.chunk.id is not None:
+    if p.header is not None or not p.kept or store is None or p.chunk.id is None: return
+    if p.headless is None: p.headless = headless_rows(p.sentences())
+    if p.kept[0] < p.headless:
         earlier = store.chunks_before(p.chunk.id, n=2)                    # most tables span two chunks at most
         if len(earlier) == 2 and table_header(earlier) is None and _only_rows(earlier[-1]):
             earlier = store.chunks_before(p.chunk.id, n=TABLE_LOOKBACK)
@@ -462,8 +451,7 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
     "Cut chunks down to the sentences that answer; structured and budget trims drop chunks left with nothing."
     check_trim_options(threshold, min_sentences, window)
     check_trim_policy(policy)
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget < 1):
-        raise ValueError(f'budget must be a number of tokens >= 1, got {budget!r}')
+    check_trim_budget(budget)
     if not chunks: return []
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     if store is not None: _check_dim(q, store.manifest['dim'], f"the store's model ({store.manifest['model']})")

@@ -7,7 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 from ragnb.chunking import Chunk
 from ragnb.index import chunk_sentence_spans
-from ragnb.trim import as_chunk, estimate_tokens, sentence_kind, structure_links, trim_agreement, trim_chunks_by_sentence
+from ragnb.sentences import sentence_kind
+from ragnb.trim import as_chunk, estimate_tokens, structure_links, trim_agreement, trim_chunks_by_sentence
 from ragnb.ingest import index_paths
 
 
