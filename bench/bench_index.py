@@ -59,7 +59,7 @@ def main():
     size = store.stats()['bytes_on_disk']; store.close(); shutil.rmtree(tmp)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ms = lambda xs, p: f'{np.percentile(np.array(xs) * 1e3, p):.2f}'
-    print(f'\nDebian Reference corpus: {len(texts)} chunks; model {emb.name} ({emb.dim}-d, bf16 autocast={emb.autocast}), batch {emb.batch_size}\n')
+    print(f'\nDebian Reference corpus: {len(texts)} chunks; model {emb.name} ({emb.dim}-d, bf16={emb.bf16}, autocast={emb.autocast}), batch {emb.batch_size}\n')
     print('| measure | value |'); print('|---|---|')
     print(f'| bare transformers forward loop | {raw:.1f} chunks/s |')
     print(f'| ragnb index build (chunk+embed chunks and sentences+hnswlib+SQLite+commit) | {build:.1f} chunks/s ({build / raw:.0%} of raw) |')

@@ -17,11 +17,11 @@ from .model_build import BUILD_RECORD, BUILDERS, ONNX_MODEL, WORD_EMBEDDINGS, bu
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES', 'PAD_MULTIPLE',
-           'THREADS_ENV', 'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path', 'resolve_model',
-           'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16', 'Embedder',
-           'model_location', 'idle_cores', 'embedding_threads', 'torch_threads', 'OnnxQueryEncoder',
-           'query_encoder_for']
+__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES', 'DTYPES',
+           'PAD_MULTIPLE', 'THREADS_ENV', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path',
+           'resolve_model', 'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16',
+           'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'idle_cores', 'embedding_threads',
+           'torch_threads', 'OnnxQueryEncoder', 'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -128,14 +128,38 @@ def read_document_prompt(model_dir:str|Path) -> str:
 
 # %% ../nbs/02_embed.ipynb #82eea434
 def cpu_has_bf16() -> bool:
-    "True when the CPU computes bf16 natively (avx512_bf16 or amx_bf16), so autocast speeds it up."
+    "True when the CPU computes bf16 natively (avx512_bf16 or amx_bf16), so bf16 weights speed it up."
     try: flags = Path('/proc/cpuinfo').read_text()
     except OSError: return False
     return bool(re.search(r'\b(avx512_bf16|amx_bf16)\b', flags))
 
+# %% ../nbs/02_embed.ipynb #7f45f298
+DTYPES = ('auto', 'fp32', 'bf16', 'bf16-autocast')
+
+def runs_in_bf16(dtype:str, device:str='cpu') -> bool:
+    "Will a model run with bf16 weights: asked for, or `'auto'` on a CPU with native bf16?"
+    if dtype not in DTYPES: raise ValueError(f'dtype must be one of {DTYPES}, not {dtype!r}')
+    return dtype == 'bf16' or (dtype == 'auto' and device == 'cpu' and cpu_has_bf16())
+
+# %% ../nbs/02_embed.ipynb #2fd6d8b3
+def _model_in(model, bf16:bool):
+    "`model` with bf16 or fp32 weights: itself when they are already, else a cast copy (the caller's stays as it is)."
+    import copy, torch
+    want = torch.bfloat16 if bf16 else torch.float32
+    return model if next(model.parameters()).dtype == want else copy.deepcopy(model).to(want)
+
+# %% ../nbs/02_embed.ipynb #2371de75
+def read_max_length(model_dir:str|Path, tokenizer=None, default:int=512) -> int:
+    "The input length the model was trained with: sentence-transformers' `max_seq_length`, else the tokenizer's."
+    f = Path(model_dir) / 'sentence_bert_config.json'
+    n = json.loads(f.read_text()).get('max_seq_length') if f.exists() else None
+    if not isinstance(n, int) or n <= 0: n = getattr(tokenizer, 'model_max_length', None)
+    return n if isinstance(n, int) and 0 < n <= 100_000 else default     # tokenizers say 1e30 for "no limit"
+
 # %% ../nbs/02_embed.ipynb #1ec79e9e
 def _pool(hidden, mask, mode):
     import torch
+    hidden = hidden.float()                       # a bf16 model's output: pool in fp32, not in 8 bits of mantissa
     if mode == 'cls': return hidden[:, 0]
     m = mask.unsqueeze(-1).to(hidden.dtype)
     if mode == 'mean': return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
@@ -158,22 +182,22 @@ class Embedder:
     "Texts → L2-normalised vectors, with a model loaded by transformers `AutoModel`."
     def __init__(self, model, tokenizer, *, name:str, pooling:str='cls', query_instruction:str='',
                  document_prompt:str='', device:str='cpu', dtype:str='auto', max_length:int=512, batch_size:int=32,
-                 query_cache_size:int=1024, threads:int|None=None, query_encoder=None):
+                 batch_tokens:int=8192, query_cache_size:int=1024, threads:int|None=None, query_encoder=None):
         self.query_encoder = query_encoder   # embeds queries instead of the torch model (see `OnnxQueryEncoder`)
-        self.model, self.tokenizer, self.name, self.pooling = model.eval(), tokenizer, name, pooling
+        self.bf16, self.autocast = runs_in_bf16(dtype, device), dtype == 'bf16-autocast'
+        self.model = _model_in(model, self.bf16).eval()     # autocast keeps fp32 weights and casts per forward
+        self.tokenizer, self.name, self.pooling = tokenizer, name, pooling
         self.threads, self.load_seconds = threads, 0.0      # see `embedding_threads`; set by `from_pretrained`
         self.query_instruction, self.document_prompt, self.device = query_instruction, document_prompt, device
-        self.max_length, self.batch_size = max_length, batch_size
-        if dtype not in ('auto', 'fp32', 'bf16'):
-            raise ValueError(f"dtype must be 'auto', 'fp32' or 'bf16', not {dtype!r}")
-        self.autocast = dtype == 'bf16' or (dtype == 'auto' and device == 'cpu' and cpu_has_bf16())
+        self.max_length, self.batch_size, self.batch_tokens = max_length, batch_size, batch_tokens
         self.dim = int(model.config.hidden_size)
         self._qcache, self._qcache_size = OrderedDict(), query_cache_size
 
     @classmethod
     def from_pretrained(cls, name_or_path:str|None=None, # model folder or hub name; None: see `resolve_model`
-                        *, device:str='cpu', dtype:str='auto', # 'auto' uses bf16 autocast where the CPU has it
-                        max_length:int=512, batch_size:int=32, local_files_only:bool|None=None,
+                        *, device:str='cpu', dtype:str='auto', # 'auto': bf16 weights where the CPU has bf16
+                        max_length:int|None=None, # default: the model's own (`read_max_length`)
+                        batch_size:int=32, batch_tokens:int=8192, local_files_only:bool|None=None,
                         threads:int|None=None, # intra-op threads; default: see `embedding_threads`
                         progress:bool|None=None, # transformers' 'Loading weights' bar; default: only if $RAGNB_VERBOSE
                         query_runtime:str|None=None, # 'auto', 'onnx' or 'torch'; default $RAGNB_QUERY_RUNTIME or auto
@@ -187,18 +211,21 @@ class Embedder:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=local_files_only)
         if progress is None: progress = os.environ.get('RAGNB_VERBOSE', '') not in ('', '0')
         with _hf_progress(progress): model = AutoModel.from_pretrained(path, local_files_only=local_files_only)
+        model = _model_in(model, runs_in_bf16(dtype, device)).to(device)    # cast once, in place of a copy
+        max_length = max_length or read_max_length(path, tok)
         name = _known_name(path) or name_or_path or os.environ.get('RAGNB_MODEL') or _model_name(path)
         pooling = read_pooling(path)
-        emb = cls(model.to(device), tok, name=str(name), pooling=pooling, device=device, dtype=dtype,
+        emb = cls(model, tok, name=str(name), pooling=pooling, device=device, dtype=dtype,
                   query_instruction=read_query_instruction(path, str(name)), document_prompt=read_document_prompt(path),
-                  max_length=max_length, batch_size=batch_size, threads=threads,
+                  max_length=max_length, batch_size=batch_size, batch_tokens=batch_tokens, threads=threads,
                   query_encoder=query_encoder_for(path, tok, pooling, max_length, threads, query_runtime))
         emb.load_seconds = time.perf_counter() - t0
         return emb
 
     def __repr__(self):
         queries = ', queries=onnx' if self.query_encoder is not None else ''
-        return f'Embedder({self.name!r}, dim={self.dim}, pooling={self.pooling!r}, bf16={self.autocast}{queries})'
+        bf16 = ', bf16=autocast' if self.autocast else f', bf16={self.bf16}'
+        return f'Embedder({self.name!r}, dim={self.dim}, pooling={self.pooling!r}{bf16}{queries})'
 
 # %% ../nbs/02_embed.ipynb #ec42bc78
 def _known_name(path) -> str|None:
@@ -222,12 +249,14 @@ def model_location(name:str) -> str:
 # %% ../nbs/02_embed.ipynb #5a9d5853
 PAD_MULTIPLE = 8
 
-def _length_batches(ids:list[list[int]], batch_size:int) -> tuple[list[list[int]], list[int]]:
-    "Text indices in batches of one padded length (longest first, at most `batch_size`), and each text's length."
+def _length_batches(ids:list[list[int]], batch_size:int, batch_tokens:int|None=None,
+                   ) -> tuple[list[list[int]], list[int]]:
+    "Text indices in batches of one padded length (longest first, ≤ `batch_size` texts and `batch_tokens` tokens)."
     padded = [-(-len(x) // PAD_MULTIPLE) * PAD_MULTIPLE for x in ids]
     batches, cur = [], []
     for i in sorted(range(len(ids)), key=lambda i: -len(ids[i])):
-        if cur and (len(cur) == batch_size or padded[cur[0]] != padded[i]):
+        full = len(cur) == batch_size or batch_tokens is not None and (len(cur) + 1) * padded[i] > batch_tokens
+        if cur and (full or padded[cur[0]] != padded[i]):
             batches.append(cur)
             cur = []
         cur.append(i)
@@ -288,25 +317,37 @@ def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='
     "Embed `prompt + text` for each text in length batches, with the thread policy; rows in input order."
     import torch
     if isinstance(texts, str): raise TypeError('pass a list of texts, not one string')
-    texts = [prompt + t for t in texts] if prompt else list(texts)
+    texts = texts if isinstance(texts, list) else list(texts)
     out = np.zeros((len(texts), self.dim), dtype=np.float32)
     if not texts: return out
-    enc = self.tokenizer(texts, truncation=True, max_length=self.max_length, padding=False)
-    batches, padded = _length_batches(enc['input_ids'], self.batch_size)
     show = progress if progress is not None else len(texts) >= 2000
     bar = _tqdm()(total=len(texts), desc='embedding', unit='text', disable=not show)
     with torch_threads(embedding_threads(len(texts), self.threads)), torch.inference_mode(), \
             torch.autocast('cpu', dtype=torch.bfloat16, enabled=self.autocast):
-        for idx in batches:
-            batch = self.tokenizer.pad({k: [enc[k][i] for i in idx] for k in enc.keys()}, padding='max_length',
-                                       max_length=padded[idx[0]], return_tensors='pt')
-            batch = {k: v.to(self.device) for k, v in batch.items()}
-            hidden = self.model(**batch).last_hidden_state
-            vec = torch.nn.functional.normalize(_pool(hidden, batch['attention_mask'], self.pooling).float(), dim=-1)
-            out[idx] = vec.cpu().numpy()
-            bar.update(len(idx))
+        for lo in range(0, len(texts), EMBED_WINDOW):      # token ids for one window at a time: bounded memory
+            part = [prompt + t for t in texts[lo:lo + EMBED_WINDOW]]
+            out[lo:lo + len(part)] = self._embed_window(part, bar)
     bar.close()
     return out
+
+# %% ../nbs/02_embed.ipynb #791e5ad3
+EMBED_WINDOW = 4096   # texts tokenised and length-sorted together
+
+@patch
+def _embed_window(self:Embedder, texts:list[str], bar) -> np.ndarray:
+    "Tokenise `texts`, embed them in length batches (inside `_embed`'s torch settings); rows in input order."
+    import torch
+    enc, out = self.tokenizer(texts, truncation=True, max_length=self.max_length, padding=False), {}
+    batches, padded = _length_batches(enc['input_ids'], self.batch_size, self.batch_tokens)
+    for idx in batches:
+        batch = self.tokenizer.pad({k: [enc[k][i] for i in idx] for k in enc.keys()}, padding='max_length',
+                                   max_length=padded[idx[0]], return_tensors='pt')
+        batch = {k: v.to(self.device) for k, v in batch.items()}
+        hidden = self.model(**batch).last_hidden_state
+        out.update(zip(idx, torch.nn.functional.normalize(_pool(hidden, batch['attention_mask'], self.pooling),
+                                                          dim=-1).cpu().numpy()))
+        bar.update(len(idx))
+    return np.stack([out[i] for i in range(len(texts))])
 
 # %% ../nbs/02_embed.ipynb #1badd032
 @patch

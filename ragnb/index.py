@@ -5,6 +5,7 @@
 # %% ../nbs/03_index.ipynb #d30848e4
 from __future__ import annotations
 import errno, fcntl, hashlib, json, logging, math, os, shutil, sqlite3, struct, time, zlib
+from functools import partial
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +22,10 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 
 # %% auto #0
-__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'LEXICAL_VERSION', 'StoreError', 'StoreLockedError', 'StoreMismatchError',
-           'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file', 'chunk_sentence_spans', 'sentence_texts',
-           'SentenceVectorFile', 'Store', 'text_hash', 'SourceRecord']
+__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'LEXICAL_VERSION', 'FILTER_INDEX_VERSION', 'EXACT_BELOW', 'StoreError',
+           'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file',
+           'FileVectors', 'chunk_sentence_spans', 'sentence_texts', 'SentenceVectorFile', 'Store', 'text_hash',
+           'SourceRecord']
 
 # %% ../nbs/03_index.ipynb #9d57735f
 class StoreError(RuntimeError): "Base class of store errors."
@@ -87,6 +89,10 @@ create table if not exists meta (key text primary key, value text);
 create table if not exists sentences (chunk_id integer primary key, row0 int not null, n int not null,
   spans text not null, crc integer);
 create virtual table if not exists lexical using fts5(terms, lang unindexed, tokenize='unicode61');
+create table if not exists chunk_meta (key text not null, value not null, id integer not null,
+  primary key (key, value, id)) without rowid;
+create index if not exists chunk_meta_id on chunk_meta(id);
+create table if not exists tombstones (id integer primary key);
 '''
 
 # %% ../nbs/03_index.ipynb #dd403503
@@ -113,33 +119,42 @@ def _hnsw_header(path:Path, data, dim:int) -> tuple:
 # %% ../nbs/03_index.ipynb #6f792731
 def _check_upper_links(path, data, pos, n, maxM, maxlevel) -> np.ndarray:
     "Walk each element's upper-level link lists (a u32 byte size, then `level` blocks); return every element's level."
-    block, levels, buf, end = 4 * (maxM + 1), np.zeros(n, dtype=np.int64), data.data, len(data)
-    starts = []
-    for i in range(n):                       # most elements have no upper level: a plain loop over the sizes
-        if pos + 4 > end: raise _bad(path, 'truncated link lists')
-        size = struct.unpack_from('<I', buf, pos)[0]
-        pos += 4
-        if size:
-            if size % block or size // block > maxlevel or pos + size > end: raise _bad(path, 'bad link-list size')
-            levels[i] = size // block
-            starts.append((pos, size))
-            pos += size
-    if pos != end: raise _bad(path, f'{end - pos} unexpected bytes after the link lists')
+    if (len(data) - pos) % 4: raise _bad(path, f'{(len(data) - pos) % 4} unexpected bytes after the link lists')
+    words, block, levels, starts = data[pos:].view(np.uint32), maxM + 1, np.zeros(n, dtype=np.int64), []
+    nonzero, i, w = np.flatnonzero(words), 0, 0          # element, word
+    while True:
+        j = np.searchsorted(nonzero, w)                   # the next nonzero size; the elements before it have none
+        nxt = int(nonzero[j]) if j < len(nonzero) else len(words)
+        if nxt - w >= n - i or nxt == len(words): break
+        i, w = i + nxt - w, nxt
+        size = int(words[w]) // 4
+        if size % block or size // block > maxlevel or w + 1 + size > len(words): raise _bad(path, 'bad link-list size')
+        levels[i] = size // block
+        starts.append((w + 1, size))
+        i, w = i + 1, w + 1 + size
+    w += n - i
+    if w > len(words): raise _bad(path, 'truncated link lists')
+    if w != len(words): raise _bad(path, f'{4 * (len(words) - w)} unexpected bytes after the link lists')
     if starts:
-        lists = np.concatenate([data[p:p + s] for p, s in starts]).view(np.uint32).reshape(-1, maxM + 1)
+        lists = np.concatenate([words[p:p + s] for p, s in starts]).reshape(-1, maxM + 1)
         cnt = lists[:, 0] & 0xFFFF
         if (cnt > maxM).any() or (lists[:, 1:][np.arange(maxM) < cnt[:, None]] >= n).any():
             raise _bad(path, 'an upper-level link points outside the index')
     return levels
 
 # %% ../nbs/03_index.ipynb #7991163c
+def _map_file(path:Path) -> np.ndarray:
+    "A file's bytes, memory-mapped read-only (an empty array for an empty file, which `np.memmap` refuses)."
+    if not path.stat().st_size: return np.zeros(0, np.uint8)
+    return np.memmap(path, dtype=np.uint8, mode='r').view(np.ndarray)
+
 def check_hnsw_file(path:str|Path, # an `index-*.hnsw` file
                     dim:int, # the store's dimension
-                    data:np.ndarray|None=None, # the file's bytes, when already read
+                    data:np.ndarray|None=None, # the file's bytes, when already read or mapped
                    ) -> dict:
-    "Parse an hnswlib index file and check every link; `{count, deleted, labels}`, or `StoreCorruptedError`."
+    "Parse an hnswlib index file and check every link; `{count, deleted, labels, deleted_mask, vectors}`."
     path = Path(path)
-    data = np.fromfile(path, dtype=np.uint8) if data is None else data
+    data = _map_file(path) if data is None else data
     n, per, maxlevel, entry, maxM, maxM0 = _hnsw_header(path, data, dim)
     rec = data[_HNSW_HEADER.size:_HNSW_HEADER.size + n * per].reshape(n, per)
     counts = rec[:, :2].copy().view(np.uint16).ravel()
@@ -148,8 +163,27 @@ def check_hnsw_file(path:str|Path, # an `index-*.hnsw` file
         raise _bad(path, 'a level-0 link points outside the index')
     levels = _check_upper_links(path, data, _HNSW_HEADER.size + n * per, n, maxM, maxlevel)
     if n and levels[entry] != maxlevel: raise _bad(path, 'the entry point is not on the top level')
-    labels = rec[:, per - 8:].copy().view(np.uint64).ravel()
-    return dict(count=n, deleted=int((rec[:, 2] & 1).sum()), labels=labels, deleted_mask=(rec[:, 2] & 1) > 0)
+    labels = rec[:, per - 8:].copy().view(np.uint64).ravel().astype(np.int64)
+    vectors = np.ndarray((n, dim), np.float32, buffer=data, offset=_HNSW_HEADER.size + 4 * (maxM0 + 1),
+                         strides=(per, 4)) if n else np.zeros((0, dim), np.float32)
+    return dict(count=n, deleted=int((rec[:, 2] & 1).sum()), labels=labels, deleted_mask=(rec[:, 2] & 1) > 0,
+                vectors=vectors)
+
+# %% ../nbs/03_index.ipynb #80351611
+class FileVectors:
+    "The vectors of a checked hnswlib index file, read by label from its memory map: the exact search path's source."
+    def __init__(self, info:dict): # what `check_hnsw_file` returned
+        self.order = np.argsort(info['labels'], kind='stable')
+        self.labels, self.vectors = info['labels'][self.order], info['vectors']
+    def __repr__(self): return f'FileVectors({len(self.labels)} vectors)'
+
+# %% ../nbs/03_index.ipynb #eb5e3272
+@patch
+def get(self:FileVectors, ids:np.ndarray) -> np.ndarray|None:
+    "The float32 vectors of labels `ids`, in order (one gather from the map), or None if any is not in the file."
+    pos = np.searchsorted(self.labels, ids)
+    if len(ids) and (pos.max() >= len(self.labels) or (self.labels[pos] != ids).any()): return None
+    return self.vectors[self.order[pos]]
 
 # %% ../nbs/03_index.ipynb #75051202
 def chunk_sentence_spans(chunk:Chunk) -> list[tuple[int, int]]:
@@ -177,13 +211,19 @@ class SentenceVectorFile:
 
 # %% ../nbs/03_index.ipynb #9d13b4d6
 @patch
-def append(self:SentenceVectorFile, name:str, committed:int, rows:np.ndarray):
-    "Write `rows` after the first `committed` rows of file `name` (dropping whatever lies past them), fsynced."
+def append(self:SentenceVectorFile, name:str, committed:int, rows:np.ndarray, sync:bool=True):
+    "Write `rows` after the first `committed` rows of file `name` (dropping whatever lies past them); fsync if `sync`."
     with open(self.folder / name, 'ab') as f:
         f.truncate(committed * self.dim * 2)
         f.write(np.ascontiguousarray(rows, dtype=np.float16).tobytes())
         f.flush()
-        os.fsync(f.fileno())
+        if sync: os.fsync(f.fileno())
+
+# %% ../nbs/03_index.ipynb #2275b4ae
+@patch
+def sync(self:SentenceVectorFile, name:str):
+    "fsync file `name`: rows appended with `sync=False` reach the disk before the commit that counts them."
+    with open(self.folder / name, 'rb') as f: os.fsync(f.fileno())
 
 # %% ../nbs/03_index.ipynb #792998b3
 @patch
@@ -213,14 +253,13 @@ def needs_compaction(self:SentenceVectorFile, rows:int, live:int) -> bool:
 
 # %% ../nbs/03_index.ipynb #c60fa62c
 @patch
-def compact(self:SentenceVectorFile, old:str|None, committed:int, pending:np.ndarray, layout:list,
-            name:str) -> list[tuple[int, int]]:
-    "Write the rows of `layout` ((chunk id, first row, rows) each) to file `name`; the chunks' new first rows."
-    src = self.mapped(old, committed) if committed else None
+def compact(self:SentenceVectorFile, old:str, rows:int, layout:list, name:str) -> list[tuple[int, int]]:
+    "Write the rows of `layout` ((chunk id, first row, rows) each) of `old`'s first `rows` to `name`; new first rows."
+    src = self.mapped(old, rows) if rows else None
     moves, row = [], 0
     with open(self.folder / name, 'wb') as f:
-        for cid, r0, n in layout:     # a row past the committed ones is a pending one
-            f.write((src[r0:r0 + n] if r0 + n <= committed else pending[r0 - committed:r0 - committed + n]).tobytes())
+        for cid, r0, n in layout:
+            f.write(src[r0:r0 + n].tobytes())
             moves.append((row, cid))
             row += n
         f.flush()
@@ -233,7 +272,7 @@ class Store:
     def __init__(self, path, manifest, db, embedder, lock, compact_min_rows:int=4096):
         self.path, self.manifest, self.db, self._embedder, self._lock = path, manifest, db, embedder, lock
         self.index, self._generation = None, None       # loaded by `_sync`, inside a read transaction
-        self._sent_pending = []                         # uncommitted float16 sentence rows
+        self._sent_pending, self._sent_target = 0, None # uncommitted sentence rows, already in this file's tail
         self.sentence_file = SentenceVectorFile(path, manifest['dim'], compact_min_rows=compact_min_rows)
         self.compact_min_rows = compact_min_rows        # compact the index past this many deleted elements
         self._dirty = False                             # the in-memory index has uncommitted changes
@@ -242,8 +281,14 @@ class Store:
         self._crc, self._row_crc = 'crc' in cols('sentences'), 'row_crc' in cols('chunks')   # older stores lack them
         self._display, self._location = 'display' in cols('chunks'), 'location' in cols('chunks')
         self._lexical = db.execute("select count(*) from sqlite_master where name='lexical'").fetchone()[0] > 0
-        self._lexical_n = None                          # (generation, chunks) for the lexical term filter
-        self._df = None                                 # (generation, {term: chunks holding it}) seen so far
+        self._cache = (None, {})                        # (generation, {key: value}): see `_per_generation`
+        self._writing = False                           # this writer's transaction is open (nothing cached then)
+        self._removed = False                           # chunks were removed in it (tombstones, no index rewrite)
+        self._index_file, self._file_vectors, self._tombstoned = None, None, set()   # what `_load` read
+        tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
+        self._has_tombstones = 'tombstones' in tables
+        self._filter_index = 'chunk_meta' in tables and (db.execute(
+            "select value from meta where key='filter_index'").fetchone() or [None])[0] == FILTER_INDEX_VERSION
         if self._lexical:                               # FTS5's term counts, outside any transaction, once
             db.execute("create virtual table if not exists temp.lexical_vocab using fts5vocab(main, lexical, row)")
 
@@ -279,7 +324,7 @@ def _read_manifest(path:Path) -> dict:
 _TABLES = {'chunks', 'sources', 'meta', 'sentences'}
 
 def _open_db(p:Path, readonly:bool) -> sqlite3.Connection:
-    "Open (a writer: create) the chunk database and run SQLite's quick check."
+    "Open (a writer: create) the chunk database; a writer runs SQLite's quick check first."
     try:
         if readonly: db = sqlite3.connect(f'file:{p}?mode=ro', uri=True, isolation_level=None, check_same_thread=False)
         else:
@@ -287,7 +332,7 @@ def _open_db(p:Path, readonly:bool) -> sqlite3.Connection:
             db.execute('pragma journal_mode=wal')
             db.execute('pragma synchronous=full')
             db.executescript(_SCHEMA)
-        ok = db.execute('pragma quick_check').fetchone()[0]
+        ok = 'ok' if readonly else db.execute('pragma quick_check').fetchone()[0]
         tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
     except sqlite3.DatabaseError as e: raise _db_error(p, e) from None
     if ok != 'ok': raise StoreCorruptedError(f'{p}: corrupted chunk database ({ok}); re-index into a new store')
@@ -307,25 +352,26 @@ def _db_error(p:Path, e:sqlite3.DatabaseError) -> StoreError:
     return StoreCorruptedError(f'{p}: corrupted chunk database ({e}); re-index into a new store')
 
 # %% ../nbs/03_index.ipynb #e0455fd0
-def _load_index(path:Path, manifest:dict, meta:dict):
-    "The hnswlib index that `meta` (this transaction's view of the meta table) points to, checked before loading."
+def _load_index(path:Path, manifest:dict, meta:dict) -> tuple:
+    "The index that `meta` (this transaction's view) points to, checked before loading, and its `FileVectors`."
     import hnswlib
-    index = hnswlib.Index(space='ip', dim=manifest['dim'])
+    index, vectors = hnswlib.Index(space='ip', dim=manifest['dim']), None
     if 'index_file' not in meta:
         index.init_index(max_elements=1024, M=manifest['M'], ef_construction=manifest['ef_construction'])
     else:
         f = path / meta['index_file']
-        try: data = np.fromfile(f, dtype=np.uint8)
+        try: st = f.stat()
         except FileNotFoundError:
             raise _GenerationGone(f'{f}: index file missing; re-index into a new store') from None
-        if len(data) != int(meta['index_size']) or hashlib.sha256(data).hexdigest() != meta['index_sha256']:
+        if st.st_size != int(meta['index_size']) or (
+                str(st.st_mtime_ns) != meta.get('index_mtime_ns') and _sha256(f) != meta['index_sha256']):
             raise StoreCorruptedError(f'{f}: index file truncated or corrupted (size/SHA-256 differ from the '
                                       'database); re-index into a new store')
-        check_hnsw_file(f, manifest['dim'], data=data)
+        vectors = FileVectors(check_hnsw_file(f, manifest['dim']))
         try: index.load_index(str(f), max_elements=int(meta['index_capacity']))
         except RuntimeError as e: raise StoreCorruptedError(f'{f}: hnswlib cannot load it ({e})') from None
     index.set_ef(manifest['ef'])
-    return index
+    return index, vectors
 
 # %% ../nbs/03_index.ipynb #d71ed67e
 @patch
@@ -335,7 +381,7 @@ def _meta(self:Store) -> dict:
 # %% ../nbs/03_index.ipynb #216bb995
 @patch
 def _sync(self:Store):
-    "Load the index of the generation this transaction sees, unless it is loaded already."
+    "Load the index of the generation this transaction sees, unless loaded; same file: mark the new tombstones."
     meta = self._meta()
     gen = meta.get('generation', '0')
     if self.index is not None and (self._lock is not None or gen == self._generation): return
@@ -343,11 +389,49 @@ def _sync(self:Store):
     if meta.get('manifest_sha256', _build_fingerprint(self.manifest)) != _build_fingerprint(self.manifest):
         raise StoreCorruptedError(f'{self.path / "manifest.json"}: the fields that say how the store was built '
                                   'differ from what its database recorded; restore the file or re-index')
-    index = _load_index(self.path, self.manifest, meta)
+    if self.index is None or meta.get('index_file') != self._index_file: self._load(meta)
+    else: self._mark_tombstones()
     self.sentence_file.check(meta)
-    self.index, self._generation = index, gen
+    self._generation = gen
 
 # %% ../nbs/03_index.ipynb #840ae588
+@patch
+def _load(self:Store, meta:dict):
+    "Load the index file `meta` names, with the chunks removed since it was written (`tombstones`) marked deleted."
+    self.index, self._file_vectors = _load_index(self.path, self.manifest, meta)
+    self._index_file, self._tombstoned = meta.get('index_file'), set()
+    self._mark_tombstones()
+
+# %% ../nbs/03_index.ipynb #de2ea8df
+@patch
+def _mark_tombstones(self:Store):
+    "Mark deleted, in the loaded index, the tombstones not marked yet (labels are never reused)."
+    if not self._has_tombstones: return
+    for (i,) in self.db.execute('select id from tombstones'):
+        if i in self._tombstoned: continue
+        try: self.index.mark_deleted(i)
+        except RuntimeError: pass                     # already deleted in the file
+        self._tombstoned.add(i)
+
+# %% ../nbs/03_index.ipynb #b91770cf
+@patch
+def _per_generation(self:Store, key, compute):
+    "`compute()`, cached until the generation changes; never cached inside a writer's open transaction."
+    if self._writing: return compute()
+    if self._cache[0] != self._generation: self._cache = (self._generation, {})
+    cache = self._cache[1]
+    if key not in cache:
+        if len(cache) >= 1024: cache.clear()
+        cache[key] = compute()
+    return cache[key]
+
+# %% ../nbs/03_index.ipynb #c985f734
+@patch
+def _live_count(self:Store) -> int:
+    "How many chunks the store holds (inside a snapshot), counted once per generation."
+    return self._per_generation('count', lambda: self.db.execute('select count(*) from chunks').fetchone()[0])
+
+# %% ../nbs/03_index.ipynb #fca4f0c9
 @patch
 @contextmanager
 def _snapshot(self:Store, attempts:int=8):
@@ -417,6 +501,20 @@ def _check_lexical(self:Store):
     raise StoreError(f'{self.path}: this store has no lexical index yet (it was built before hybrid search); run '
                      f'`ragnb index` on it once to build one, or search with --mode dense')
 
+# %% ../nbs/03_index.ipynb #fa3f2cb8
+FILTER_INDEX_VERSION = 'chunk-meta-v1'
+_META_ROWS = ("select j.key, j.value, c.id from chunks c, json_each(c.metadata) j "
+              "where j.type != 'null' and j.key is not null")      # the chunk_meta rows, from the metadata JSON
+
+# %% ../nbs/03_index.ipynb #76c00193
+@patch
+def _rebuild_filter_index(self:Store):
+    "Fill `chunk_meta` from every chunk and index the shown path (inside the writer's open transaction)."
+    self.db.execute('delete from chunk_meta')
+    self.db.execute(f'insert or ignore into chunk_meta {_META_ROWS}')
+    self.db.execute('create index if not exists chunks_shown on chunks(coalesce(display, source))')
+    self.db.execute("insert or replace into meta values ('filter_index', ?)", (FILTER_INDEX_VERSION,))
+
 # %% ../nbs/03_index.ipynb #f68712e0
 def _take_lock(path:Path):
     "The writer's exclusive, non-blocking `flock` on `path/.lock`."
@@ -451,6 +549,7 @@ def _begin(self:Store):
     "Open the writer's transaction (`begin immediate`) unless one is open; a reader is refused."
     if self._lock is None: raise StoreError(f'{self.path}: opened read-only')
     if not self.db.in_transaction: self.db.execute('begin immediate')
+    self._writing = True
 
 # %% ../nbs/03_index.ipynb #d1217acf
 def _commit_db(db):
@@ -496,23 +595,27 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
 def _upgrade(self:Store, meta:dict):
     "Bring an older store's database up to date (a writer, at open): checksums, display paths, the lexical index."
     lexical_done = meta.get('lexical_version') == LEXICAL_VERSION
-    if self._crc and self._row_crc and self._location and 'manifest_sha256' in meta and lexical_done: return
+    filters_done = meta.get('filter_index') == FILTER_INDEX_VERSION
+    if self._crc and self._row_crc and self._location and 'manifest_sha256' in meta and lexical_done and filters_done:
+        return
     self._begin()
     if not self._crc: self.db.execute('alter table sentences add column crc integer')
     if not self._row_crc: self.db.execute('alter table chunks add column row_crc integer')
     if not self._display: self.db.execute('alter table chunks add column display text')
     if not self._location: self.db.execute('alter table chunks add column location text')
     if not lexical_done: self._rebuild_lexical()
+    if not filters_done: self._rebuild_filter_index()
     self.db.execute("insert or replace into meta values ('manifest_sha256', ?)", (_build_fingerprint(self.manifest),))
     _commit_db(self.db)
-    self._crc = self._row_crc = self._display = self._location = self._lexical = True
+    self._crc = self._row_crc = self._display = self._location = self._lexical = self._filter_index = True
+    self._writing = False
 
 # %% ../nbs/03_index.ipynb #d81771f5
 @patch
 def close(self:Store):
     "Drop what is uncommitted, release the lock and the database."
     if self._lock is not None and self.db.in_transaction: self.db.execute('rollback')
-    self.sentence_file._map, self._sent_pending = None, []
+    self.sentence_file._map, self._sent_pending, self._sent_target = None, 0, None
     self.db.close()
     if self._lock:
         self._lock.close()
@@ -587,9 +690,22 @@ def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, 
     self._begin()
     start = self._next_label()
     ids = list(range(start, start + len(chunks)))
+    try: self._insert_chunks(ids, chunks, vectors, spans, sentence_vectors)
+    except BaseException:
+        if commit: self.rollback()       # what this call began does not linger for a later commit
+        raise
+    if commit: self.commit()
+    return ids
+
+# %% ../nbs/03_index.ipynb #61e3ffc4
+@patch
+def _insert_chunks(self:Store, ids, chunks, vectors, spans, sentence_vectors):
+    "Write chunks with ids `ids` into the open transaction: rows, filter index, hnswlib, sentence rows, lexical rows."
     self._max_label = ids[-1]
     self.db.executemany('insert into chunks values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
                         [_chunk_row(i, c) for i, c in zip(ids, chunks)])
+    if self._filter_index: self.db.execute(f'insert or ignore into chunk_meta {_META_ROWS} and c.id between ? and ?',
+                                           (ids[0], ids[-1]))
     need = self.index.element_count + len(chunks)
     if need > self.index.get_max_elements(): self.index.resize_index(max(need, 2 * self.index.get_max_elements()))
     self.index.add_items(vectors, ids)
@@ -597,8 +713,6 @@ def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, 
     if spans is not None: self._add_sentence_rows(ids, spans, sentence_vectors)
     self.db.executemany('insert into lexical(rowid, terms, lang) values (?,?,?)',
                         [_lexical_row(i, c.text, c.mode) for i, c in zip(ids, chunks)])
-    if commit: self.commit()
-    return ids
 
 # %% ../nbs/03_index.ipynb #c2848820
 @patch
@@ -614,15 +728,22 @@ def _checked_sentence_vectors(self:Store, chunks, spans, vecs) -> np.ndarray:
 # %% ../nbs/03_index.ipynb #497df643
 @patch
 def _add_sentence_rows(self:Store, ids, spans, vecs):
-    "Record where each chunk's sentence rows start; the float16 rows wait in memory for `commit`."
-    row = _sent_rows(self) + sum(len(p) for p in self._sent_pending)
+    "Record where each chunk's sentence rows start, and write the float16 rows past the committed ones (no fsync)."
+    first = row = _sent_rows(self) + self._sent_pending
     rows, v16, at = [], vecs.astype(np.float16), 0
     for i, sp in zip(ids, spans):
         sp_json = json.dumps(sp, separators=(',', ':'))
         rows.append((i, row, len(sp), sp_json, _sent_crc(sp_json, v16[at:at + len(sp)])))
         row, at = row + len(sp), at + len(sp)
     self.db.executemany('insert into sentences values (?,?,?,?,?)', rows)
-    self._sent_pending.append(v16)
+    meta = self._meta()                        # the current file, or the one the next generation will create
+    self._sent_target = self._sent_target or meta.get('sent_file') or \
+        f"sentences-{int(meta.get('generation', 0)) + 1:06d}.f16"
+    try: self.sentence_file.append(self._sent_target, first, v16, sync=False)
+    except OSError as e:
+        if _is_disk_full(e): raise _disk_full_error(self.path, e) from None
+        raise
+    self._sent_pending += len(v16)
 
 # %% ../nbs/03_index.ipynb #8fd85025
 def _sent_crc(spans_json:str, vecs:np.ndarray) -> int:
@@ -639,9 +760,11 @@ def remove_source(self:Store, source:str, *, commit:bool=True) -> int:
     self._begin()
     ids = [r[0] for r in self.db.execute('select id from chunks where source=?', (source,))]
     for i in ids: self.index.mark_deleted(i)
-    self._dirty |= bool(ids)
+    self._removed |= bool(ids)
+    self.db.executemany('insert or ignore into tombstones values (?)', [(i,) for i in ids])
     self.db.execute('delete from sentences where chunk_id in (select id from chunks where source=?)', (source,))
     self.db.executemany('delete from lexical where rowid = ?', [(i,) for i in ids])
+    self.db.executemany('delete from chunk_meta where id = ?', [(i,) for i in ids])
     self.db.execute('delete from chunks where source=?', (source,))
     self.db.execute('delete from sources where source=?', (source,))
     if commit: self.commit()
@@ -666,20 +789,19 @@ def _save_index(index, f:Path):
 # %% ../nbs/03_index.ipynb #f0904cab
 @patch
 def commit(self:Store):
-    "Save the index to a new generation file, then commit SQLite with the pointer to it: one atomic step."
+    "Write what changed (an index file only after adds or to compact), then commit SQLite with the pointers to it."
     if not self.db.in_transaction: return
-    if not self._dirty and not self._sent_pending: return _commit_db(self.db)
+    if not (self._dirty or self._removed or self._sent_pending):
+        _commit_db(self.db)
+        self._writing = False
+        return
     old, written = self._meta(), []
     gen = int(old.get('generation', 0)) + 1
+    meta = dict(generation=gen, max_label=self._next_label() - 1, prev_index_file=old.get('index_file', ''),
+                prev_sent_file=old.get('sent_file', ''))
     try:
-        name, max_label = f'index-{gen:06d}.hnsw', self._next_label() - 1
         index = self._compacted_index() if self._index_is_mostly_deleted() else self.index
-        written.append(self.path / name)
-        _save_index(index, self.path / name)
-        meta = dict(generation=gen, index_file=name, index_size=(self.path / name).stat().st_size,
-                    index_sha256=_sha256(self.path / name), index_capacity=index.get_max_elements(),
-                    prev_index_file=old.get('index_file', ''), prev_sent_file=old.get('sent_file', ''),
-                    max_label=max_label)
+        if self._dirty or index is not self.index: meta.update(self._write_index(index, gen, written))
         if self.manifest.get('sentence_vectors'): meta.update(self._write_sentences(gen, written))
         self.db.executemany('insert or replace into meta values (?, ?)', [(k, str(v)) for k, v in meta.items()])
         _commit_db(self.db)
@@ -687,8 +809,22 @@ def commit(self:Store):
         self.rollback(remove=written)
         if _is_disk_full(e): raise _disk_full_error(self.path, e) from None
         raise
-    self.index, self._dirty = index, False
+    if 'index_file' in meta: self.index, self._index_file, self._file_vectors = index, meta['index_file'], None
+    self._dirty = self._removed = self._writing = False
+    self._sent_pending, self._sent_target, self._generation = 0, None, str(gen)
     _remove_stale(self.path, self._meta())
+
+# %% ../nbs/03_index.ipynb #83467ebb
+@patch
+def _write_index(self:Store, index, gen:int, written:list) -> dict:
+    "Save `index` as generation `gen`'s file and hash it, once; its meta entries. The file holds the tombstones."
+    f = self.path / f'index-{gen:06d}.hnsw'
+    written.append(f)
+    _save_index(index, f)
+    st = f.stat()
+    self.db.execute('delete from tombstones')
+    return dict(index_file=f.name, index_size=st.st_size, index_mtime_ns=st.st_mtime_ns, index_sha256=_sha256(f),
+                index_capacity=index.get_max_elements())
 
 # %% ../nbs/03_index.ipynb #b314159c
 @patch
@@ -714,30 +850,29 @@ def rollback(self:Store, remove:list=()):
     "Drop uncommitted changes: the SQLite transaction, pending sentence rows, and the in-memory index's changes."
     if self.db.in_transaction: self.db.execute('rollback')
     for f in remove: Path(f).unlink(missing_ok=True)
-    self._sent_pending, was_dirty, self._dirty, self._max_label = [], self._dirty, False, 0
-    if was_dirty:
-        with self._snapshot(): self.index = _load_index(self.path, self.manifest, self._meta())
+    changed, self._sent_pending, self._sent_target, self._max_label = self._dirty or self._removed, 0, None, 0
+    self._dirty = self._removed = self._writing = False
+    if changed:
+        with self._snapshot(): self._load(self._meta())
 
 # %% ../nbs/03_index.ipynb #8a88078e
 @patch
 def _write_sentences(self:Store, gen:int, written:list) -> dict:
-    "Append pending sentence rows past the committed ones, or compact the live rows into a new generation's file."
-    sf, cur, committed = self.sentence_file, self._meta().get('sent_file'), _sent_rows(self)
-    pending = np.concatenate(self._sent_pending) if self._sent_pending else np.zeros((0, sf.dim), np.float16)
+    "Make the pending rows (already in the file's tail) durable, or compact the live rows into a new file."
+    sf, cur, rows = self.sentence_file, self._meta().get('sent_file'), _sent_rows(self) + self._sent_pending
     live = self.db.execute('select coalesce(sum(n), 0) from sentences').fetchone()[0]
-    if cur is not None and not sf.needs_compaction(committed + len(pending), live):
-        sf.append(cur, committed, pending)
-        self._sent_pending = []
-        return dict(sent_file=cur, sent_rows=committed + len(pending))
+    if cur is not None and not sf.needs_compaction(rows, live):
+        if self._sent_pending: sf.sync(cur)
+        return dict(sent_file=cur, sent_rows=rows)
     name = f'sentences-{gen:06d}.f16'         # the first file, or the live rows compacted into a new one
     written.append(self.path / name)
-    if cur is None: sf.append(name, committed, pending)
-    else:
-        layout = self.db.execute('select chunk_id, row0, n from sentences order by chunk_id').fetchall()
-        self.db.executemany('update sentences set row0=? where chunk_id=?',
-                            sf.compact(cur, committed, pending, layout, name))
-    self._sent_pending = []
-    return dict(sent_file=name, sent_rows=committed + len(pending) if cur is None else live)
+    if cur is None:
+        if self._sent_pending: sf.sync(name)  # `_add_sentence_rows` named it for this generation
+        else: sf.append(name, 0, np.zeros((0, sf.dim), np.float16))
+        return dict(sent_file=name, sent_rows=rows)
+    layout = self.db.execute('select chunk_id, row0, n from sentences order by chunk_id').fetchall()
+    self.db.executemany('update sentences set row0=? where chunk_id=?', sf.compact(cur, rows, layout, name))
+    return dict(sent_file=name, sent_rows=live)
 
 # %% ../nbs/03_index.ipynb #34a645ef
 @patch
@@ -779,13 +914,24 @@ def _sentence_rows(self:Store, ids:list) -> tuple:
         mm = self.sentence_file.mapped(fname, nrows) if rows else None
     return rows, nrows, mm
 
+# %% ../nbs/03_index.ipynb #66112853
+EXACT_BELOW = 10_000   # search the allowed vectors exactly up to this many (measured above)
+
 # %% ../nbs/03_index.ipynb #8adf5f2a
-def _filter_sql(filters:dict|None, display:bool=True) -> tuple[str, list]:
-    "The SQL `where` clause and arguments of `filters`: `in` for lists, `=` otherwise, on metadata or `source`."
+def _filter_values(key:str, value) -> list:
+    "The values a filter on `key` admits (a list, tuple or set, else the one value); `ValueError` for a bad key."
+    if not isinstance(key, str) or not key.replace('_', '').replace('-', '').isalnum():
+        raise ValueError(f'bad filter key {key!r}')
+    return list(value) if isinstance(value, (list, tuple, set)) else [value]
+
+# %% ../nbs/03_index.ipynb #5e9fb78d
+def _filter_sql(filters:dict|None, display:bool=True, # the store has display paths
+                indexed:bool=True, # metadata through `chunk_meta` (else `json_extract`, for older stores)
+               ) -> tuple[str, list]:
+    "The SQL `where` clause over `chunks` and its arguments for `filters`: `in` for lists, `=` otherwise."
     where, args = ['1=1'], []
     for k, v in (filters or {}).items():
-        if not k.replace('_', '').replace('-', '').isalnum(): raise ValueError(f'bad filter key {k!r}')
-        v = list(v) if isinstance(v, (list, tuple, set)) else [v]
+        v = _filter_values(k, v)
         if not v:
             where.append('0')
             continue
@@ -796,34 +942,73 @@ def _filter_sql(filters:dict|None, display:bool=True) -> tuple[str, list]:
         elif k == 'source':                   # an older store, read only: it has no display paths yet
             where.append(f'source in ({marks})')
             args += v
+        elif indexed:
+            where.append(f'id in (select id from chunk_meta where key = ? and value in ({marks}))')
+            args += [k, *v]
         else:
             where.append(f"json_extract(metadata, '$.{k}') in ({marks})")
             args += v
     return ' and '.join(where), args
 
+# %% ../nbs/03_index.ipynb #ff91224e
+@patch
+def _where(self:Store, filters:dict|None) -> tuple[str, list]:
+    "`_filter_sql` for this store: display paths and the filter index where it has them."
+    return _filter_sql(filters, self._display, self._filter_index)
+
+# %% ../nbs/03_index.ipynb #6a53b337
+@patch
+def allowed_ids(self:Store, filters:dict) -> np.ndarray:
+    "The sorted ids of the chunks that pass `filters`, in a snapshot: per key the union over values, then intersected."
+    out = None
+    for k, v in filters.items():
+        parts = [self._per_generation(('ids', k, repr(x)), partial(self._ids_with, k, x)) for x in _filter_values(k, v)]
+        ids = _union_sorted(parts)
+        out = ids if out is None else np.intersect1d(out, ids, assume_unique=True)
+    return out
+
+# %% ../nbs/03_index.ipynb #fdca097d
+def _union_sorted(parts:list[np.ndarray]) -> np.ndarray:
+    "The sorted union of sorted id arrays, through a mask (a 40k-id union: 0.1 ms, against 4 ms for `np.unique`)."
+    if len(parts) == 1: return parts[0]
+    mask = np.zeros(max((int(p[-1]) + 1 for p in parts if len(p)), default=0), bool)
+    for p in parts: mask[p] = True
+    return np.flatnonzero(mask)
+
+# %% ../nbs/03_index.ipynb #137f44ce
+@patch
+def _ids_with(self:Store, key:str, value) -> np.ndarray:
+    "The sorted ids of the chunks whose `key` (metadata, or `source`) is `value`: one index range of `chunk_meta`."
+    if key != 'source' and self._filter_index:
+        rows = self.db.execute('select id from chunk_meta where key = ? and value = ?', (key, value))
+    else:
+        where, args = self._where({key: value})
+        rows = self.db.execute(f'select id from chunks where {where} order by id', args)
+    return np.fromiter((r[0] for r in rows), np.int64)
+
 # %% ../nbs/03_index.ipynb #2b082d54
 @patch
 def search_ids(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,
-               exact_below:int=2000) -> list[tuple[int, float]]:
+               exact_below:int=EXACT_BELOW) -> list[tuple[int, float]]:
     "`[(chunk id, cosine)]` of the `k` nearest chunks to a unit query vector, satisfying `filters`; no rows read."
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     if q.shape[0] != self.manifest['dim']:
         raise ValueError(f"query vector has dimension {q.shape[0]}, the store's model ({self.manifest['model']}) "
                          f"has {self.manifest['dim']}")
     with self._snapshot():
-        live = self.db.execute('select count(*) from chunks').fetchone()[0]
+        live = self._live_count()
         if k <= 0 or live == 0: return []
         allowed = None
         if filters:
-            where, args = _filter_sql(filters, self._display)
-            allowed = np.array([r[0] for r in self.db.execute(f'select id from chunks where {where}', args)], np.int64)
+            allowed = self.allowed_ids(filters)
             if len(allowed) == 0: return []
         labels, scores = self._nearest(q, min(k, live if allowed is None else len(allowed)), allowed, exact_below)
         return [(int(i), float(s)) for i, s in zip(labels, scores)]
 
 # %% ../nbs/03_index.ipynb #d53b9359
 @patch
-def search(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *, exact_below:int=2000) -> list[Chunk]:
+def search(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,
+           exact_below:int=EXACT_BELOW) -> list[Chunk]:
     "The `k` nearest chunks to a unit query vector, satisfying `filters` exactly, with their cosine as `score`."
     with self._snapshot():
         hits = self.search_ids(query_vec, k, filters, exact_below=exact_below)
@@ -844,9 +1029,20 @@ def _nearest(self:Store, q, kk, allowed, exact_below):
         except RuntimeError: pass                 # hnswlib could not fill k: fall back to exact search
     ids = allowed
     if ids is None: ids = np.array([r[0] for r in self.db.execute('select id from chunks')], np.int64)
-    sims = np.asarray(self.index.get_items(ids, return_type='numpy'), dtype=np.float32) @ q
+    sims = self._vectors(ids) @ q
     top = np.argsort(-sims)[:kk]
     return ids[top], sims[top]
+
+# %% ../nbs/03_index.ipynb #0170d205
+@patch
+def _vectors(self:Store, ids:np.ndarray) -> np.ndarray:
+    "The vectors of chunks `ids`: from the committed index file's map, or hnswlib's copy while changes are pending."
+    if not self._dirty and self._index_file is not None:
+        if self._file_vectors is None:
+            self._file_vectors = FileVectors(check_hnsw_file(self.path / self._index_file, self.manifest['dim']))
+        v = self._file_vectors.get(ids)
+        if v is not None: return v
+    return np.asarray(self.index.get_items(ids, return_type='numpy'), dtype=np.float32)
 
 # %% ../nbs/03_index.ipynb #75576ff9
 _CHUNK_COLS = ('id, source, mode, section, start_line, end_line, start_char, end_char, text, metadata, '
@@ -896,7 +1092,7 @@ def search_lexical(self:Store, query:str, # the question's text
     "The `k` best chunks for `query` by BM25: `[(chunk id, score)]`, best first, satisfying `filters` exactly."
     terms = query_terms(query)
     if k <= 0 or not terms: return []
-    where, args = _filter_sql(filters, self._display) if filters else (None, [])
+    where, args = self._where(filters) if filters else (None, [])
     allowed = f' and rowid in (select id from chunks where {where})' if where else ''
     sql = f'select rowid, bm25(lexical) from lexical where lexical match ?{allowed} order by bm25(lexical) limit ?'
     with self._snapshot():
@@ -911,16 +1107,14 @@ def search_lexical(self:Store, query:str, # the question's text
 @patch
 def _term_counts(self:Store, terms:list[str]) -> tuple[dict, int]:
     "How many chunks hold each of `terms` (those found), and how many chunks there are (inside a snapshot)."
-    if self._lexical_n is None or self._lexical_n[0] != self._generation:
-        self._lexical_n = (self._generation, self.db.execute('select count(*) from chunks').fetchone()[0])
-    if self._df is None or self._df[0] != self._generation or len(self._df[1]) > 100_000:
-        self._df = (self._generation, {})                   # counts change with the generation only
-    seen, todo = self._df[1], [t for t in dict.fromkeys(terms) if t not in self._df[1]]
+    seen = self._per_generation('df', dict)                 # {term: chunks holding it}, for this generation
+    if len(seen) > 100_000: seen.clear()
+    todo = [t for t in dict.fromkeys(terms) if t not in seen]
     if todo:
         marks = ','.join('?' * len(todo))
         found = dict(self.db.execute(f'select term, doc from temp.lexical_vocab where term in ({marks})', todo))
         seen.update({t: found.get(t, 0) for t in todo})
-    return {t: seen[t] for t in terms if seen[t]}, self._lexical_n[1]
+    return {t: seen[t] for t in terms if seen[t]}, self._live_count()
 
 @patch
 def _informative_terms(self:Store, terms:list[str], max_share:float=0.5) -> tuple[list[str], list[str]]:
@@ -962,7 +1156,7 @@ def _size(f:Path) -> int:
 def stats(self:Store) -> dict:
     "Counts and sizes."
     with self._snapshot():
-        n = self.db.execute('select count(*) from chunks').fetchone()[0]
+        n = self._live_count()
         s = self.db.execute('select count(*) from sources').fetchone()[0]
         sent = self.db.execute('select coalesce(sum(n), 0) from sentences').fetchone()[0]
     size = sum(_size(f) for f in self.path.iterdir())
@@ -1013,7 +1207,7 @@ def chunk_sources(self:Store) -> list[str]:
 def list_sources(self:Store, filters:dict|None=None) -> list[dict]:
     "Each source with chunks that pass `filters`: its display path and how many of its chunks pass, by path."
     with self._snapshot():
-        where, args = _filter_sql(filters, self._display)
+        where, args = self._where(filters)
         shown = 'coalesce(display, source)' if self._display else 'source'
         rows = self.db.execute(f'select {shown}, count(*) from chunks where {where} group by source order by 1',
                                args).fetchall()
@@ -1023,12 +1217,15 @@ def list_sources(self:Store, filters:dict|None=None) -> list[dict]:
 @patch
 def replace_sources(self:Store, removed:list[str], # source keys to drop
                     records:list[SourceRecord], # sources to (re)write: their old chunks go, `chunks` come
-                    chunks:list[Chunk], vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None):
+                    chunks:list[Chunk]=(), vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None, *,
+                    batches=None, # or: an iterable of (chunks, vectors, sentence vectors), added as each comes
+                   ):
     "Remove `removed` and the old chunks of `records`, add `chunks`, record `records`: one transaction, one commit."
     self._begin()
     try:
         for src in [*removed, *(r.source for r in records)]: self.remove_source(src, commit=False)
-        if chunks: self.add_documents(chunks, vectors, sentence_vectors=sentence_vectors, commit=False)
+        for cs, vs, svs in ([(chunks, vectors, sentence_vectors)] if batches is None else batches):
+            if len(cs): self.add_documents(cs, vs, sentence_vectors=svs, commit=False)
         self.db.executemany('insert or replace into sources values (?,?,?,?,?,?,?)',
                             [(r.source, r.root, r.content_hash, r.chunker_version, r.metadata, r.n_chunks,
                               r.indexed_at) for r in records])
@@ -1065,18 +1262,34 @@ def verify(self:Store) -> dict:
         crc = 'crc' if self._crc else 'null'
         sent = self.db.execute(f'select chunk_id, row0, n, spans, {crc} from sentences').fetchall()
         lex = {r[0] for r in self.db.execute('select rowid from lexical')} if self._lexical else None
-    live, deleted = set(), 0
+        gone = {r[0] for r in self.db.execute('select id from tombstones')} if self._has_tombstones else set()
+        meta_rows = self._filter_index_problems()
+    live, deleted, problems = set(), 0, []
     if 'index_file' in meta:
-        info = check_hnsw_file(self.path / meta['index_file'], self.manifest['dim'])
-        live, deleted = set(info['labels'][~info['deleted_mask']].tolist()), info['deleted']
-    problems = [f'{len(ids - live)} chunks missing from the index'] * bool(ids - live)
+        f = self.path / meta['index_file']
+        if _sha256(f) != meta['index_sha256']: problems.append(f'{f.name} does not match its SHA-256')
+        info = check_hnsw_file(f, self.manifest['dim'])
+        live = set(info['labels'][~info['deleted_mask']].tolist())
+        deleted, live = info['deleted'] + len(live & gone), live - gone
+    problems += [f'{len(ids - live)} chunks missing from the index'] * bool(ids - live)
     problems += [f'{len(live - ids)} index labels without a chunk'] * bool(live - ids)
     problems += [f'{len(bad_text)} chunks do not match their hash (ids {bad_text[:5]})'] * bool(bad_text)
     problems += _sentence_problems(self, meta, ids, sent)
     if lex is not None and lex != ids:
         problems.append(f'the lexical index has {len(ids - lex)} chunks missing and {len(lex - ids)} extra rows')
+    problems += meta_rows
     return dict(chunks=len(ids), index_live=len(live), index_deleted=deleted, sentence_rows=sum(r[2] for r in sent),
                 lexical_rows=None if lex is None else len(lex), problems=problems)
+
+# %% ../nbs/03_index.ipynb #5b35a4de
+@patch
+def _filter_index_problems(self:Store) -> list[str]:
+    "Rows of `chunk_meta` that the chunks' metadata does not give, and entries of it that have no row (in a snapshot)."
+    if not self._filter_index: return []
+    extra = self.db.execute(f'select count(*) from (select key, value, id from chunk_meta except {_META_ROWS})')
+    missing = self.db.execute(f'select count(*) from ({_META_ROWS} except select key, value, id from chunk_meta)')
+    extra, missing = extra.fetchone()[0], missing.fetchone()[0]
+    return [f'the filter index has {missing} entries missing and {extra} extra rows'] * bool(extra or missing)
 
 # %% ../nbs/03_index.ipynb #ce6ad295
 def _sentence_problems(self:Store, meta:dict, ids:set, sent:list) -> list[str]:

@@ -18,9 +18,9 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
                            reader_version)
 
 # %% auto #0
-__all__ = ['MAX_FILE_BYTES', 'IndexReport', 'ignore_spec', 'walk_files', 'unreadable_reason', 'eval_data_reason', 'source_key',
-           'display_path', 'SourceFile', 'scan_path', 'metadata_json', 'chunk_sources', 'index_paths',
-           'bundled_data_dir', 'default_corpus', 'default_store_dir', 'open_default_store']
+__all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'unreadable_reason', 'eval_data_reason',
+           'source_key', 'display_path', 'SourceFile', 'scan_path', 'metadata_json', 'chunk_sources', 'index_paths',
+           'embedded_batches', 'bundled_data_dir', 'default_corpus', 'default_store_dir', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -242,14 +242,25 @@ def index_paths(store:Store, # a store opened for writing
 
 # %% ../nbs/03a_ingest.ipynb #f288ad90
 def _embed_and_replace(store:Store, rep:IndexReport, todo:list, chunks:list, records:list, progress):
-    "Embed the chunks (and their sentences), then apply every change to the store in one commit."
-    emb = store.embedder if chunks else None
-    vectors = emb.embed_documents([c.text for c in chunks], progress=progress) if chunks else None
-    svecs = None
-    if chunks and store.manifest.get('sentence_vectors'):
-        svecs = emb.embed_documents(sentence_texts(chunks), progress=progress)
-    store.replace_sources(rep.removed, records, chunks, vectors, sentence_vectors=svecs)
+    "Embed the chunks (and their sentences) a batch at a time into the open transaction, then commit once."
+    batches = embedded_batches(store, chunks, progress) if chunks else None
+    store.replace_sources(rep.removed, records, batches=batches)
     for sf in todo: (rep.updated if sf.existed else rep.added).append(sf.source)
+
+# %% ../nbs/03a_ingest.ipynb #4937c8fb
+INDEX_BATCH = 256   # chunks embedded and added together
+
+def embedded_batches(store:Store, chunks:list[Chunk], progress:bool|None=None):
+    "`(chunks, vectors, sentence vectors or None)` for `chunks`, `INDEX_BATCH` at a time, with the store's model."
+    emb, sentences = store.embedder, store.manifest.get('sentence_vectors')
+    from tqdm.auto import tqdm
+    with tqdm(total=len(chunks), desc='indexing', unit='chunk',
+              disable=not (progress if progress is not None else len(chunks) >= 2000)) as bar:
+        for lo in range(0, len(chunks), INDEX_BATCH):
+            part = chunks[lo:lo + INDEX_BATCH]
+            vecs = emb.embed_documents([c.text for c in part], progress=False)
+            yield part, vecs, emb.embed_documents(sentence_texts(part), progress=False) if sentences else None
+            bar.update(len(part))
 
 # %% ../nbs/03a_ingest.ipynb #a6947a64
 def bundled_data_dir() -> Path:

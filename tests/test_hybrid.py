@@ -81,7 +81,9 @@ def test_a_source_filter_works_on_a_store_from_before_display_paths(tmp_path):
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
         s.add_documents([Chunk('[Doc: a]\nrollback now', '/a.md', 'documental', '', 1, 1, 0, 1, 'v'),
                          Chunk('[Doc: b]\nrollback later', '/b.md', 'documental', '', 1, 1, 0, 1, 'v')])
-    with sqlite3.connect(tmp_path / 's' / 'chunks.sqlite') as db: db.execute('alter table chunks drop column display')
+    with sqlite3.connect(tmp_path / 's' / 'chunks.sqlite') as db:      # as before display paths (and their index)
+        db.execute('drop index chunks_shown')
+        db.execute('alter table chunks drop column display')
     with Store.open(tmp_path / 's', readonly=True, embedder=HashEmbedder()) as r:
         for mode in ('dense', 'lexical', 'hybrid'):
             res = retrieve(r, 'rollback', opts=RetrieveOpts(mode=mode), filters={'source': '/b.md'})

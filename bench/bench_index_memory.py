@@ -1,0 +1,82 @@
+"""Peak RSS of `index_paths` as the corpus grows: the Debian Reference corpus copied 1x, 4x and 16x (each copy with a
+small edit per file, so no two chunks are equal), each size indexed into a new store in a child process of its own.
+
+Usage: python bench/bench_index_memory.py [--copies 1,4,16] [--model fake|NAME] [--repo DIR]
+
+`--model fake` embeds with seeded random 384-d vectors, which measures what the pipeline holds (texts, token ids,
+vectors, the store) without the model's time; a model name measures the real thing. `--repo` runs another
+checkout's `ragnb` (for a before/after table). Prints one table.
+"""
+import argparse, json, os, resource, shutil, subprocess, sys, tempfile, time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+class FakeEmbedder:
+    name, dim, pooling, query_instruction = 'bench/fake-384', 384, 'mean', ''
+
+    def embed_documents(self, texts, progress=None):  # noqa: ARG002 (the interface takes it)
+        v = np.random.default_rng(len(texts)).standard_normal((len(texts), self.dim)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def make_corpus(dst, copies):
+    from corpus import corpus_dir
+    src = corpus_dir()
+    for k in range(copies):
+        for f in sorted(src.glob('*/*.md')):
+            out = dst / f'copy{k}' / f.parent.name / f.name
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(f.read_text() + f'\n\nCopy {k} of this page.\n')
+    return dst
+
+
+def child(copies, model):
+    from ragnb.index import Store
+    from ragnb.ingest import index_paths
+    work = Path(tempfile.mkdtemp(prefix='bench-index-memory-'))
+    try:
+        corpus = make_corpus(work / 'corpus', copies)
+        emb = FakeEmbedder() if model == 'fake' else None
+        if emb is None:
+            from ragnb.embed import Embedder
+            emb = Embedder.from_pretrained(model if model != 'default' else None)
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        t = time.perf_counter()
+        with Store.open(work / 'store', embedder=emb) as s:
+            rep = index_paths(s, [corpus], progress=False)
+            sent = s.stats()['sentence_vectors']
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps(dict(copies=copies, chunks=rep.chunks, sentences=sent, seconds=time.perf_counter() - t,
+                              peak_mb=peak, before_mb=base)))
+    finally: shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--copies', default='1,4,16')
+    ap.add_argument('--model', default='fake')
+    ap.add_argument('--repo', default=str(Path(__file__).resolve().parent.parent))
+    ap.add_argument('--child', type=int)
+    a = ap.parse_args()
+    if a.child: return child(a.child, a.model)
+    env = dict(os.environ, PYTHONPATH=f'{a.repo}{os.pathsep}{Path(__file__).parent}')
+    rows = []
+    for k in map(int, a.copies.split(',')):
+        p = subprocess.run([sys.executable, __file__, '--child', str(k), '--model', a.model], env=env,
+                           capture_output=True, text=True, cwd=a.repo)
+        if p.returncode: sys.exit(f'{k} copies failed:\n{p.stderr[-2000:]}')
+        rows.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    print(f'ragnb from {a.repo}; model {a.model}')
+    print('| copies | chunks | sentences | seconds | peak RSS MB | RSS before indexing MB |')
+    print('|---|---|---|---|---|---|')
+    for r in rows:
+        print(f"| {r['copies']} | {r['chunks']} | {r['sentences']} | {r['seconds']:.1f} | {r['peak_mb']:.0f} | "
+              f"{r['before_mb']:.0f} |")
+
+
+if __name__ == '__main__':
+    main()
