@@ -45,7 +45,12 @@ class Ragnb:
     def build(self, d, x, tenant):
         from ragnb.index import Store
         self.s = Store.open(d, embedder=self.Emb(), sentence_vectors=False, M=M, ef_construction=EFC, ef=EF)
-        self.ids = np.array(self.s.add_documents(self.chunks(0, len(x), tenant), x))   # ids[i] is row i's label
+        ids = []                                   # in batches, in one transaction, as `ragnb index` adds them
+        for lo in range(0, len(x), 10_000):
+            hi = min(lo + 10_000, len(x))
+            ids += self.s.add_documents(self.chunks(lo, hi, tenant), x[lo:hi], commit=False)
+        self.s.commit()
+        self.ids = np.array(ids)                   # ids[i] is row i's label
 
     def open(self, d):
         "A reader, as `ragnb ask` and a service open it; `add` and `remove` open the writer again."

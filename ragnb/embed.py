@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_embed.ipynb #9bb7ee00
 from __future__ import annotations
-import functools, json, logging, os, re, struct, threading, time
+import functools, hashlib, json, logging, os, re, struct, threading, time
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
-from .model_build import BUILD_RECORD, BUILDERS, ONNX_MODEL, WORD_EMBEDDINGS, build_model
+from .model_build import (BUILD_RECORD, BUILDERS, ONNX_MODEL, WORD_EMBEDDINGS, build_model, export_onnx,
+                               ragnb_cache_dir)
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +22,8 @@ __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEF
            'PAD_MULTIPLE', 'THREADS_ENV', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path',
            'resolve_model', 'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16',
            'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'idle_cores', 'embedding_threads',
-           'torch_threads', 'OnnxQueryEncoder', 'query_encoder_for']
+           'torch_threads', 'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file', 'export_query_onnx',
+           'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -391,9 +393,11 @@ def _safetensors_memmap(path:Path, name:str) -> np.ndarray:
 # %% ../nbs/02_embed.ipynb #5a41e8c4
 class OnnxQueryEncoder:
     "Texts → unit vectors through ONNX Runtime, with the torch path's tokenizer, `_pool` and normalisation."
-    def __init__(self, folder:str|Path, tokenizer, *, pooling:str, max_length:int=512, threads:int|None=None):
+    def __init__(self, folder:str|Path, tokenizer, *, pooling:str, max_length:int=512, threads:int|None=None,
+                 onnx_file:Path|None=None): # default: the folder's own `onnx/model.onnx`
         self.folder, self.tokenizer, self.pooling, self.max_length = Path(folder), tokenizer, pooling, max_length
         self.threads, self._session, self._lock = threads, None, threading.Lock()
+        self.onnx_file = Path(onnx_file or self.folder / ONNX_MODEL)
         self.words = _safetensors_memmap(self.folder / 'model.safetensors', WORD_EMBEDDINGS)
 
     @property
@@ -404,21 +408,69 @@ class OnnxQueryEncoder:
                 import onnxruntime as ort
                 opts = ort.SessionOptions()
                 opts.intra_op_num_threads, opts.inter_op_num_threads = self.threads or embedding_threads(2), 1
-                self._session = ort.InferenceSession(str(self.folder / ONNX_MODEL), opts,
-                                                     providers=['CPUExecutionProvider'])
+                self._session = ort.InferenceSession(str(self.onnx_file), opts, providers=['CPUExecutionProvider'])
             return self._session
 
     def __call__(self, texts:list[str]) -> np.ndarray:
-        import torch
         enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_length, padding=True,
                              return_tensors='np')
-        mask = enc['attention_mask'].astype(np.int64)
-        x = np.ascontiguousarray(self.words[enc['input_ids']], dtype=np.float32)
-        h = self.session.run(None, {'inputs_embeds': x, 'attention_mask': mask})[0]
-        v = _pool(torch.from_numpy(h), torch.from_numpy(mask), self.pooling)
-        return torch.nn.functional.normalize(v, dim=-1).numpy()
+        mask = np.asarray(enc['attention_mask'], dtype=np.int64)
+        x = np.ascontiguousarray(self.words[np.asarray(enc['input_ids'])], dtype=np.float32)
+        v = _pool_np(self.session.run(None, {'inputs_embeds': x, 'attention_mask': mask})[0], mask, self.pooling)
+        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+# %% ../nbs/02_embed.ipynb #b83635ff
+def _pool_np(hidden:np.ndarray, mask:np.ndarray, mode:str) -> np.ndarray:
+    "`_pool` on numpy arrays, so the ONNX query path imports no torch."
+    if mode == 'cls': return hidden[:, 0]
+    m = mask[..., None].astype(np.float32)
+    if mode == 'mean': return (hidden * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+    if mode == 'max': return np.where(m > 0, hidden, -np.inf).max(1)
+    if mode == 'last': return hidden[np.arange(len(hidden)), mask.sum(1) - 1]
+    raise ValueError(f'unknown pooling {mode!r}')
+
+# %% ../nbs/02_embed.ipynb #7f8ea015
+class QueryTokenizer:
+    "The one tokenizer call the ONNX query path makes, on `tokenizers` alone: no transformers (and so no torch) import."
+    def __init__(self, folder:str|Path, max_length:int):
+        from tokenizers import Tokenizer
+        self.tok = Tokenizer.from_file(str(Path(folder) / 'tokenizer.json'))
+        self.tok.enable_truncation(max_length)
+        self.tok.enable_padding()         # to the batch's longest; padded positions are masked out
+    def __call__(self, texts:list[str], **kw) -> dict: # noqa: ARG002 (truncation and padding are fixed above)
+        encs = self.tok.encode_batch(list(texts))
+        return dict(input_ids=np.array([e.ids for e in encs], np.int64),
+                    attention_mask=np.array([e.attention_mask for e in encs], np.int64))
 
 # %% ../nbs/02_embed.ipynb #aa877138
+def _exported_onnx_dir(path) -> Path:
+    "Where the query graph of model folder `path` is exported when it has none: keyed by the folder and its weights."
+    w = Path(path) / 'model.safetensors'
+    st = w.stat() if w.exists() else None
+    key = f'{Path(path).resolve()}|{st and st.st_size}|{st and st.st_mtime_ns}'
+    return ragnb_cache_dir() / 'onnx' / hashlib.sha256(key.encode()).hexdigest()[:16]
+
+def query_onnx_file(path) -> Path|None:
+    "The ONNX query graph of model folder `path`: its own `onnx/model.onnx`, else the one exported into ragnb's cache."
+    return next((f for f in (Path(path) / ONNX_MODEL, _exported_onnx_dir(path) / ONNX_MODEL) if f.exists()), None)
+
+# %% ../nbs/02_embed.ipynb #92e40967
+def export_query_onnx(path) -> Path|None:
+    "Export model folder `path`'s encoder into ragnb's cache for queries, once; None without onnx and onnxruntime."
+    import importlib.util, shutil
+    if query_onnx_file(path) is not None or any(importlib.util.find_spec(m) is None for m in ('onnx', 'onnxruntime')):
+        return query_onnx_file(path)
+    dest = _exported_onnx_dir(path)
+    tmp = dest.with_name(f'{dest.name}.tmp{os.getpid()}')
+    try:
+        _safetensors_memmap(Path(path) / 'model.safetensors', WORD_EMBEDDINGS)    # the query path reads its rows
+        with _hf_progress(False): export_onnx(Path(path), tmp)
+        tmp.rename(dest)                      # atomic; a concurrent export that finished first wins
+    except Exception as e: log.info('no ONNX query graph for %s: %s', path, e)
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+    return query_onnx_file(path)
+
+# %% ../nbs/02_embed.ipynb #6606aea9
 QUERY_RUNTIME_ENV = 'RAGNB_QUERY_RUNTIME'
 
 def query_encoder_for(path, tokenizer, pooling:str, max_length:int, threads:int|None=None,
@@ -428,9 +480,51 @@ def query_encoder_for(path, tokenizer, pooling:str, max_length:int, threads:int|
     runtime = (runtime or os.environ.get(QUERY_RUNTIME_ENV) or 'auto').strip().lower()
     if runtime not in ('auto', 'onnx', 'torch'):
         raise ValueError(f"query runtime must be 'auto', 'onnx' or 'torch', not {runtime!r} (${QUERY_RUNTIME_ENV})")
-    has = (Path(path) / ONNX_MODEL).exists() and importlib.util.find_spec('onnxruntime') is not None
+    onnx = query_onnx_file(path) or (export_query_onnx(path) if runtime != 'torch' else None)
+    has = onnx is not None and importlib.util.find_spec('onnxruntime') is not None
     if runtime == 'onnx' and not has:
         raise ValueError(f'{path} has no {ONNX_MODEL}, or onnxruntime is not installed: '
                          'pip install "ragnb[multilingual]"')
-    return OnnxQueryEncoder(path, tokenizer, pooling=pooling, max_length=max_length, threads=threads) \
-        if has and runtime != 'torch' else None
+    return OnnxQueryEncoder(path, tokenizer, pooling=pooling, max_length=max_length, threads=threads,
+                            onnx_file=onnx) if has and runtime != 'torch' else None
+
+# %% ../nbs/02_embed.ipynb #2f82f706
+@patch(cls_method=True)
+def for_queries(cls:Embedder, name_or_path:str|None=None, **kw) -> Embedder:
+    "Queries through ONNX Runtime now, the torch model on first use; `from_pretrained(name_or_path, **kw)` if no graph."
+    import importlib.util
+    t0, (path, _) = time.perf_counter(), resolve_model(name_or_path)
+    runtime, onnx = (kw.get('query_runtime') or os.environ.get(QUERY_RUNTIME_ENV) or 'auto').strip().lower(), \
+        query_onnx_file(path)
+    if onnx is None or runtime == 'torch' or importlib.util.find_spec('onnxruntime') is None:
+        return cls.from_pretrained(name_or_path, **kw)
+    emb, name = cls.__new__(cls), str(_known_name(path) or name_or_path or os.environ.get('RAGNB_MODEL') or path)
+    emb.__dict__.update(_settings(path, name, **kw), _load_full=lambda: cls.from_pretrained(name_or_path, **kw))
+    emb.query_encoder = OnnxQueryEncoder(path, QueryTokenizer(path, emb.max_length), pooling=emb.pooling,
+                                         max_length=emb.max_length, threads=emb.threads, onnx_file=onnx)
+    emb.query_encoder.session                   # opened now: loading is the load's time, not the first query's
+    emb.load_seconds = time.perf_counter() - t0
+    return emb
+
+# %% ../nbs/02_embed.ipynb #e22c5de2
+def _settings(path, name:str, *, device:str='cpu', dtype:str='auto', max_length:int|None=None, batch_size:int=32,
+              batch_tokens:int=8192, threads:int|None=None, **_) -> dict:
+    "What an `Embedder` of model folder `path` knows without loading the model (`for_queries`)."
+    return dict(name=name, pooling=read_pooling(path), query_instruction=read_query_instruction(path, name),
+                document_prompt=read_document_prompt(path), device=device,
+                max_length=max_length or read_max_length(path), batch_size=batch_size, batch_tokens=batch_tokens,
+                threads=threads, bf16=runs_in_bf16(dtype, device),
+                autocast=dtype == 'bf16-autocast', _qcache=OrderedDict(), _qcache_size=1024,
+                dim=int(json.loads((Path(path) / 'config.json').read_text())['hidden_size']))
+
+# %% ../nbs/02_embed.ipynb #e1b9e853
+def _load_on_first_use(self:Embedder, name:str):
+    "A `for_queries` embedder's `model` and `tokenizer`: loaded (`from_pretrained`) when first asked for."
+    load = self.__dict__.get('_load_full')
+    if name not in ('model', 'tokenizer') or load is None: raise AttributeError(name)
+    full = load()
+    self.model, self.tokenizer = full.model, full.tokenizer
+    del self.__dict__['_load_full']
+    return self.__dict__[name]
+
+Embedder.__getattr__ = _load_on_first_use     # not `@patch`: a module-level `__getattr__` would be the module's

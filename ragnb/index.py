@@ -635,11 +635,11 @@ def embedder_loaded(self:Store) -> bool:
 # %% ../nbs/03_index.ipynb #c25039fb
 @patch(as_prop=True)
 def embedder(self:Store):
-    "The embedder of this store's model (where `embed.model_location` finds it), loaded on first use."
+    "The embedder of this store's model (where `embed.model_location` finds it), for queries first (`for_queries`)."
     if self._embedder is None:
         from ragnb.embed import Embedder, model_location
         name = os.environ.get('RAGNB_MODEL') or model_location(self.manifest['model'])
-        self._embedder = Embedder.from_pretrained(name)
+        self._embedder = Embedder.for_queries(name)
     return self._embedder
 
 # %% ../nbs/03_index.ipynb #2993c4a9

@@ -314,8 +314,8 @@ def _hidden_states_module(model):
 ONNX_MODEL = 'onnx/model.onnx'   # inputs: inputs_embeds (float32), attention_mask (int64); last_hidden_state
 WORD_EMBEDDINGS = 'embeddings.word_embeddings.weight'   # in model.safetensors; read row by row at query time
 
-def export_onnx(folder:Path) -> Path|None:
-    "Export `folder`'s encoder to `folder/onnx/model.onnx` (the legacy TorchScript exporter); None without `onnx`."
+def export_onnx(folder:Path, dest:Path|None=None) -> Path|None:
+    "Export `folder`'s encoder to `(dest or folder)/onnx/model.onnx` (TorchScript exporter); None without `onnx`."
     import importlib.util, warnings
     if importlib.util.find_spec('onnx') is None: return None
     import torch
@@ -323,14 +323,15 @@ def export_onnx(folder:Path) -> Path|None:
     model = _hidden_states_module(AutoModel.from_pretrained(folder, attn_implementation='eager').eval())
     x = torch.zeros(1, 3, model.m.config.hidden_size)
     axes = {k: {0: 'batch', 1: 'tokens'} for k in ('inputs_embeds', 'attention_mask', 'last_hidden_state')}
-    (Path(folder) / ONNX_MODEL).parent.mkdir(exist_ok=True)
+    out = Path(dest or folder) / ONNX_MODEL
+    out.parent.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings(), torch.inference_mode():
         warnings.simplefilter('ignore')
-        torch.onnx.export(model, (x, torch.ones(1, 3, dtype=torch.long)), str(Path(folder) / ONNX_MODEL),
+        torch.onnx.export(model, (x, torch.ones(1, 3, dtype=torch.long)), str(out),
                           dynamo=False, input_names=['inputs_embeds', 'attention_mask'],
                           output_names=['last_hidden_state'],
                           dynamic_axes=axes, opset_version=17)
-    return Path(folder) / ONNX_MODEL
+    return out
 
 # %% ../nbs/02a_model_build.ipynb #7d9a15b5
 CACHE_ENV = 'RAGNB_CACHE_DIR'
