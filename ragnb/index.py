@@ -613,9 +613,10 @@ def _upgrade(self:Store, meta:dict):
 # %% ../nbs/03_index.ipynb #d81771f5
 @patch
 def close(self:Store):
-    "Drop what is uncommitted, release the lock and the database."
+    "Drop what is uncommitted, release the lock, the database and the index (a closed store holds no memory)."
     if self._lock is not None and self.db.in_transaction: self.db.execute('rollback')
     self.sentence_file._map, self._sent_pending, self._sent_target = None, 0, None
+    self.index, self._file_vectors, self._index_file, self._cache = None, None, None, (None, {})
     self.db.close()
     if self._lock:
         self._lock.close()
