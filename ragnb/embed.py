@@ -213,7 +213,8 @@ class Embedder:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=local_files_only)
         if progress is None: progress = os.environ.get('RAGNB_VERBOSE', '') not in ('', '0')
         with _hf_progress(progress): model = AutoModel.from_pretrained(path, local_files_only=local_files_only)
-        model = _model_in(model, runs_in_bf16(dtype, device)).to(device)    # cast once, in place of a copy
+        if runs_in_bf16(dtype, device): model = model.bfloat16()      # cast once, in place: ours, no copy
+        model = model.to(device)
         max_length = max_length or read_max_length(path, tok)
         name = _known_name(path) or name_or_path or os.environ.get('RAGNB_MODEL') or _model_name(path)
         pooling = read_pooling(path)
