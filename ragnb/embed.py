@@ -22,8 +22,8 @@ __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEF
            'PAD_MULTIPLE', 'THREADS_ENV', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path',
            'resolve_model', 'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16',
            'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'idle_cores', 'embedding_threads',
-           'torch_threads', 'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file', 'export_query_onnx',
-           'query_encoder_for']
+           'torch_threads', 'shows_progress', 'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file',
+           'export_query_onnx', 'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -314,6 +314,10 @@ def _tqdm():
     from tqdm.auto import tqdm
     return tqdm
 
+def shows_progress(n:int, progress:bool|None=None) -> bool:
+    "Show a progress bar: when asked (`progress`), else for 2,000 items or more."
+    return progress if progress is not None else n >= 2000
+
 # %% ../nbs/02_embed.ipynb #9b9bda49
 @patch
 def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='') -> np.ndarray:
@@ -323,7 +327,7 @@ def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='
     texts = texts if isinstance(texts, list) else list(texts)
     out = np.zeros((len(texts), self.dim), dtype=np.float32)
     if not texts: return out
-    show = progress if progress is not None else len(texts) >= 2000
+    show = shows_progress(len(texts), progress)
     bar = _tqdm()(total=len(texts), desc='embedding', unit='text', disable=not show)
     with torch_threads(embedding_threads(len(texts), self.threads)), torch.inference_mode(), \
             torch.autocast('cpu', dtype=torch.bfloat16, enabled=self.autocast):

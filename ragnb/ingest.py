@@ -14,6 +14,7 @@ from fastcore.basics import patch
 
 from .chunking import BinaryFileError, Chunk, ChunkingError, chunk_text, read_text_file
 from .index import SourceRecord, Store, StoreMismatchError, sentence_texts, text_hash
+from .embed import shows_progress
 from .readers import (Document, document_version, file_kind, locate_chunks, read_document, reader_for,
                            reader_version)
 
@@ -255,7 +256,7 @@ def embedded_batches(store:Store, chunks:list[Chunk], progress:bool|None=None):
     emb, sentences = store.embedder, store.manifest.get('sentence_vectors')
     from tqdm.auto import tqdm
     with tqdm(total=len(chunks), desc='indexing', unit='chunk',
-              disable=not (progress if progress is not None else len(chunks) >= 2000)) as bar:
+              disable=not shows_progress(len(chunks), progress)) as bar:
         for lo in range(0, len(chunks), INDEX_BATCH):
             part = chunks[lo:lo + INDEX_BATCH]
             vecs = emb.embed_documents([c.text for c in part], progress=False)
