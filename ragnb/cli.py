@@ -10,7 +10,8 @@ from pathlib import Path
 from .sentences import sentence_spans
 
 # %% auto #0
-__all__ = ['UserError', 'cmd_sentences', 'cmd_index', 'cmd_ask', 'cmd_check', 'cmd_serve', 'cmd_eval', 'build_parser', 'main']
+__all__ = ['RAY_SHARDS', 'UserError', 'cmd_sentences', 'cmd_index', 'cmd_ask', 'cmd_check', 'cmd_serve', 'cmd_eval',
+           'build_parser', 'main']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -61,13 +62,13 @@ def _load_embedder(name):
 # %% ../nbs/09_cli.ipynb #94c118e1
 def _open_store(args, create_from_data=False):
     "The store of `--store` for reading; with no `--store`, the default one, built on first use."
-    from ragnb.index import Store, StoreError
+    from ragnb.index import Store, StoreError, store_exists
     from ragnb.ingest import open_default_store
     path = _store_dir(args)
     emb = _load_embedder(getattr(args, 'model', None))
     try:
         if create_from_data: return open_default_store(path, embedder=emb, log=lambda m: print(m, file=sys.stderr))
-        if not (path / 'manifest.json').exists():
+        if not store_exists(path):
             raise UserError(f'{path}: no store here; build one with `ragnb index DOCS --store {path}`')
         return Store.open(path, embedder=emb, readonly=True)
     except (StoreError, FileNotFoundError) as e: raise UserError(str(e)) from None
@@ -80,12 +81,29 @@ def cmd_index(args) -> int:
     meta = _parse_kv(args.meta, '--meta')
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
+    if args.ray or args.address or args.workers: return _index_on_ray(args, path, meta)
     try:
-        with Store.open(path, embedder=_load_embedder(args.model)) as store:
+        with Store.open(path, embedder=_load_embedder(args.model), shards=args.shards) as store:
             rep = index_paths(store, args.paths, metadata=meta, progress=not args.quiet,
                               max_bytes=int(args.max_mb * 2**20))
             st = store.stats()
     except StoreError as e: raise UserError(str(e)) from None
+    _print_index_report(path, rep, st, args.verbose)
+    return 0
+
+# %% ../nbs/09_cli.ipynb #3271610c
+RAY_SHARDS = 4   # `ragnb index --ray` builds this many shards unless --shards says otherwise
+
+def _index_on_ray(args, path, meta) -> int:
+    "`ragnb index --ray`: the same run on Ray Data (`ragnb.scale`), into a sharded store."
+    from ragnb.index import Store, StoreError
+    from ragnb.scale import index_with_ray
+    try:
+        rep = index_with_ray(args.paths, path, shards=args.shards or RAY_SHARDS, workers=args.workers,
+                             threads=args.threads or 1, address=args.address, model=args.model, metadata=meta,
+                             progress=not args.quiet, max_bytes=int(args.max_mb * 2**20))
+        with Store.open(path, readonly=True) as store: st = store.stats()
+    except (StoreError, ImportError, ValueError) as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
     return 0
 
@@ -216,7 +234,7 @@ def _print_calibrations(cals, args, store):
         else: print(f"{p}, window {w}: calibrated threshold {c['threshold']:.2f}: {c['token_reduction_pct']:.1f}% "
                     f"fewer tokens, answers kept {c['answer_retention'] / c['answer_in_baseline']:.1%} of the "
                     f"untrimmed {c['answer_in_baseline']:.1%} (target {args.target_retention:.0%})")
-    if args.save: print(f"saved the calibrated thresholds in {store.path / 'manifest.json'}; "
+    if args.save: print(f"saved the calibrated thresholds in {store.path}'s manifest; "
                         "use them with --threshold auto")
     if args.plot: print(f'plot: {args.plot}')
 
@@ -244,7 +262,7 @@ def _sweep_and_calibrate(store, qpath, args, hyde_options) -> int:
 def cmd_eval(args) -> int:
     from ragnb.eval import eval_retrieval, bundled_questions
     from ragnb.trim import DEFAULT_TRIM_POLICY
-    from ragnb.index import Store, StoreError
+    from ragnb.index import Store, StoreError, store_exists
     qpath = Path(args.questions) if args.questions else bundled_questions()
     if not qpath.is_file(): raise UserError(f'{qpath}: no such questions file')
     if args.target_retention is None: args.target_retention = 0.95
@@ -252,7 +270,7 @@ def cmd_eval(args) -> int:
     if args.save:
         args.sweep = True
         try:
-            if (_store_dir(args) / 'manifest.json').exists(): store = Store.open(_store_dir(args))
+            if store_exists(_store_dir(args)): store = Store.open(_store_dir(args))
             else: store = _open_store(args, create_from_data=not args.store)
         except StoreError as e: raise UserError(str(e)) from None
     else: store = _open_store(args, create_from_data=not args.store)
@@ -318,6 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--quiet', action='store_true', help='no progress bar')
     s.add_argument('--verbose', action='store_true', help="list each binary file skipped; show the model's loading bar")
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
+    s.add_argument('--shards', type=_positive_int, help='a new store split by source into N stores (a query fans out '
+                                                        f'to all of them); with --ray the default is {RAY_SHARDS}')
+    s.add_argument('--ray', action='store_true', help="build on Ray Data: reading and chunking as tasks, embedding in "
+                                                      "an actor pool (pip install 'ragnb[ray]')")
+    s.add_argument('--address', help="with --ray: a cluster ('auto', or ray://HEAD:10001); default: a local runtime")
+    s.add_argument('--workers', type=_positive_int, help="with --ray: embedding actors (default: one per CPU)")
     s.add_argument('--max-mb', type=_positive_int, default=MAX_FILE_BYTES // 2**20,
                    help=f'skip larger files, with a reason (default {MAX_FILE_BYTES // 2**20}; big PDFs may need more)')
     s.set_defaults(func=cmd_index)

@@ -4,9 +4,10 @@
 
 # %% ../nbs/03_index.ipynb #d30848e4
 from __future__ import annotations
-import errno, fcntl, hashlib, json, logging, math, os, shutil, sqlite3, struct, time, zlib
+import errno, fcntl, hashlib, json, logging, math, os, shutil, sqlite3, struct, time, unicodedata, zlib
 from functools import partial
 from contextlib import contextmanager
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,9 +23,10 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 
 # %% auto #0
-__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'LEXICAL_VERSION', 'FILTER_INDEX_VERSION', 'EXACT_BELOW', 'StoreError',
-           'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file',
-           'FileVectors', 'chunk_sentence_spans', 'sentence_texts', 'SentenceVectorFile', 'Store', 'text_hash',
+__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'LEXICAL_VERSION', 'FILTER_INDEX_VERSION', 'SHARDS_FILE', 'EXACT_BELOW',
+           'BM25_K1', 'BM25_B', 'StoreError', 'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError',
+           'StoreDiskFullError', 'check_hnsw_file', 'FileVectors', 'chunk_sentence_spans', 'sentence_texts',
+           'SentenceVectorFile', 'Store', 'store_exists', 'text_hash', 'informative_terms', 'bm25_idf', 'bm25_score',
            'SourceRecord']
 
 # %% ../nbs/03_index.ipynb #9d57735f
@@ -556,6 +558,14 @@ def _commit_db(db):
     "SQLite's commit: the single atomic step of `Store.commit` (a demo below makes it fail)."
     db.execute('commit')
 
+# %% ../nbs/03_index.ipynb #2dba857a
+SHARDS_FILE = 'shards.json'   # its presence makes a folder a sharded store (`ragnb.shards`)
+
+# %% ../nbs/03_index.ipynb #a52f285a
+def store_exists(path:str|Path) -> bool:
+    "Is there a store (single or sharded) at `path`?"
+    return (Path(path) / 'manifest.json').exists() or (Path(path) / SHARDS_FILE).exists()
+
 # %% ../nbs/03_index.ipynb #cc0ff8cd
 @patch(cls_method=True)
 def open(cls:Store, path:str|Path, # store directory (created when missing)
@@ -564,9 +574,15 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
          ef:int=128, M:int=32, ef_construction:int=200, # hnswlib parameters for a new store
          sentence_vectors:bool=True, # a new store keeps per-sentence vectors for fast trimming
          compact_min_rows:int=COMPACT_MIN_ROWS, # compact the index and sentence file only past this many dead rows
+         shards:int|None=None, # a new store split by source into this many stores (`ShardedStore`)
         ) -> Store:
-    "Open or create a store; refuse a model/dimension mismatch; detect corrupted files."
+    "Open or create a store (a sharded one where `shards.json` says so); refuse a model mismatch; detect corruption."
     path = Path(path)
+    if shards is not None or (path / SHARDS_FILE).exists():
+        from ragnb.shards import ShardedStore   # the sharded layout (nbs/03b_shards), built on this module
+        return ShardedStore.open(path, shards=shards, embedder=embedder, readonly=readonly, ef=ef, M=M,
+                                 ef_construction=ef_construction, sentence_vectors=sentence_vectors,
+                                 compact_min_rows=compact_min_rows)
     if readonly and not (path / 'manifest.json').exists():
         raise StoreError(f'{path}: no store here (no manifest.json); build one with `ragnb index`')
     path.mkdir(parents=True, exist_ok=True)
@@ -1093,15 +1109,19 @@ def search_lexical(self:Store, query:str, # the question's text
     "The `k` best chunks for `query` by BM25: `[(chunk id, score)]`, best first, satisfying `filters` exactly."
     terms = query_terms(query)
     if k <= 0 or not terms: return []
+    with self._snapshot():
+        self._check_lexical()
+        return self._lexical_hits(*self._informative_terms(terms), k, filters)
+
+@patch
+def _lexical_hits(self:Store, found:list[str], informative:list[str], k:int, filters:dict|None):
+    "BM25's `k` best for the `informative` terms, or for all `found` when those give fewer than `k` (in a snapshot)."
     where, args = self._where(filters) if filters else (None, [])
     allowed = f' and rowid in (select id from chunks where {where})' if where else ''
     sql = f'select rowid, bm25(lexical) from lexical where lexical match ?{allowed} order by bm25(lexical) limit ?'
-    with self._snapshot():
-        self._check_lexical()
-        found, informative = self._informative_terms(terms)
-        rows = self.db.execute(sql, [match_expression(informative), *args, k]).fetchall() if informative else []
-        if len(rows) < k and len(informative) < len(found):       # too few: the common words may still fill k
-            rows = self.db.execute(sql, [match_expression(found), *args, k]).fetchall()
+    rows = self.db.execute(sql, [match_expression(informative), *args, k]).fetchall() if informative else []
+    if len(rows) < k and len(informative) < len(found):       # too few: the common words may still fill k
+        rows = self.db.execute(sql, [match_expression(found), *args, k]).fetchall()
     return [(int(i), -float(s)) for i, s in rows]
 
 # %% ../nbs/03_index.ipynb #920704ed
@@ -1117,22 +1137,73 @@ def _term_counts(self:Store, terms:list[str]) -> tuple[dict, int]:
         seen.update({t: found.get(t, 0) for t in todo})
     return {t: seen[t] for t in terms if seen[t]}, self._live_count()
 
-@patch
-def _informative_terms(self:Store, terms:list[str], max_share:float=0.5) -> tuple[list[str], list[str]]:
+def informative_terms(terms:list[str], df:dict, n:int, # `terms`, how many of `n` chunks hold each
+                      max_share:float=0.5) -> tuple[list[str], list[str]]:
     "The `terms` found in the index, and those of them in at most `max_share` of the chunks (else the rarest one)."
-    df, n = self._term_counts(terms)
     found = [t for t in terms if df.get(t)]
     return found, [t for t in found if df[t] <= max_share * n] or sorted(found, key=df.get)[:1]
 
+@patch
+def _informative_terms(self:Store, terms:list[str]) -> tuple[list[str], list[str]]:
+    return informative_terms(terms, *self._term_counts(terms))
+
 # %% ../nbs/03_index.ipynb #6f7a8b9c
 @patch
-def term_idf(self:Store, terms:list[str]) -> dict[str, float]:
-    "BM25's idf, ln(1 + (N − df + 0.5) / (df + 0.5)), of each of `terms` found in the lexical index."
-    if not terms or not self._lexical: return {}
+def term_counts(self:Store, terms:list[str]) -> tuple[dict, int]:
+    "How many chunks hold each of `terms` (those found), and how many chunks there are (`({}, 0)`: no lexical index)."
+    if not terms or not self._lexical: return {}, 0
     with self._snapshot():
-        if self._meta().get('lexical_version') != LEXICAL_VERSION: return {}
-        df, n = self._term_counts(terms)
+        if self._meta().get('lexical_version') != LEXICAL_VERSION: return {}, 0
+        return self._term_counts(terms)
+
+def bm25_idf(df:dict, n:int) -> dict[str, float]:
+    "BM25's idf, ln(1 + (N − df + 0.5) / (df + 0.5)), of each term counted in `df` among `n` chunks."
     return {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items() if d}
+
+@patch
+def term_idf(self:Store, terms:list[str]) -> dict[str, float]:
+    "BM25's idf of each of `terms` found in the lexical index (`{}` without one)."
+    return bm25_idf(*self.term_counts(terms))
+
+# %% ../nbs/03_index.ipynb #e2462b69
+BM25_K1, BM25_B = 1.2, 0.75   # FTS5's bm25() constants
+
+def bm25_score(tf:dict[str, int], dl:int, # a chunk's term frequencies (of the query's terms) and length
+               df:dict[str, int], n:int, tokens:int) -> float: # the corpus's term counts, chunks and tokens
+    "BM25 as FTS5's `bm25()` computes it (its sign flipped), from statistics given rather than one table's."
+    avgdl, score = tokens / max(n, 1), 0.0
+    for t, f in tf.items():
+        idf = math.log((n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
+        idf = idf if idf > 0 else 1e-6
+        score += idf * f * (BM25_K1 + 1) / (f + BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl))
+    return score
+
+# %% ../nbs/03_index.ipynb #6d5e6e7c
+def _fold(term:str) -> str:
+    "A term as FTS5's unicode61 tokenizer compares it: without diacritics, in lower case."
+    return ''.join(ch for ch in unicodedata.normalize('NFKD', term) if not unicodedata.combining(ch)).lower()
+
+@patch
+def lexical_candidates(self:Store, terms:list[str], k:int, filters:dict|None=None) -> list[tuple[int, int, dict]]:
+    "FTS5's `k` best chunks matching any of `terms`: `[(id, length, {term: frequency})]`, for `bm25_score`."
+    want = {_fold(t): t for t in terms}
+    with self._snapshot():
+        self._check_lexical()
+        ids = [i for i, _ in self._lexical_hits(terms, terms, k, filters)]
+        rows = self.db.execute(f'select rowid, terms from lexical where rowid in ({",".join("?" * len(ids))})', ids)
+    out = {}
+    for i, text in rows:
+        toks = [_fold(x) for x in text.split()]
+        out[i] = (i, len(toks), {want[x]: c for x, c in Counter(toks).items() if x in want})
+    return [out[i] for i in ids if i in out]
+
+# %% ../nbs/03_index.ipynb #3a80795d
+@patch
+def lexical_tokens(self:Store) -> int:
+    "How many tokens the lexical index holds (BM25's average length needs it), once per generation."
+    with self._snapshot():
+        return self._per_generation('tokens', lambda: self.db.execute(
+            'select coalesce(sum(cnt), 0) from temp.lexical_vocab').fetchone()[0])
 
 # %% ../nbs/03_index.ipynb #7a8b9c0e
 @patch
@@ -1227,13 +1298,18 @@ def replace_sources(self:Store, removed:list[str], # source keys to drop
         for src in [*removed, *(r.source for r in records)]: self.remove_source(src, commit=False)
         for cs, vs, svs in ([(chunks, vectors, sentence_vectors)] if batches is None else batches):
             if len(cs): self.add_documents(cs, vs, sentence_vectors=svs, commit=False)
-        self.db.executemany('insert or replace into sources values (?,?,?,?,?,?,?)',
-                            [(r.source, r.root, r.content_hash, r.chunker_version, r.metadata, r.n_chunks,
-                              r.indexed_at) for r in records])
+        self._record_sources(records)
         self.commit()
     except BaseException:
         self.rollback()
         raise
+
+@patch
+def _record_sources(self:Store, records:list[SourceRecord]):
+    "Write `records` into the `sources` table, inside the open transaction."
+    self.db.executemany('insert or replace into sources values (?,?,?,?,?,?,?)',
+                        [(r.source, r.root, r.content_hash, r.chunker_version, r.metadata, r.n_chunks,
+                          r.indexed_at) for r in records])
 
 # %% ../nbs/03_index.ipynb #ce41e7d4
 @patch

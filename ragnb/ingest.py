@@ -13,15 +13,16 @@ from typing import Callable
 from fastcore.basics import patch
 
 from .chunking import BinaryFileError, Chunk, ChunkingError, chunk_text, read_text_file
-from .index import SourceRecord, Store, StoreMismatchError, sentence_texts, text_hash
+from .index import SourceRecord, Store, StoreMismatchError, sentence_texts, store_exists, text_hash
 from .embed import shows_progress
 from .readers import (Document, document_version, file_kind, locate_chunks, read_document, reader_for,
                            reader_version)
 
 # %% auto #0
 __all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'unreadable_reason', 'eval_data_reason',
-           'source_key', 'display_path', 'SourceFile', 'scan_path', 'metadata_json', 'chunk_sources', 'index_paths',
-           'embedded_batches', 'bundled_data_dir', 'default_corpus', 'default_store_dir', 'open_default_store']
+           'source_key', 'display_path', 'SourceFile', 'scan_path', 'list_files', 'changed_source', 'metadata_json',
+           'chunk_sources', 'index_paths', 'embedded_batches', 'embed_chunks', 'bundled_data_dir', 'default_corpus',
+           'default_store_dir', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -171,21 +172,36 @@ def scan_path(p:Path, # a file or folder given to `index_paths`
               mjson:str, # the run's metadata, as sorted JSON
               max_bytes:int=MAX_FILE_BYTES) -> list[SourceFile]:
     "The files under `p` that are new or changed; the rest of what was found, or went missing, goes to `rep`."
-    root, todo, seen, unreadable = (p.resolve().as_posix() if p.is_dir() else ''), [], set(), []
+    files, gone = list_files(p, rep, known, max_bytes)
+    todo = [sf for f in files if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), mjson))]
+    rep.removed += gone
+    return todo
+
+def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
+               max_bytes:int=MAX_FILE_BYTES) -> tuple[list[Path], list[str]]:
+    "The files under `p` worth reading (the rest go to `rep.skipped`), and the `known` sources gone from it."
+    root, files, seen, unreadable = (p.resolve().as_posix() if p.is_dir() else ''), [], set(), []
     for f in walk_files(p, rep, unreadable):
         why = unreadable_reason(f, p, max_bytes) or eval_data_reason(f, p)
-        if why:
-            rep.skipped.append((os.fsdecode(f), why))
-            continue
-        seen.add(key := source_key(f, p))
-        if (got := _read_or_report(f, rep)) is None: continue
-        (content, h), ver, old = got, document_version(f), known.get(key)
-        if old and (old.content_hash, old.chunker_version, old.metadata) == (h, ver, mjson): rep.unchanged.append(key)
-        elif (doc := _document_or_report(f, content, rep)) is not None:
-            todo.append(SourceFile(f, key, display_path(f, p), doc, h, ver, old is not None, root))
-    if p.is_dir() and p not in unreadable:                       # a folder that failed itself removes nothing
-        rep.removed += _gone(known, root, seen, [source_key(u, p) for u in unreadable])
-    return todo
+        if why: rep.skipped.append((os.fsdecode(f), why))
+        else:
+            seen.add(source_key(f, p))
+            files.append(f)
+    if not p.is_dir() or p in unreadable: return files, []       # a folder that failed itself removes nothing
+    return files, _gone(known, root, seen, [source_key(u, p) for u in unreadable])
+
+def changed_source(f:Path, p:Path, # a file listed under the path `p` given
+                   rep:IndexReport, old:SourceRecord|None, # what the store has for it
+                   mjson:str) -> SourceFile|None:
+    "`f` read, when new or changed; else None, after recording it in `rep` (unchanged, binary or unreadable)."
+    key, root = source_key(f, p), (p.resolve().as_posix() if p.is_dir() else '')
+    if (got := _read_or_report(f, rep)) is None: return None
+    (content, h), ver = got, document_version(f)
+    if old and (old.content_hash, old.chunker_version, old.metadata) == (h, ver, mjson):
+        rep.unchanged.append(key)
+        return None
+    doc = _document_or_report(f, content, rep)
+    return None if doc is None else SourceFile(f, key, display_path(f, p), doc, h, ver, old is not None, root)
 
 # %% ../nbs/03a_ingest.ipynb #93fdb86f
 def _gone(known:dict, root:str, seen:set, unreadable:list) -> list[str]:
@@ -259,9 +275,13 @@ def embedded_batches(store:Store, chunks:list[Chunk], progress:bool|None=None):
               disable=not shows_progress(len(chunks), progress)) as bar:
         for lo in range(0, len(chunks), INDEX_BATCH):
             part = chunks[lo:lo + INDEX_BATCH]
-            vecs = emb.embed_documents([c.text for c in part], progress=False)
-            yield part, vecs, emb.embed_documents(sentence_texts(part), progress=False) if sentences else None
+            yield part, *embed_chunks(emb, part, sentences)
             bar.update(len(part))
+
+def embed_chunks(emb, chunks:list[Chunk], sentences:bool) -> tuple:
+    "The pure batch function: `chunks`' vectors, and their sentences' vectors when `sentences` (else None)."
+    vecs = emb.embed_documents([c.text for c in chunks], progress=False)
+    return vecs, emb.embed_documents(sentence_texts(chunks), progress=False) if sentences else None
 
 # %% ../nbs/03a_ingest.ipynb #a6947a64
 def bundled_data_dir() -> Path:
@@ -286,7 +306,7 @@ def open_default_store(path:str|Path|None=None, # default: `default_store_dir()`
                       ) -> Store:
     "Open the store at `path` for reading; build it from the bundled corpus first if none is there."
     path = Path(path) if path else default_store_dir()
-    if not (path / 'manifest.json').exists():
+    if not store_exists(path):
         if not bundled_data_dir().is_dir(): raise FileNotFoundError(f'no store at {path} and no bundled data/')
         if log: log(f'building the default store at {path} from {bundled_data_dir()} (first use) ...')
         with Store.open(path, embedder=embedder) as store:

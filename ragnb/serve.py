@@ -291,7 +291,7 @@ def http_app(server, token:str|None=None):
 # %% ../nbs/08_serve.ipynb #e084adc4
 def open_service(store:Store|str|Path, pins:dict|None=None, limits:ServeLimits=ServeLimits()) -> RetrievalService:
     "A service over `store` (or the store at that path, opened read-only), with its model loaded."
-    store = store if isinstance(store, Store) else Store.open(store, readonly=True)
+    store = Store.open(store, readonly=True) if isinstance(store, (str, Path)) else store
     store.embedder.embed_query('warm up')
     return RetrievalService(store, pins=pins, limits=limits)
 
