@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_index.ipynb #d30848e4
 from __future__ import annotations
-import errno, fcntl, hashlib, json, logging, math, os, shutil, sqlite3, struct, time, unicodedata, zlib
+import errno, fcntl, hashlib, json, logging, math, os, re, shutil, sqlite3, struct, time, unicodedata, zlib
 from functools import partial
 from contextlib import contextmanager
 from collections import Counter
@@ -558,10 +558,10 @@ def _commit_db(db):
     "SQLite's commit: the single atomic step of `Store.commit` (a demo below makes it fail)."
     db.execute('commit')
 
-# %% ../nbs/03_index.ipynb #2dba857a
+# %% ../nbs/03_index.ipynb #65aba7e2
 SHARDS_FILE = 'shards.json'   # its presence makes a folder a sharded store (`ragnb.shards`)
 
-# %% ../nbs/03_index.ipynb #a52f285a
+# %% ../nbs/03_index.ipynb #14f981a0
 def store_exists(path:str|Path) -> bool:
     "Is there a store (single or sharded) at `path`?"
     return (Path(path) / 'manifest.json').exists() or (Path(path) / SHARDS_FILE).exists()
@@ -1165,7 +1165,7 @@ def term_idf(self:Store, terms:list[str]) -> dict[str, float]:
     "BM25's idf of each of `terms` found in the lexical index (`{}` without one)."
     return bm25_idf(*self.term_counts(terms))
 
-# %% ../nbs/03_index.ipynb #e2462b69
+# %% ../nbs/03_index.ipynb #74a417cd
 BM25_K1, BM25_B = 1.2, 0.75   # FTS5's bm25() constants
 
 def bm25_score(tf:dict[str, int], dl:int, # a chunk's term frequencies (of the query's terms) and length
@@ -1178,9 +1178,11 @@ def bm25_score(tf:dict[str, int], dl:int, # a chunk's term frequencies (of the q
         score += idf * f * (BM25_K1 + 1) / (f + BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl))
     return score
 
-# %% ../nbs/03_index.ipynb #6d5e6e7c
+# %% ../nbs/03_index.ipynb #584f249a
+_TOKEN = re.compile(r'[^\W_]+')   # unicode61's tokens: runs of letters and digits ('_' separates, as '-' does)
+
 def _fold(term:str) -> str:
-    "A term as FTS5's unicode61 tokenizer compares it: without diacritics, in lower case."
+    "Text as FTS5's unicode61 tokenizer compares it: without diacritics, in lower case."
     return ''.join(ch for ch in unicodedata.normalize('NFKD', term) if not unicodedata.combining(ch)).lower()
 
 @patch
@@ -1193,11 +1195,11 @@ def lexical_candidates(self:Store, terms:list[str], k:int, filters:dict|None=Non
         rows = self.db.execute(f'select rowid, terms from lexical where rowid in ({",".join("?" * len(ids))})', ids)
     out = {}
     for i, text in rows:
-        toks = [_fold(x) for x in text.split()]
+        toks = _TOKEN.findall(_fold(text))
         out[i] = (i, len(toks), {want[x]: c for x, c in Counter(toks).items() if x in want})
     return [out[i] for i in ids if i in out]
 
-# %% ../nbs/03_index.ipynb #3a80795d
+# %% ../nbs/03_index.ipynb #53bda1aa
 @patch
 def lexical_tokens(self:Store) -> int:
     "How many tokens the lexical index holds (BM25's average length needs it), once per generation."
