@@ -76,7 +76,8 @@ def test_a_4_shard_store_from_index_paths_answers_as_one_store(corpus, single, t
     assert (r['dense_differ'], r['lexical_differ']) == ([], []) and r['overlap'] >= 0.97, r
 
 
-def test_ray_builds_two_shards_that_answer_as_one_store(corpus, single, local_ray, tmp_path):
+@pytest.mark.usefixtures('local_ray')
+def test_ray_builds_two_shards_that_answer_as_one_store(corpus, single, tmp_path):
     rep = index_with_ray([corpus / 'docs', corpus / 'code'], tmp_path / 'two', shards=2, workers=2)
     with Store.open(single, readonly=True) as one: assert rep.chunks == one.stats()['chunks']
     r = compare_with_single(single, tmp_path / 'two')
@@ -86,7 +87,8 @@ def test_ray_builds_two_shards_that_answer_as_one_store(corpus, single, local_ra
     assert (again.chunks, again.added, again.updated, len(again.unchanged)) == (0, [], [], len(rep.added))
 
 
-def test_a_worker_killed_mid_run_is_replaced_and_no_chunk_is_duplicated(corpus, single, local_ray, tmp_path):
+@pytest.mark.usefixtures('local_ray')
+def test_a_worker_killed_mid_run_is_replaced_and_no_chunk_is_duplicated(corpus, single, tmp_path):
     seen = []
     def kill_first_worker(state):
         seen.append(state)
@@ -107,7 +109,8 @@ def _generation(shard_dir):
         with s._snapshot(): return s._meta().get('generation')
 
 
-def test_reindexing_a_file_touches_only_its_shard(corpus, local_ray, tmp_path):
+@pytest.mark.usefixtures('local_ray')
+def test_reindexing_a_file_touches_only_its_shard(corpus, tmp_path):
     work = tmp_path / 'docs'
     shutil.copytree(corpus / 'docs', work)
     index_with_ray([work], tmp_path / 'st', shards=2, workers=1)
