@@ -13,9 +13,9 @@ import numpy as np
 from fastcore.basics import patch
 
 from .chunking import Chunk
-from .index import (EXACT_BELOW, SHARDS_FILE, SourceRecord, Store, StoreCorruptedError, StoreError,
-                         StoreMismatchError, bm25_idf, bm25_score, chunk_sentence_spans, informative_terms,
-                         _build_fingerprint, _default_embedder, _fsync_write)
+from .index import EXACT_BELOW, SHARDS_FILE, SourceRecord, Store, StoreCorruptedError, StoreError
+from .index import StoreMismatchError, bm25_idf, bm25_score, chunk_sentence_spans, informative_terms
+from .index import _build_fingerprint, _default_embedder, _fsync_write
 from .lexical import query_terms
 
 # %% auto #0
