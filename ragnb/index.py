@@ -4,10 +4,9 @@
 
 # %% ../nbs/03_index.ipynb #d30848e4
 from __future__ import annotations
-import errno, fcntl, hashlib, json, logging, math, os, re, shutil, sqlite3, struct, time, unicodedata, zlib
+import errno, fcntl, hashlib, json, logging, math, os, shutil, sqlite3, struct, time, unicodedata, zlib
 from functools import partial
 from contextlib import contextmanager
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,10 +23,10 @@ FORMAT_VERSION = 1
 
 # %% auto #0
 __all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'LEXICAL_VERSION', 'FILTER_INDEX_VERSION', 'SHARDS_FILE', 'EXACT_BELOW',
-           'BM25_K1', 'BM25_B', 'StoreError', 'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError',
-           'StoreDiskFullError', 'check_hnsw_file', 'FileVectors', 'chunk_sentence_spans', 'sentence_texts',
-           'SentenceVectorFile', 'Store', 'store_exists', 'text_hash', 'informative_terms', 'bm25_idf', 'bm25_score',
-           'SourceRecord']
+           'EXACT_ALL_BELOW', 'BM25_K1', 'BM25_B', 'StoreError', 'StoreLockedError', 'StoreMismatchError',
+           'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file', 'FileVectors', 'chunk_sentence_spans',
+           'sentence_texts', 'SentenceVectorFile', 'Store', 'store_exists', 'text_hash', 'informative_terms',
+           'bm25_idf', 'bm25_score', 'SourceRecord']
 
 # %% ../nbs/03_index.ipynb #9d57735f
 class StoreError(RuntimeError): "Base class of store errors."
@@ -380,13 +379,19 @@ def _load_index(path:Path, manifest:dict, meta:dict) -> tuple:
 def _meta(self:Store) -> dict:
     return dict(self.db.execute('select key, value from meta').fetchall())
 
+@patch
+def _read_meta(self:Store) -> dict:
+    "`_meta`, read once per generation (inside a snapshot; a writer's open transaction always reads it afresh)."
+    return self._per_generation('meta', self._meta)
+
 # %% ../nbs/03_index.ipynb #216bb995
 @patch
 def _sync(self:Store):
     "Load the index of the generation this transaction sees, unless loaded; same file: mark the new tombstones."
+    if self.index is not None and (self._lock is not None or self._generation == (self.db.execute(
+            "select value from meta where key = 'generation'").fetchone() or ['0'])[0]): return   # the usual case
     meta = self._meta()
     gen = meta.get('generation', '0')
-    if self.index is not None and (self._lock is not None or gen == self._generation): return
     if self.index is not None: self.manifest = _read_manifest(self.path)
     if meta.get('manifest_sha256', _build_fingerprint(self.manifest)) != _build_fingerprint(self.manifest):
         raise StoreCorruptedError(f'{self.path / "manifest.json"}: the fields that say how the store was built '
@@ -461,6 +466,13 @@ def _snapshot(self:Store, attempts:int=8):
     finally:
         if self.db.in_transaction: self.db.execute('rollback')
 
+# %% ../nbs/03_index.ipynb #75ac84cb
+@patch
+@contextmanager
+def snapshot(self:Store):
+    "A read view for several calls: each read inside sees the same generation (one SQLite read transaction)."
+    with self._snapshot(): yield self
+
 # %% ../nbs/03_index.ipynb #d3b89004
 @patch
 def refresh(self:Store) -> bool:
@@ -499,7 +511,7 @@ def _rebuild_lexical(self:Store):
 @patch
 def _check_lexical(self:Store):
     "`StoreError` unless this store's lexical index exists and was built the current way (read inside a snapshot)."
-    if self._lexical and self._meta().get('lexical_version') == LEXICAL_VERSION: return
+    if self._lexical and self._read_meta().get('lexical_version') == LEXICAL_VERSION: return
     raise StoreError(f'{self.path}: this store has no lexical index yet (it was built before hybrid search); run '
                      f'`ragnb index` on it once to build one, or search with --mode dense')
 
@@ -921,7 +933,7 @@ def sentence_vectors(self:Store, ids:list) -> dict:
 def _sentence_rows(self:Store, ids:list) -> tuple:
     "The `sentences` rows of `ids` and the row count, read in one snapshot, with the file they index mapped."
     with self._snapshot():
-        meta = self._meta()
+        meta = self._read_meta()
         fname, nrows = meta.get('sent_file'), int(meta.get('sent_rows') or 0)
         if fname is None: return [], 0, None
         crc = 's.crc' if self._crc else 'null'
@@ -1035,6 +1047,11 @@ def search(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,
 @patch
 def _nearest(self:Store, q, kk, allowed, exact_below):
     "hnswlib's search (with the allowed set as a filter), or an exact one over the allowed set when it is small."
+    if allowed is None and self._live_count() <= EXACT_ALL_BELOW:        # a small store: scan it all
+        ids, vecs = self._per_generation('all_vectors', self._all_vectors)
+        sims = vecs @ q
+        top = np.argsort(-sims)[:kk]
+        return ids[top], sims[top]
     if allowed is None or len(allowed) > exact_below:
         fn = None
         if allowed is not None:
@@ -1049,6 +1066,15 @@ def _nearest(self:Store, q, kk, allowed, exact_below):
     sims = self._vectors(ids) @ q
     top = np.argsort(-sims)[:kk]
     return ids[top], sims[top]
+
+# %% ../nbs/03_index.ipynb #9402dcc6
+EXACT_ALL_BELOW = 4_096   # a store with at most this many chunks is searched exactly, filter or not
+
+@patch
+def _all_vectors(self:Store) -> tuple[np.ndarray, np.ndarray]:
+    "The ids and vectors of every live chunk (kept per generation for exact search of a small store)."
+    ids = np.array([r[0] for r in self.db.execute('select id from chunks order by id')], np.int64)
+    return ids, np.ascontiguousarray(self._vectors(ids))
 
 # %% ../nbs/03_index.ipynb #0170d205
 @patch
@@ -1153,7 +1179,7 @@ def term_counts(self:Store, terms:list[str]) -> tuple[dict, int]:
     "How many chunks hold each of `terms` (those found), and how many chunks there are (`({}, 0)`: no lexical index)."
     if not terms or not self._lexical: return {}, 0
     with self._snapshot():
-        if self._meta().get('lexical_version') != LEXICAL_VERSION: return {}, 0
+        if self._read_meta().get('lexical_version') != LEXICAL_VERSION: return {}, 0
         return self._term_counts(terms)
 
 def bm25_idf(df:dict, n:int) -> dict[str, float]:
@@ -1179,25 +1205,35 @@ def bm25_score(tf:dict[str, int], dl:int, # a chunk's term frequencies (of the q
     return score
 
 # %% ../nbs/03_index.ipynb #584f249a
-_TOKEN = re.compile(r'[^\W_]+')   # unicode61's tokens: runs of letters and digits ('_' separates, as '-' does)
-
 def _fold(term:str) -> str:
     "Text as FTS5's unicode61 tokenizer compares it: without diacritics, in lower case."
     return ''.join(ch for ch in unicodedata.normalize('NFKD', term) if not unicodedata.combining(ch)).lower()
 
 @patch
-def lexical_candidates(self:Store, terms:list[str], k:int, filters:dict|None=None) -> list[tuple[int, int, dict]]:
-    "FTS5's `k` best chunks matching any of `terms`: `[(id, length, {term: frequency})]`, for `bm25_score`."
-    want = {_fold(t): t for t in terms}
+def lexical_hits(self:Store, terms:list[str], k:int, filters:dict|None=None) -> list[tuple[int, float]]:
+    "FTS5's `k` best chunks matching any of `terms`, by this store's own BM25: `[(id, score)]`."
     with self._snapshot():
         self._check_lexical()
-        ids = [i for i, _ in self._lexical_hits(terms, terms, k, filters)]
-        rows = self.db.execute(f'select rowid, terms from lexical where rowid in ({",".join("?" * len(ids))})', ids)
+        return self._lexical_hits(terms, terms, k, filters)
+
+@patch
+def lexical_counts(self:Store, ids:list[int], terms:list[str]) -> list[tuple[int, int, dict]]:
+    "`[(id, length, {term: frequency})]` of chunks `ids` in the lexical index, for `bm25_score`."
+    # stored terms are `\w+` runs joined by spaces; unicode61 splits them at spaces and at '_', nowhere else
+    want = {_fold(t): t for t in terms}
+    with self._snapshot():
+        rows = self.db.execute(f'select rowid, terms from lexical where rowid in ({",".join("?" * len(ids))})',
+                               [int(i) for i in ids]).fetchall()
     out = {}
     for i, text in rows:
-        toks = _TOKEN.findall(_fold(text))
-        out[i] = (i, len(toks), {want[x]: c for x, c in Counter(toks).items() if x in want})
-    return [out[i] for i in ids if i in out]
+        toks = (text if text.isascii() else _fold(text)).lower().replace('_', ' ').split()
+        out[i] = (i, len(toks), {want[f]: toks.count(f) for f in want.keys() & set(toks)})
+    return [out[int(i)] for i in ids if int(i) in out]
+
+@patch
+def lexical_candidates(self:Store, terms:list[str], k:int, filters:dict|None=None) -> list[tuple[int, int, dict]]:
+    "`lexical_counts` of the `lexical_hits`."
+    return self.lexical_counts([i for i, _ in self.lexical_hits(terms, k, filters)], terms)
 
 # %% ../nbs/03_index.ipynb #53bda1aa
 @patch
@@ -1206,6 +1242,13 @@ def lexical_tokens(self:Store) -> int:
     with self._snapshot():
         return self._per_generation('tokens', lambda: self.db.execute(
             'select coalesce(sum(cnt), 0) from temp.lexical_vocab').fetchone()[0])
+
+@patch
+def lexical_stats(self:Store, terms:list[str]) -> tuple[dict, int, int]:
+    "`term_counts` and `lexical_tokens` at once, from one snapshot: what BM25 needs of a corpus."
+    with self._snapshot():
+        df, n = self.term_counts(terms)
+        return df, n, self.lexical_tokens() if self._lexical else 0
 
 # %% ../nbs/03_index.ipynb #7a8b9c0e
 @patch

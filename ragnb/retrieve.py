@@ -182,18 +182,19 @@ def retrieve(store:Store, # an open store
     _check_request(query, opts, threshold)
     info, timings = {}, {}
     qvec, tvec = _query_vectors(store, query, opts, info, timings)
-    chunks = _search(store, query, qvec, top_k, opts, filters, info, timings)
-    t2 = time.perf_counter()
-    before = estimate_tokens(chunks)
-    if opts.trim:
-        n = len(chunks)
-        chunks = trim_chunks_by_sentence(tvec, chunks, store=store, threshold=threshold,
-                                         min_sentences=opts.trim_min_sentences, window=opts.trim_window,
-                                         policy=opts.trim_policy, budget=opts.trim_budget,
-                                         query=query if isinstance(query, str) else None)
-        timings['trim'] = (time.perf_counter() - t2) * 1e3
-        info['trim'] = dict(policy=opts.trim_policy, threshold=threshold, window=opts.trim_window,
-                            min_sentences=opts.trim_min_sentences, auto=opts.trim_threshold == 'auto',
-                            budget=opts.trim_budget, chunks_dropped=n - len(chunks))
+    with store.snapshot():                                     # search and trim read one generation
+        chunks = _search(store, query, qvec, top_k, opts, filters, info, timings)
+        t2 = time.perf_counter()
+        before = estimate_tokens(chunks)
+        if opts.trim:
+            n = len(chunks)
+            chunks = trim_chunks_by_sentence(tvec, chunks, store=store, threshold=threshold,
+                                             min_sentences=opts.trim_min_sentences, window=opts.trim_window,
+                                             policy=opts.trim_policy, budget=opts.trim_budget,
+                                             query=query if isinstance(query, str) else None)
+            timings['trim'] = (time.perf_counter() - t2) * 1e3
+            info['trim'] = dict(policy=opts.trim_policy, threshold=threshold, window=opts.trim_window,
+                                min_sentences=opts.trim_min_sentences, auto=opts.trim_threshold == 'auto',
+                                budget=opts.trim_budget, chunks_dropped=n - len(chunks))
     return RetrievalResult(query if isinstance(query, str) else None, chunks, before, estimate_tokens(chunks),
                            timings, info)

@@ -5,6 +5,7 @@
 # %% ../nbs/13_scale.ipynb #5f2bd529
 from __future__ import annotations
 import logging, math, os, pickle, time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -240,6 +241,11 @@ def embedder(self:RayShard):
 
 @patch(as_prop=True)
 def embedder_loaded(self:RayShard) -> bool: return self._embedder is not None
+
+@patch
+def snapshot(self:RayShard):
+    "No shared read view over Ray: each call reads the generation current when it runs."
+    return nullcontext(self)
 
 @patch
 def close(self:RayShard):

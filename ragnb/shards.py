@@ -6,6 +6,7 @@
 from __future__ import annotations
 import hashlib, json, threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from .index import _build_fingerprint, _default_embedder, _fsync_write
 from .lexical import query_terms
 
 # %% auto #0
-__all__ = ['SHARD_HASH', 'LEXICAL_OVERFETCH', 'shard_of', 'shard_dirs', 'shard_count', 'ShardedStore']
+__all__ = ['SHARD_HASH', 'FANOUT_THREADS', 'LEXICAL_POOL', 'shard_of', 'shard_dirs', 'shard_count', 'ShardedStore']
 
 # %% ../nbs/03b_shards.ipynb #58f1bdc1
 SHARD_HASH = 'sha1-64-mod'    # how a source key picks its shard (recorded in shards.json)
@@ -47,12 +48,14 @@ def shard_count(path:str|Path) -> int:
     return n
 
 # %% ../nbs/03b_shards.ipynb #16661ac8
+FANOUT_THREADS = 1   # shards searched one after another by default: faster than threads on shards measured so far
+
 class ShardedStore:
-    "Stores split by source (`shard_of`): a query fans out to all of them in threads and merges by score."
+    "Stores split by source (`shard_of`): a query fans out to all of them and merges by score."
     def __init__(self, path:Path, shards:list[Store], threads:int|None=None): # at most this many threads at once
         self.path, self.shards, self.n = Path(path), shards, len(shards)
-        self._locks = [threading.Lock() for _ in shards]
-        workers = min(self.n, threads or self.n)
+        self._locks, self._viewer = [threading.RLock() for _ in shards], None
+        workers = min(self.n, threads or FANOUT_THREADS)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix='ragnb-shard') if workers > 1 else None
 
     def __repr__(self): return f"ShardedStore({str(self.path)!r}, {self.n} shards, model={self.manifest['model']!r})"
@@ -127,13 +130,27 @@ def embedder(self:ShardedStore):
 @patch(as_prop=True)
 def embedder_loaded(self:ShardedStore) -> bool: return self.shards[0].embedder_loaded
 
+# %% ../nbs/03b_shards.ipynb #6bdad3d9
+@patch
+@contextmanager
+def snapshot(self:ShardedStore):
+    "A read view over all shards for several calls (one query's): each shard sees one generation, taken once."
+    with ExitStack() as stack:
+        for lock, s in zip(self._locks, self.shards):
+            stack.enter_context(lock)
+            stack.enter_context(s.snapshot())
+        outer, self._viewer = self._viewer, threading.get_ident()
+        try: yield self
+        finally: self._viewer = outer
+
 # %% ../nbs/03b_shards.ipynb #f89818df
 @patch
 def _each(self:ShardedStore, fn, # called as fn(shard number, shard)
           which=None) -> list:
-    "`fn` on every shard (or the shard numbers `which`), in threads, each shard under its lock; results in order."
-    which = range(self.n) if which is None else list(which)
+    "`fn` on every shard (or the shard numbers `which`), each under its lock (held already in a `snapshot`), in order."
+    which, held = range(self.n) if which is None else list(which), self._viewer == threading.get_ident()
     def run(i):
+        if held: return fn(i, self.shards[i])
         with self._locks[i]: return fn(i, self.shards[i])
     if self._pool is None or len(which) < 2: return [run(i) for i in which]
     return list(self._pool.map(run, which))
@@ -197,25 +214,34 @@ def term_idf(self:ShardedStore, terms:list[str]) -> dict[str, float]:
     return bm25_idf(*self.term_counts(terms))
 
 # %% ../nbs/03b_shards.ipynb #ea86b064
-LEXICAL_OVERFETCH = 2   # each shard returns this many times k candidates, scored again on the whole corpus
+LEXICAL_POOL = 2   # the 2k best by each shard's own BM25 are scored again on the whole corpus, for the k best
 
 @patch
 def search_lexical(self:ShardedStore, query:str, k:int=5, filters:dict|None=None) -> list[tuple[int, float]]:
     "BM25 over all shards with the whole corpus's statistics: `[(chunk id, score)]`, best first."
     terms = query_terms(query)
     if k <= 0 or not terms: return []
-    df, n = self.term_counts(terms)
+    stats, df = self._each(lambda _, s: s.lexical_stats(terms)), {}
+    for d, _, _ in stats:
+        for t, c in d.items(): df[t] = df.get(t, 0) + c
+    n, tokens = sum(x[1] for x in stats), sum(x[2] for x in stats)
     found, informative = informative_terms(terms, df, n)
-    tokens = sum(self._each(lambda _, s: s.lexical_tokens()))
-    hits = self._lexical_round(informative, k, filters) if informative else []
-    if len(hits) < k and len(informative) < len(found): hits = self._lexical_round(found, k, filters)
-    return _best([[(g, bm25_score(tf, dl, df, n, tokens)) for g, dl, tf in hits]], k)
+    score = lambda tf, dl: bm25_score(tf, dl, df, n, tokens)
+    holding = lambda ts: [i for i, (d, _, _) in enumerate(stats) if any(d.get(t) for t in ts)]  # others match none
+    hits = self._lexical_round(informative, k, filters, score, holding(informative)) if informative else []
+    if len(hits) < k and len(informative) < len(found):
+        hits = self._lexical_round(found, k, filters, score, holding(found))
+    return hits
 
 @patch
-def _lexical_round(self:ShardedStore, terms:list[str], k:int, filters:dict|None) -> list[tuple[int, int, dict]]:
-    "Every shard's candidates for `terms`, with store-wide ids."
-    return [(self._global(i, c), dl, tf) for i, part in enumerate(self._each(
-        lambda _, s: s.lexical_candidates(terms, LEXICAL_OVERFETCH * k, filters))) for c, dl, tf in part]
+def _lexical_round(self:ShardedStore, terms:list[str], k:int, filters:dict|None, score,
+                   which:list[int]) -> list[tuple[int, float]]:
+    "The pool of the best for `terms` of shards `which`, read for their term counts, scored by `score`; the `k` best."
+    pool = _best(self._each(lambda i, s: [(self._global(i, c), sc) for c, sc in
+                                          s.lexical_hits(terms, LEXICAL_POOL * k, filters)], which), LEXICAL_POOL * k)
+    by = self._by_shard([g for g, _ in pool])
+    counted = self._each(lambda i, s: s.lexical_counts([loc for _, loc in by[i]], terms), by)
+    return _best([[(self._global(i, c), score(tf, dl)) for c, dl, tf in part] for i, part in zip(by, counted)], k)
 
 # %% ../nbs/03b_shards.ipynb #f236d2a1
 @patch
