@@ -267,7 +267,7 @@ def open_on_ray(path:str|Path, # a sharded store's folder, the same path on ever
     shards = [RayShard(a, m) for a, m in zip(actors, ray.get([a.manifest.remote() for a in actors]))]
     if embedder is not None:
         for s in shards: s._embedder = embedder
-    return ShardedStore(Path(path), shards, threads)
+    return ShardedStore(Path(path), shards, threads or n)          # remote calls wait on the network: in parallel
 
 # %% ../nbs/13_scale.ipynb #9692904f
 def store_footprint(store:str|Path) -> dict:
@@ -294,7 +294,7 @@ def capacity_plan(chunks:int, # the corpus, in chunks
                   shard_chunks:int=SHARD_CHUNKS) -> dict:
     "Shards, indexing machines (or GPUs), disk and serving machines for `chunks`."
     core_hours = chunks / chunks_per_core_s / 3600
-    ram_gb = chunks * (bytes_per_chunk['index'] + bytes_per_chunk['sentences']) * 1.3 / 1e9   # both kept in RAM
+    ram_gb = chunks * bytes_per_chunk['index'] * 1.3 / 1e9    # hnswlib's index lives in RAM; the rest is read per query
     return dict(chunks=chunks, shards=math.ceil(chunks / shard_chunks), core_hours=round(core_hours),
                 index_machines=math.ceil(core_hours / hours / cores_per_machine),
                 gpus=math.ceil(chunks / chunks_per_gpu_s / 3600 / hours) if chunks_per_gpu_s else None,

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03b_shards.ipynb #0952e473
 from __future__ import annotations
-import hashlib, json, threading
+import hashlib, json, os, threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
@@ -14,13 +14,13 @@ import numpy as np
 from fastcore.basics import patch
 
 from .chunking import Chunk
-from .index import EXACT_BELOW, SHARDS_FILE, SourceRecord, Store, StoreCorruptedError, StoreError
+from .index import EXACT_ALL_BELOW, EXACT_BELOW, SHARDS_FILE, SourceRecord, Store, StoreCorruptedError, StoreError
 from .index import StoreMismatchError, bm25_idf, bm25_score, chunk_sentence_spans, informative_terms
 from .index import _build_fingerprint, _default_embedder, _fsync_write
 from .lexical import query_terms
 
 # %% auto #0
-__all__ = ['SHARD_HASH', 'FANOUT_THREADS', 'LEXICAL_POOL', 'shard_of', 'shard_dirs', 'shard_count', 'ShardedStore']
+__all__ = ['SHARD_HASH', 'LEXICAL_POOL', 'shard_of', 'shard_dirs', 'shard_count', 'ShardedStore']
 
 # %% ../nbs/03b_shards.ipynb #58f1bdc1
 SHARD_HASH = 'sha1-64-mod'    # how a source key picks its shard (recorded in shards.json)
@@ -48,14 +48,12 @@ def shard_count(path:str|Path) -> int:
     return n
 
 # %% ../nbs/03b_shards.ipynb #16661ac8
-FANOUT_THREADS = 1   # shards searched one after another by default: faster than threads on shards measured so far
-
 class ShardedStore:
     "Stores split by source (`shard_of`): a query fans out to all of them and merges by score."
     def __init__(self, path:Path, shards:list[Store], threads:int|None=None): # at most this many threads at once
         self.path, self.shards, self.n = Path(path), shards, len(shards)
         self._locks, self._viewer = [threading.RLock() for _ in shards], None
-        workers = min(self.n, threads or FANOUT_THREADS)
+        workers = min(self.n, threads or 1)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix='ragnb-shard') if workers > 1 else None
 
     def __repr__(self): return f"ShardedStore({str(self.path)!r}, {self.n} shards, model={self.manifest['model']!r})"
@@ -83,7 +81,7 @@ def open(cls:ShardedStore, path:str|Path, # the folder holding `shards.json`
     except BaseException:
         for s in opened: s.close()
         raise
-    return cls(path, opened, threads)
+    return cls(path, opened, threads or _fanout_threads(opened))
 
 # %% ../nbs/03b_shards.ipynb #73f9b44e
 def _shard_count(path:Path, shards:int|None, readonly:bool) -> int:
@@ -99,6 +97,11 @@ def _shard_count(path:Path, shards:int|None, readonly:bool) -> int:
         raise StoreMismatchError(f'{path}: a single store, not a sharded one; index into a new folder with --shards')
     if type(shards) is not int or shards < 1: raise ValueError(f'shards must be a positive integer, got {shards!r}')
     return shards
+
+def _fanout_threads(shards:list[Store]) -> int:
+    "One thread per core when the shards are large enough for hnswlib (which releases the GIL) to search; else 1."
+    chunks = sum(s.stats()['chunks'] for s in shards)
+    return min(len(shards), os.cpu_count() or 1) if chunks > EXACT_ALL_BELOW * len(shards) else 1
 
 def _check_same_build(path:Path, shards:list[Store]):
     "Refuse shards whose manifests disagree on the model or index settings (one was rebuilt differently)."
