@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_index.ipynb #d30848e4
 from __future__ import annotations
-import errno, fcntl, hashlib, json, logging, math, os, shutil, sqlite3, struct, time, unicodedata, zlib
+import errno, fcntl, hashlib, json, logging, math, os, shutil, sqlite3, struct, time, zlib
 from functools import partial
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,7 +15,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .chunking import Chunk
-from .lexical import detect_language, lexical_terms, match_expression, query_terms
+from .lexical import detect_language, fold, lexical_terms, match_expression, query_terms
 from .sentences import sentence_spans, split_chunk_prefix
 
 log = logging.getLogger(__name__)
@@ -1205,10 +1205,6 @@ def bm25_score(tf:dict[str, int], dl:int, # a chunk's term frequencies (of the q
     return score
 
 # %% ../nbs/03_index.ipynb #584f249a
-def _fold(term:str) -> str:
-    "Text as FTS5's unicode61 tokenizer compares it: without diacritics, in lower case."
-    return ''.join(ch for ch in unicodedata.normalize('NFKD', term) if not unicodedata.combining(ch)).lower()
-
 @patch
 def lexical_hits(self:Store, terms:list[str], k:int, filters:dict|None=None) -> list[tuple[int, float]]:
     "FTS5's `k` best chunks matching any of `terms`, by this store's own BM25: `[(id, score)]`."
@@ -1220,13 +1216,13 @@ def lexical_hits(self:Store, terms:list[str], k:int, filters:dict|None=None) -> 
 def lexical_counts(self:Store, ids:list[int], terms:list[str]) -> list[tuple[int, int, dict]]:
     "`[(id, length, {term: frequency})]` of chunks `ids` in the lexical index, for `bm25_score`."
     # stored terms are `\w+` runs joined by spaces; unicode61 splits them at spaces and at '_', nowhere else
-    want = {_fold(t): t for t in terms}
+    want = {fold(t): t for t in terms}                   # as FTS5's unicode61 compares: no accents, no case
     with self._snapshot():
         rows = self.db.execute(f'select rowid, terms from lexical where rowid in ({",".join("?" * len(ids))})',
                                [int(i) for i in ids]).fetchall()
     out = {}
     for i, text in rows:
-        toks = (text if text.isascii() else _fold(text)).lower().replace('_', ' ').split()
+        toks = (text.lower() if text.isascii() else fold(text)).replace('_', ' ').split()
         out[i] = (i, len(toks), {want[f]: toks.count(f) for f in want.keys() & set(toks)})
     return [out[int(i)] for i in ids if int(i) in out]
 

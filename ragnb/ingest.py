@@ -13,7 +13,7 @@ from typing import Callable
 from fastcore.basics import patch
 
 from .chunking import BinaryFileError, Chunk, ChunkingError, chunk_text, read_text_file
-from .index import SourceRecord, Store, StoreMismatchError, sentence_texts, store_exists, text_hash
+from .index import SourceRecord, Store, StoreMismatchError, chunk_sentence_spans, store_exists, text_hash
 from .embed import shows_progress
 from .readers import (Document, document_version, file_kind, locate_chunks, read_document, reader_for,
                            reader_version)
@@ -21,8 +21,8 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
 # %% auto #0
 __all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'unreadable_reason', 'eval_data_reason',
            'source_key', 'display_path', 'SourceFile', 'scan_path', 'list_files', 'changed_source', 'metadata_json',
-           'chunk_sources', 'index_paths', 'embedded_batches', 'embed_chunks', 'bundled_data_dir', 'default_corpus',
-           'default_store_dir', 'open_default_store']
+           'chunk_sources', 'checked_paths', 'index_paths', 'embedded_batches', 'embed_chunks', 'bundled_data_dir',
+           'default_corpus', 'default_store_dir', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -237,6 +237,14 @@ def chunk_sources(todo:list[SourceFile], metadata:dict|None=None) -> tuple[list[
         records.append(SourceRecord(sf.source, sf.root, sf.content_hash, sf.chunker_version, mjson, len(cs), now))
     return chunks, records
 
+# %% ../nbs/03a_ingest.ipynb #138b81e6
+def checked_paths(paths:list|str|Path) -> list[Path]:
+    "`paths` as a list of `Path`; a missing one is refused before anything is read or written."
+    paths = [Path(x) for x in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    missing = [str(p) for p in paths if not os.path.lexists(p)]
+    if missing: raise FileNotFoundError(f"no such file or folder: {', '.join(missing)}")
+    return paths
+
 # %% ../nbs/03a_ingest.ipynb #2601fff4
 def index_paths(store:Store, # a store opened for writing
                 paths:list|str|Path, # files and folders
@@ -246,9 +254,7 @@ def index_paths(store:Store, # a store opened for writing
                ) -> IndexReport:
     "Index files and folders: re-embed only changed sources, remove deleted ones, skip binaries quietly."
     t0, rep = time.perf_counter(), IndexReport()
-    paths = [Path(x) for x in ([paths] if isinstance(paths, (str, Path)) else paths)]
-    missing = [str(p) for p in paths if not os.path.lexists(p)]
-    if missing: raise FileNotFoundError(f"no such file or folder: {', '.join(missing)}")
+    paths = checked_paths(paths)
     known = store.sources()
     _check_source_keys(store, known)
     todo = [sf for p in paths for sf in scan_path(p, rep, known, metadata_json(metadata), max_bytes)]
@@ -275,13 +281,14 @@ def embedded_batches(store:Store, chunks:list[Chunk], progress:bool|None=None):
               disable=not shows_progress(len(chunks), progress)) as bar:
         for lo in range(0, len(chunks), INDEX_BATCH):
             part = chunks[lo:lo + INDEX_BATCH]
-            yield part, *embed_chunks(emb, part, sentences)
+            yield part, *embed_chunks(emb, part, [chunk_sentence_spans(c) for c in part] if sentences else None)
             bar.update(len(part))
 
-def embed_chunks(emb, chunks:list[Chunk], sentences:bool) -> tuple:
-    "The pure batch function: `chunks`' vectors, and their sentences' vectors when `sentences` (else None)."
+def embed_chunks(emb, chunks:list[Chunk], spans:list|None) -> tuple:
+    "The pure batch function: `chunks`' vectors, and the vectors of their sentences at `spans` (None: none)."
     vecs = emb.embed_documents([c.text for c in chunks], progress=False)
-    return vecs, emb.embed_documents(sentence_texts(chunks), progress=False) if sentences else None
+    if spans is None: return vecs, None
+    return vecs, emb.embed_documents([c.text[s:e] for c, sp in zip(chunks, spans) for s, e in sp], progress=False)
 
 # %% ../nbs/03a_ingest.ipynb #a6947a64
 def bundled_data_dir() -> Path:

@@ -14,8 +14,8 @@ from fastcore.basics import patch
 
 from .index import Store, chunk_sentence_spans, store_exists
 from .shards import ShardedStore, shard_count, shard_dirs
-from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, chunk_sources, embed_chunks, list_files
-from .ingest import metadata_json, shows_progress, source_key, _check_source_keys
+from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, checked_paths, chunk_sources, embed_chunks
+from .ingest import list_files, metadata_json, shows_progress, source_key, _check_source_keys
 
 # %% auto #0
 __all__ = ['SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor', 'index_with_ray', 'RayPlan', 'ShardActor',
@@ -76,17 +76,18 @@ class EmbedActor:
     def __call__(self, batch:dict) -> dict:
         work = [pickle.loads(w) for w in batch['work']]
         chunks = [c for _, cs, _ in work for c in cs]
-        vecs, svecs = embed_chunks(self.emb, chunks, self.sentences) if chunks else (None, None)
-        out = [pickle.dumps((*w, *v)) for w, v in zip(work, _per_file(work, vecs, svecs))]
+        spans = [chunk_sentence_spans(c) for c in chunks] if self.sentences else None
+        vecs, svecs = embed_chunks(self.emb, chunks, spans) if chunks else (None, None)
+        out = [pickle.dumps((*w, *v)) for w, v in zip(work, _per_file(work, vecs, svecs, spans))]
         return dict(file=batch['file'], report=batch['report'], work=np.array(out, dtype=object),
                     worker=np.full(len(out), self.pid))
 
 # %% ../nbs/13_scale.ipynb #b102dc7d
-def _per_file(work:list, vecs, svecs) -> list[tuple]:
-    "Split a batch's chunk and sentence vectors back into `(vectors, sentence vectors)` per file."
+def _per_file(work:list, vecs, svecs, spans:list|None) -> list[tuple]:
+    "A batch's chunk and sentence vectors (each chunk's `spans`), split back per file: `(vectors, sentence vectors)`."
     out, lo, slo = [], 0, 0
     for _, cs, _ in work:
-        ns = sum(len(chunk_sentence_spans(c)) for c in cs) if svecs is not None else 0
+        ns = sum(len(sp) for sp in spans[lo:lo + len(cs)]) if svecs is not None else 0
         out.append((None if vecs is None else vecs[lo:lo + len(cs)], None if svecs is None else svecs[slo:slo + ns]))
         lo, slo = lo + len(cs), slo + ns
     return out
@@ -125,7 +126,7 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
                   ) -> IndexReport:
     "`ingest.index_paths` on Ray Data, into a sharded store: the same report, the same incremental behaviour."
     t0, rep = time.perf_counter(), IndexReport()
-    paths = _checked_paths(paths)
+    paths = checked_paths(paths)
     ray = ray_session(address)
     if workers is None: workers = _default_workers(ray, threads, gpus_per_worker)
     new = not store_exists(store)
@@ -144,13 +145,6 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
     return rep
 
 # %% ../nbs/13_scale.ipynb #19e11fd8
-def _checked_paths(paths) -> list[Path]:
-    "`paths` as a list of `Path`; a missing one is refused before anything starts."
-    paths = [Path(x) for x in ([paths] if isinstance(paths, (str, Path)) else paths)]
-    missing = [str(p) for p in paths if not os.path.lexists(p)]
-    if missing: raise FileNotFoundError(f"no such file or folder: {', '.join(missing)}")
-    return paths
-
 def _driver_model(new:bool, model:str|None):
     "The model a new store records, or the one to check an existing store against; for queries only (cheap to load)."
     if not new and model is None: return None
@@ -272,14 +266,13 @@ def open_on_ray(path:str|Path, # a sharded store's folder, the same path on ever
 # %% ../nbs/13_scale.ipynb #9692904f
 def store_footprint(store:str|Path) -> dict:
     "Bytes per chunk of a built store (single or sharded), by file: hnswlib index, SQLite, sentence vectors."
-    path = Path(store)
-    dirs = shard_dirs(path, shard_count(path)) if (path / 'shards.json').exists() else [path]
+    with Store.open(store, readonly=True) as s:
+        dirs, n = [x.path for x in getattr(s, 'shards', [s])], s.stats()['chunks']
     size = {'index': 0, 'sqlite': 0, 'sentences': 0}
     for f in (f for d in dirs for f in d.iterdir() if f.is_file()):
         kind = 'index' if f.suffix == '.hnsw' else 'sqlite' if 'sqlite' in f.name else 'sentences' \
             if f.name.startswith('sentences') else None
         if kind: size[kind] += f.stat().st_size
-    with Store.open(path, readonly=True) as s: n = s.stats()['chunks']
     return {k: v / max(n, 1) for k, v in size.items()}
 
 # %% ../nbs/13_scale.ipynb #ba7ba386

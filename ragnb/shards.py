@@ -205,11 +205,14 @@ def search(self:ShardedStore, query_vec:np.ndarray, k:int=5, filters:dict|None=N
 @patch
 def term_counts(self:ShardedStore, terms:list[str]) -> tuple[dict, int]:
     "The shards' term counts and chunk counts, summed."
-    df, n = {}, 0
-    for d, m in self._each(lambda _, s: s.term_counts(terms)):
-        n += m
+    return _summed(self._each(lambda _, s: s.term_counts(terms)))
+
+def _summed(parts:list[tuple]) -> tuple:
+    "Shards' `(term counts, count, ...)` tuples summed: the dicts term by term, the rest as numbers."
+    df = {}
+    for d, *_ in parts:
         for t, c in d.items(): df[t] = df.get(t, 0) + c
-    return df, n
+    return df, *(sum(x) for x in list(zip(*parts))[1:])
 
 @patch
 def term_idf(self:ShardedStore, terms:list[str]) -> dict[str, float]:
@@ -224,10 +227,8 @@ def search_lexical(self:ShardedStore, query:str, k:int=5, filters:dict|None=None
     "BM25 over all shards with the whole corpus's statistics: `[(chunk id, score)]`, best first."
     terms = query_terms(query)
     if k <= 0 or not terms: return []
-    stats, df = self._each(lambda _, s: s.lexical_stats(terms)), {}
-    for d, _, _ in stats:
-        for t, c in d.items(): df[t] = df.get(t, 0) + c
-    n, tokens = sum(x[1] for x in stats), sum(x[2] for x in stats)
+    stats = self._each(lambda _, s: s.lexical_stats(terms))
+    df, n, tokens = _summed(stats)
     found, informative = informative_terms(terms, df, n)
     score = lambda tf, dl: bm25_score(tf, dl, df, n, tokens)
     holding = lambda ts: [i for i, (d, _, _) in enumerate(stats) if any(d.get(t) for t in ts)]  # others match none
@@ -320,6 +321,7 @@ def update_manifest(self:ShardedStore, **entries):
 def _split(self:ShardedStore, chunks:list[Chunk], vectors, sentence_vectors) -> dict[int, tuple]:
     "`{shard: (chunks, vectors, sentence vectors)}` of one batch (sentence rows follow their chunks)."
     where = np.array([shard_of(c.source, self.n) for c in chunks])
+    if (where == where[0]).all(): return {int(where[0]): (chunks, vectors, sentence_vectors)}   # one file, say
     ends = None
     if sentence_vectors is not None: ends = np.cumsum([len(chunk_sentence_spans(c)) for c in chunks])
     out = {}
