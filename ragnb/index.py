@@ -4,8 +4,9 @@
 
 # %% ../nbs/03_index.ipynb #d30848e4
 from __future__ import annotations
-import errno, fcntl, hashlib, json, logging, math, os, shutil, sqlite3, struct, time, zlib
+import errno, fcntl, hashlib, json, logging, math, mmap, os, shutil, sqlite3, struct, time, zlib
 from functools import partial
+from itertools import chain
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +23,11 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 
 # %% auto #0
-__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'LEXICAL_VERSION', 'FILTER_INDEX_VERSION', 'SHARDS_FILE', 'EXACT_BELOW',
-           'EXACT_ALL_BELOW', 'BM25_K1', 'BM25_B', 'StoreError', 'StoreLockedError', 'StoreMismatchError',
-           'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file', 'FileVectors', 'chunk_sentence_spans',
-           'sentence_texts', 'SentenceVectorFile', 'Store', 'store_exists', 'text_hash', 'informative_terms',
-           'bm25_idf', 'bm25_score', 'SourceRecord']
+__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'DELTA_MAX_ROWS', 'LEXICAL_VERSION', 'FILTER_INDEX_VERSION',
+           'SHARDS_FILE', 'EXACT_BELOW', 'EXACT_ALL_BELOW', 'BM25_K1', 'BM25_B', 'StoreError', 'StoreLockedError',
+           'StoreMismatchError', 'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file', 'FileVectors',
+           'chunk_sentence_spans', 'sentence_texts', 'SentenceVectorFile', 'Store', 'store_exists', 'text_hash',
+           'informative_terms', 'bm25_idf', 'bm25_score', 'SourceRecord']
 
 # %% ../nbs/03_index.ipynb #9d57735f
 class StoreError(RuntimeError): "Base class of store errors."
@@ -145,9 +146,15 @@ def _check_upper_links(path, data, pos, n, maxM, maxlevel) -> np.ndarray:
 
 # %% ../nbs/03_index.ipynb #7991163c
 def _map_file(path:Path) -> np.ndarray:
-    "A file's bytes, memory-mapped read-only (an empty array for an empty file, which `np.memmap` refuses)."
+    "A file's bytes, memory-mapped read-only (an empty array for an empty file, which `mmap` refuses)."
     if not path.stat().st_size: return np.zeros(0, np.uint8)
-    return np.memmap(path, dtype=np.uint8, mode='r').view(np.ndarray)
+    with open(path, 'rb') as f: return np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
+
+def _release_pages(data:np.ndarray):
+    "Unmap the resident pages of a `_map_file` map from this process: they stay in the page cache, mapped on reading."
+    while isinstance(data, np.ndarray): data = data.base
+    mm = data.obj if isinstance(data, memoryview) else None
+    if isinstance(mm, mmap.mmap) and hasattr(mmap, 'MADV_DONTNEED'): mm.madvise(mmap.MADV_DONTNEED)
 
 def check_hnsw_file(path:str|Path, # an `index-*.hnsw` file
                     dim:int, # the store's dimension
@@ -168,7 +175,7 @@ def check_hnsw_file(path:str|Path, # an `index-*.hnsw` file
     vectors = np.ndarray((n, dim), np.float32, buffer=data, offset=_HNSW_HEADER.size + 4 * (maxM0 + 1),
                          strides=(per, 4)) if n else np.zeros((0, dim), np.float32)
     return dict(count=n, deleted=int((rec[:, 2] & 1).sum()), labels=labels, deleted_mask=(rec[:, 2] & 1) > 0,
-                vectors=vectors)
+                vectors=vectors, data=data)
 
 # %% ../nbs/03_index.ipynb #80351611
 class FileVectors:
@@ -176,6 +183,7 @@ class FileVectors:
     def __init__(self, info:dict): # what `check_hnsw_file` returned
         self.order = np.argsort(info['labels'], kind='stable')
         self.labels, self.vectors = info['labels'][self.order], info['vectors']
+        _release_pages(self.vectors)              # the check read every page: hand them back to the page cache
     def __repr__(self): return f'FileVectors({len(self.labels)} vectors)'
 
 # %% ../nbs/03_index.ipynb #eb5e3272
@@ -184,7 +192,9 @@ def get(self:FileVectors, ids:np.ndarray) -> np.ndarray|None:
     "The float32 vectors of labels `ids`, in order (one gather from the map), or None if any is not in the file."
     pos = np.searchsorted(self.labels, ids)
     if len(ids) and (pos.max() >= len(self.labels) or (self.labels[pos] != ids).any()): return None
-    return self.vectors[self.order[pos]]
+    out = self.vectors[self.order[pos]]
+    if len(ids): _release_pages(self.vectors)  # the kernel maps ~16 pages around each one read: hand them back
+    return out
 
 # %% ../nbs/03_index.ipynb #75051202
 def chunk_sentence_spans(chunk:Chunk) -> list[tuple[int, int]]:
@@ -286,6 +296,9 @@ class Store:
         self._writing = False                           # this writer's transaction is open (nothing cached then)
         self._removed = False                           # chunks were removed in it (tombstones, no index rewrite)
         self._index_file, self._file_vectors, self._tombstoned = None, None, set()   # what `_load` read
+        self._delta, self._delta_file = _no_delta(manifest['dim']), None   # vectors added since the index file
+        self._delta_dirty = False                       # the delta segment has uncommitted changes
+        self.delta_max_rows = DELTA_MAX_ROWS            # the most rows it holds (see "The delta segment")
         tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
         self._has_tombstones = 'tombstones' in tables
         self._filter_index = 'chunk_meta' in tables and (db.execute(
@@ -397,7 +410,9 @@ def _sync(self:Store):
         raise StoreCorruptedError(f'{self.path / "manifest.json"}: the fields that say how the store was built '
                                   'differ from what its database recorded; restore the file or re-index')
     if self.index is None or meta.get('index_file') != self._index_file: self._load(meta)
-    else: self._mark_tombstones()
+    else:
+        if (meta.get('delta_file') or None) != self._delta_file: self._load_delta(meta)
+        self._mark_tombstones()
     self.sentence_file.check(meta)
     self._generation = gen
 
@@ -407,6 +422,7 @@ def _load(self:Store, meta:dict):
     "Load the index file `meta` names, with the chunks removed since it was written (`tombstones`) marked deleted."
     self.index, self._file_vectors = _load_index(self.path, self.manifest, meta)
     self._index_file, self._tombstoned = meta.get('index_file'), set()
+    self._load_delta(meta)
     self._mark_tombstones()
 
 # %% ../nbs/03_index.ipynb #de2ea8df
@@ -419,6 +435,71 @@ def _mark_tombstones(self:Store):
         try: self.index.mark_deleted(i)
         except RuntimeError: pass                     # already deleted in the file
         self._tombstoned.add(i)
+
+# %% ../nbs/03_index.ipynb #993cf9ff
+DELTA_MAX_ROWS = 4_096        # the most rows the delta segment holds, beside an index of at least as many
+_DELTA_MAGIC = b'RAGNBDV1'
+
+def _no_delta(dim:int) -> tuple[np.ndarray, np.ndarray]: return np.zeros(0, np.int64), np.zeros((0, dim), np.float32)
+
+def _delta_bytes(ids:np.ndarray, vecs:np.ndarray) -> bytes:
+    "A delta file's bytes: magic, row count, the labels (int64, ascending), the vectors (float32), little-endian."
+    return _DELTA_MAGIC + struct.pack('<Q', len(ids)) + ids.astype('<i8').tobytes() + vecs.astype('<f4').tobytes()
+
+# %% ../nbs/03_index.ipynb #6062de11
+def _read_delta(path:Path, meta:dict, dim:int) -> tuple[np.ndarray, np.ndarray]:
+    "The delta segment `meta` names, `(labels, vectors)`, checked against its size and SHA-256; empty if none."
+    if not meta.get('delta_file'): return _no_delta(dim)
+    f = path / meta['delta_file']
+    try: data = f.read_bytes()
+    except FileNotFoundError: raise _GenerationGone(f'{f}: delta file missing; re-index into a new store') from None
+    n = struct.unpack_from('<Q', data, 8)[0] if len(data) >= 16 and data[:8] == _DELTA_MAGIC else -1
+    if n < 0 or len(data) != 16 + n * (8 + 4 * dim) or hashlib.sha256(data).hexdigest() != meta.get('delta_sha256'):
+        raise StoreCorruptedError(f'{f}: delta file truncated or corrupted (size/SHA-256 differ from the database); '
+                                  'restore it from a backup or re-index into a new store')
+    ids = np.frombuffer(data, '<i8', n, 16).astype(np.int64)
+    return ids, np.frombuffer(data, '<f4', n * dim, 16 + 8 * n).astype(np.float32).reshape(n, dim)
+
+# %% ../nbs/03_index.ipynb #e4302b33
+@patch
+def _load_delta(self:Store, meta:dict):
+    "Load the delta segment `meta` names (none: empty)."
+    self._delta, self._delta_file = _read_delta(self.path, meta, self.manifest['dim']), meta.get('delta_file') or None
+
+@patch
+def _write_delta(self:Store, gen:int, written:list) -> dict:
+    "Write the delta segment as generation `gen`'s file (no file when it is empty); its meta entries."
+    ids, vecs = self._delta
+    if not len(ids): return dict(delta_file='', delta_sha256='')
+    f, data = self.path / f'delta-{gen:06d}.f32', _delta_bytes(ids, vecs)
+    written.append(f)
+    _fsync_write(f, data)
+    return dict(delta_file=f.name, delta_sha256=hashlib.sha256(data).hexdigest())
+
+# %% ../nbs/03_index.ipynb #6a1a8888
+@patch
+def _add_vectors(self:Store, ids:np.ndarray, vectors:np.ndarray):
+    "Add vectors to the delta segment while it stays small beside a big index, else fold it and them into hnswlib."
+    dids, dvecs = self._delta
+    n = self.index.element_count
+    if len(dids) + len(ids) <= min(self.delta_max_rows, n // 8) and n >= self.delta_max_rows:
+        self._delta, self._delta_dirty = (np.concatenate([dids, ids]), np.concatenate([dvecs, vectors])), True
+        return
+    if len(dids): ids, vectors = np.concatenate([dids, ids]), np.concatenate([dvecs, vectors])
+    need = self.index.element_count + len(ids)
+    if need > self.index.get_max_elements(): self.index.resize_index(max(need, 2 * self.index.get_max_elements()))
+    self.index.add_items(vectors, ids)
+    self._dirty, self._delta_dirty, self._delta = True, self._delta_dirty or bool(len(dids)), (dids[:0], dvecs[:0])
+
+# %% ../nbs/03_index.ipynb #8086c46b
+@patch
+def _drop_from_delta(self:Store, ids:list) -> list:
+    "Drop `ids` from the delta segment; the ones that are not in it (they are in the index)."
+    dids, dvecs = self._delta
+    gone = np.isin(dids, ids)
+    if not gone.any(): return list(ids)
+    self._delta, self._delta_dirty = (dids[~gone], dvecs[~gone]), True
+    return sorted(set(ids) - set(dids[gone].tolist()))
 
 # %% ../nbs/03_index.ipynb #b91770cf
 @patch
@@ -484,8 +565,9 @@ def refresh(self:Store) -> bool:
 # %% ../nbs/03_index.ipynb #af8251b2
 def _remove_stale(path:Path, meta:dict):
     "Remove files no generation needs: all but the current and the previous generation's, and leftover temp files."
-    keep = {meta.get(k) for k in ('index_file', 'sent_file', 'prev_index_file', 'prev_sent_file')}
-    for f in [*path.glob('index-*.hnsw*'), *path.glob('sentences-*.f16*'), *path.glob('manifest.json.tmp*')]:
+    keep = {meta.get(f'{p}{k}_file') for k in ('index', 'sent', 'delta') for p in ('', 'prev_')}
+    for f in [*path.glob('index-*.hnsw*'), *path.glob('sentences-*.f16*'), *path.glob('delta-*.f32*'),
+              *path.glob('manifest.json.tmp*')]:
         if f.name not in keep: f.unlink(missing_ok=True)
 
 # %% ../nbs/03_index.ipynb #831a41d7
@@ -645,6 +727,7 @@ def close(self:Store):
     if self._lock is not None and self.db.in_transaction: self.db.execute('rollback')
     self.sentence_file._map, self._sent_pending, self._sent_target = None, 0, None
     self.index, self._file_vectors, self._index_file, self._cache = None, None, None, (None, {})
+    self._delta, self._delta_file = _no_delta(self.manifest['dim']), None
     self.db.close()
     if self._lock:
         self._lock.close()
@@ -735,10 +818,7 @@ def _insert_chunks(self:Store, ids, chunks, vectors, spans, sentence_vectors):
                         [_chunk_row(i, c) for i, c in zip(ids, chunks)])
     if self._filter_index: self.db.execute(f'insert or ignore into chunk_meta {_META_ROWS} and c.id between ? and ?',
                                            (ids[0], ids[-1]))
-    need = self.index.element_count + len(chunks)
-    if need > self.index.get_max_elements(): self.index.resize_index(max(need, 2 * self.index.get_max_elements()))
-    self.index.add_items(vectors, ids)
-    self._dirty = True
+    self._add_vectors(np.asarray(ids, np.int64), vectors)
     if spans is not None: self._add_sentence_rows(ids, spans, sentence_vectors)
     self.db.executemany('insert into lexical(rowid, terms, lang) values (?,?,?)',
                         [_lexical_row(i, c.text, c.mode) for i, c in zip(ids, chunks)])
@@ -788,9 +868,10 @@ def remove_source(self:Store, source:str, *, commit:bool=True) -> int:
     "Remove every chunk of `source` (hnswlib `mark_deleted`); returns how many."
     self._begin()
     ids = [r[0] for r in self.db.execute('select id from chunks where source=?', (source,))]
-    for i in ids: self.index.mark_deleted(i)
-    self._removed |= bool(ids)
-    self.db.executemany('insert or ignore into tombstones values (?)', [(i,) for i in ids])
+    in_index = self._drop_from_delta(ids)
+    for i in in_index: self.index.mark_deleted(i)
+    self._removed |= bool(in_index)
+    self.db.executemany('insert or ignore into tombstones values (?)', [(i,) for i in in_index])
     self.db.execute('delete from sentences where chunk_id in (select id from chunks where source=?)', (source,))
     self.db.executemany('delete from lexical where rowid = ?', [(i,) for i in ids])
     self.db.executemany('delete from chunk_meta where id = ?', [(i,) for i in ids])
@@ -815,22 +896,33 @@ def _save_index(index, f:Path):
         os.replace(tmp, f)
     finally: tmp.unlink(missing_ok=True)
 
+# %% ../nbs/03_index.ipynb #7c9f5f02
+def _trim_wal(db, wal:Path, above:int=4 << 20):
+    "Checkpoint and truncate the write-ahead log when it passed `above` bytes, unless a reader needs it now."
+    try:
+        if wal.stat().st_size <= above: return
+    except FileNotFoundError: return
+    db.execute('pragma busy_timeout=0')
+    try: db.execute('pragma wal_checkpoint(truncate)').fetchall()
+    finally: db.execute('pragma busy_timeout=5000')
+
 # %% ../nbs/03_index.ipynb #f0904cab
 @patch
 def commit(self:Store):
     "Write what changed (an index file only after adds or to compact), then commit SQLite with the pointers to it."
     if not self.db.in_transaction: return
-    if not (self._dirty or self._removed or self._sent_pending):
+    if not (self._dirty or self._removed or self._sent_pending or self._delta_dirty):
         _commit_db(self.db)
         self._writing = False
         return
     old, written = self._meta(), []
     gen = int(old.get('generation', 0)) + 1
     meta = dict(generation=gen, max_label=self._next_label() - 1, prev_index_file=old.get('index_file', ''),
-                prev_sent_file=old.get('sent_file', ''))
+                prev_sent_file=old.get('sent_file', ''), prev_delta_file=old.get('delta_file', ''))
     try:
         index = self._compacted_index() if self._index_is_mostly_deleted() else self.index
         if self._dirty or index is not self.index: meta.update(self._write_index(index, gen, written))
+        if self._delta_dirty: meta.update(self._write_delta(gen, written))
         if self.manifest.get('sentence_vectors'): meta.update(self._write_sentences(gen, written))
         self.db.executemany('insert or replace into meta values (?, ?)', [(k, str(v)) for k, v in meta.items()])
         _commit_db(self.db)
@@ -839,9 +931,11 @@ def commit(self:Store):
         if _is_disk_full(e): raise _disk_full_error(self.path, e) from None
         raise
     if 'index_file' in meta: self.index, self._index_file, self._file_vectors = index, meta['index_file'], None
-    self._dirty = self._removed = self._writing = False
+    if 'delta_file' in meta: self._delta_file = meta['delta_file'] or None
+    self._dirty = self._removed = self._writing = self._delta_dirty = False
     self._sent_pending, self._sent_target, self._generation = 0, None, str(gen)
     _remove_stale(self.path, self._meta())
+    _trim_wal(self.db, self.path / 'chunks.sqlite-wal')
 
 # %% ../nbs/03_index.ipynb #83467ebb
 @patch
@@ -858,7 +952,7 @@ def _write_index(self:Store, index, gen:int, written:list) -> dict:
 # %% ../nbs/03_index.ipynb #b314159c
 @patch
 def _index_is_mostly_deleted(self:Store) -> bool:
-    live = self.db.execute('select count(*) from chunks').fetchone()[0]
+    live = self.db.execute('select count(*) from chunks').fetchone()[0] - len(self._delta[0])   # live in the index
     return self.index.element_count - live > max(live, self.compact_min_rows)
 
 # %% ../nbs/03_index.ipynb #15450349
@@ -867,6 +961,7 @@ def _compacted_index(self:Store):
     "A new hnswlib index of the live chunks' vectors, under the same labels."
     import hnswlib
     m, ids = self.manifest, np.array([r[0] for r in self.db.execute('select id from chunks order by id')], np.int64)
+    ids = ids[~np.isin(ids, self._delta[0])]       # the delta segment's rows stay where they are
     index = hnswlib.Index(space='ip', dim=m['dim'])
     index.init_index(max_elements=max(1024, 2 * len(ids)), M=m['M'], ef_construction=m['ef_construction'])
     if len(ids): index.add_items(np.asarray(self.index.get_items(ids, return_type='numpy'), np.float32), ids)
@@ -879,8 +974,9 @@ def rollback(self:Store, remove:list=()):
     "Drop uncommitted changes: the SQLite transaction, pending sentence rows, and the in-memory index's changes."
     if self.db.in_transaction: self.db.execute('rollback')
     for f in remove: Path(f).unlink(missing_ok=True)
-    changed, self._sent_pending, self._sent_target, self._max_label = self._dirty or self._removed, 0, None, 0
-    self._dirty = self._removed = self._writing = False
+    changed = self._dirty or self._removed or self._delta_dirty
+    self._sent_pending, self._sent_target, self._max_label = 0, None, 0
+    self._dirty = self._removed = self._writing = self._delta_dirty = False
     if changed:
         with self._snapshot(): self._load(self._meta())
 
@@ -1057,14 +1153,35 @@ def _nearest(self:Store, q, kk, allowed, exact_below):
         if allowed is not None:
             aset = set(allowed.tolist())
             fn = lambda i: i in aset
+        if len(self._delta[0]): return self._nearest_with_delta(q, kk, allowed, fn)
         try:
             lab, dist = self.index.knn_query(q, k=kk, filter=fn)
             if lab.shape[1] == kk: return lab[0], 1 - dist[0]
         except RuntimeError: pass                 # hnswlib could not fill k: fall back to exact search
+    return self._nearest_exact(q, kk, allowed)
+
+@patch
+def _nearest_exact(self:Store, q, kk, allowed):
+    "The exact `kk` nearest among `allowed` (None: every live chunk)."
     ids = allowed
     if ids is None: ids = np.array([r[0] for r in self.db.execute('select id from chunks')], np.int64)
     sims = self._vectors(ids) @ q
     top = np.argsort(-sims)[:kk]
+    return ids[top], sims[top]
+
+# %% ../nbs/03_index.ipynb #8869e8ed
+@patch
+def _nearest_with_delta(self:Store, q, kk, allowed, fn):
+    "hnswlib's `kk` nearest in the index and the exact ones in the delta segment, merged by score."
+    dids, dvecs = self._delta
+    keep = np.ones(len(dids), bool) if allowed is None else np.isin(dids, allowed)
+    ids, sims = dids[keep], dvecs[keep] @ q
+    in_index = min(kk, (self._live_count() if allowed is None else len(allowed)) - len(ids))
+    if in_index > 0:
+        try: lab, dist = self.index.knn_query(q, k=in_index, filter=fn)
+        except RuntimeError: return self._nearest_exact(q, kk, allowed)     # hnswlib could not fill k
+        ids, sims = np.concatenate([lab[0].astype(np.int64), ids]), np.concatenate([1 - dist[0], sims])
+    top = np.argsort(-sims, kind='stable')[:kk]
     return ids[top], sims[top]
 
 # %% ../nbs/03_index.ipynb #9402dcc6
@@ -1079,7 +1196,20 @@ def _all_vectors(self:Store) -> tuple[np.ndarray, np.ndarray]:
 # %% ../nbs/03_index.ipynb #0170d205
 @patch
 def _vectors(self:Store, ids:np.ndarray) -> np.ndarray:
-    "The vectors of chunks `ids`: from the committed index file's map, or hnswlib's copy while changes are pending."
+    "The vectors of chunks `ids`: from the delta segment, and the rest from `_index_vectors`."
+    dids, dvecs = self._delta
+    if not len(dids) or not len(ids): return self._index_vectors(ids)
+    pos = np.minimum(np.searchsorted(dids, ids), len(dids) - 1)
+    hit = dids[pos] == ids
+    if not hit.any(): return self._index_vectors(ids)
+    out = np.empty((len(ids), dvecs.shape[1]), np.float32)
+    out[hit] = dvecs[pos[hit]]
+    if not hit.all(): out[~hit] = self._index_vectors(ids[~hit])
+    return out
+
+@patch
+def _index_vectors(self:Store, ids:np.ndarray) -> np.ndarray:
+    "The vectors of index rows `ids`: from the committed index file's map, or hnswlib's copy while changes are pending."
     if not self._dirty and self._index_file is not None:
         if self._file_vectors is None:
             self._file_vectors = FileVectors(check_hnsw_file(self.path / self._index_file, self.manifest['dim']))
@@ -1331,15 +1461,16 @@ def list_sources(self:Store, filters:dict|None=None) -> list[dict]:
 def replace_sources(self:Store, removed:list[str], # source keys to drop
                     records:list[SourceRecord], # sources to (re)write: their old chunks go, `chunks` come
                     chunks:list[Chunk]=(), vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None, *,
-                    batches=None, # or: an iterable of (chunks, vectors, sentence vectors), added as each comes
+                    batches=None, # or: an iterable of (records, chunks, vectors, sentence vectors), as they come
                    ):
     "Remove `removed` and the old chunks of `records`, add `chunks`, record `records`: one transaction, one commit."
     self._begin()
     try:
-        for src in [*removed, *(r.source for r in records)]: self.remove_source(src, commit=False)
-        for cs, vs, svs in ([(chunks, vectors, sentence_vectors)] if batches is None else batches):
+        for recs, cs, vs, svs in chain([(records, chunks, vectors, sentence_vectors)], batches or ()):
+            for src in [*removed, *(r.source for r in recs)]: self.remove_source(src, commit=False)
             if len(cs): self.add_documents(cs, vs, sentence_vectors=svs, commit=False)
-        self._record_sources(records)
+            self._record_sources(recs)
+            removed = ()
         self.commit()
     except BaseException:
         self.rollback()
@@ -1389,6 +1520,8 @@ def verify(self:Store) -> dict:
         info = check_hnsw_file(f, self.manifest['dim'])
         live = set(info['labels'][~info['deleted_mask']].tolist())
         deleted, live = info['deleted'] + len(live & gone), live - gone
+    try: live |= set(_read_delta(self.path, meta, self.manifest['dim'])[0].tolist())
+    except StoreCorruptedError as e: problems.append(str(e))
     problems += [f'{len(ids - live)} chunks missing from the index'] * bool(ids - live)
     problems += [f'{len(live - ids)} index labels without a chunk'] * bool(live - ids)
     problems += [f'{len(bad_text)} chunks do not match their hash (ids {bad_text[:5]})'] * bool(bad_text)

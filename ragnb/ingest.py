@@ -8,7 +8,8 @@ import hashlib, json, os, stat, time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from itertools import chain
+from typing import Callable, Iterable
 
 from fastcore.basics import patch
 
@@ -21,8 +22,8 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
 # %% auto #0
 __all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'unreadable_reason', 'eval_data_reason',
            'source_key', 'display_path', 'SourceFile', 'scan_path', 'list_files', 'changed_source', 'metadata_json',
-           'chunk_sources', 'checked_paths', 'index_paths', 'embedded_batches', 'embed_chunks', 'bundled_data_dir',
-           'default_corpus', 'default_store_dir', 'open_default_store']
+           'chunk_sources', 'checked_paths', 'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks',
+           'bundled_data_dir', 'default_corpus', 'default_store_dir', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -257,32 +258,48 @@ def index_paths(store:Store, # a store opened for writing
     paths = checked_paths(paths)
     known = store.sources()
     _check_source_keys(store, known)
-    todo = [sf for p in paths for sf in scan_path(p, rep, known, metadata_json(metadata), max_bytes)]
-    chunks, records = chunk_sources(todo, metadata)
-    if rep.removed or records: _embed_and_replace(store, rep, todo, chunks, records, progress)
-    rep.chunks, rep.seconds = len(chunks), time.perf_counter() - t0
+    listed = []
+    for p in paths:
+        files, gone = list_files(p, rep, known, max_bytes)
+        listed, rep.removed = listed + [(f, p) for f in files], rep.removed + gone
+    mjson = metadata_json(metadata)
+    todo = (sf for f, p in listed if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), mjson)))
+    batches = embedded_batches(store, chunk_batches(todo, metadata, rep, INDEX_BATCH), progress, files=len(listed))
+    first = next(batches, None)                  # nothing changed and nothing removed: nothing is written
+    if first is not None or rep.removed: store.replace_sources(rep.removed, [], batches=chain([first] * bool(first),
+                                                                                               batches))
+    rep.seconds = time.perf_counter() - t0
     return rep
 
 # %% ../nbs/03a_ingest.ipynb #f288ad90
-def _embed_and_replace(store:Store, rep:IndexReport, todo:list, chunks:list, records:list, progress):
-    "Embed the chunks (and their sentences) a batch at a time into the open transaction, then commit once."
-    batches = embedded_batches(store, chunks, progress) if chunks else None
-    store.replace_sources(rep.removed, records, batches=batches)
-    for sf in todo: (rep.updated if sf.existed else rep.added).append(sf.source)
-
-# %% ../nbs/03a_ingest.ipynb #4937c8fb
 INDEX_BATCH = 256   # chunks embedded and added together
 
-def embedded_batches(store:Store, chunks:list[Chunk], progress:bool|None=None):
-    "`(chunks, vectors, sentence vectors or None)` for `chunks`, `INDEX_BATCH` at a time, with the store's model."
-    emb, sentences = store.embedder, store.manifest.get('sentence_vectors')
+def chunk_batches(todo:Iterable[SourceFile], metadata:dict|None, rep:IndexReport, size:int=INDEX_BATCH):
+    "`(records, chunks)` of about `size` chunks, each file read and chunked as it comes; what was done goes to `rep`."
+    records, chunks = [], []
+    for sf in todo:
+        cs, recs = chunk_sources([sf], metadata)
+        records, chunks, rep.chunks = records + recs, chunks + cs, rep.chunks + len(cs)
+        (rep.updated if sf.existed else rep.added).append(sf.source)
+        if len(chunks) >= size:
+            yield records, chunks
+            records, chunks = [], []
+    if records: yield records, chunks
+
+# %% ../nbs/03a_ingest.ipynb #4937c8fb
+def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`, as `chunk_batches` gives them
+                     progress:bool|None=None, files:int=0): # the files listed, for the progress bar
+    "`(records, chunks, vectors, sentence vectors or None)`, `INDEX_BATCH` chunks at a time; records come first."
+    sentences = store.manifest.get('sentence_vectors')
     from tqdm.auto import tqdm
-    with tqdm(total=len(chunks), desc='indexing', unit='chunk',
-              disable=not shows_progress(len(chunks), progress)) as bar:
-        for lo in range(0, len(chunks), INDEX_BATCH):
-            part = chunks[lo:lo + INDEX_BATCH]
-            yield part, *embed_chunks(emb, part, [chunk_sentence_spans(c) for c in part] if sentences else None)
-            bar.update(len(part))
+    with tqdm(total=files, desc='indexing', unit='file', disable=not shows_progress(files, progress)) as bar:
+        for records, chunks in batches:
+            for lo in range(0, max(len(chunks), 1), INDEX_BATCH):
+                part = chunks[lo:lo + INDEX_BATCH]
+                spans = [chunk_sentence_spans(c) for c in part] if sentences else None
+                yield records * (lo == 0), part, *(embed_chunks(store.embedder, part, spans) if part else (None, None))
+            bar.update(len(records))
+        bar.update(files - bar.n)                # the unchanged files are done too
 
 def embed_chunks(emb, chunks:list[Chunk], spans:list|None) -> tuple:
     "The pure batch function: `chunks`' vectors, and the vectors of their sentences at `spans` (None: none)."

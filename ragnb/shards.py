@@ -359,9 +359,9 @@ def replace_sources(self:ShardedStore, removed:list[str], records:list[SourceRec
                     vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None, *, batches=None):
     "`Store.replace_sources`, routed by `stage_sources`: one transaction and one commit per shard touched."
     try:
-        self.stage_sources(removed, records)
-        for cs, vs, svs in ([(chunks, vectors, sentence_vectors)] if batches is None else batches):
-            self.stage_sources(chunks=cs, vectors=vs, sentence_vectors=svs)
+        self.stage_sources(removed, records, chunks, vectors, sentence_vectors)
+        for recs, cs, vs, svs in batches or ():
+            self.stage_sources(records=recs, chunks=cs, vectors=vs, sentence_vectors=svs)
         self.commit()
     except BaseException:
         self.rollback()                 # the shards committed already stay so

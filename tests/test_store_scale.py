@@ -162,6 +162,32 @@ def test_a_no_op_index_run_writes_nothing(tmp_path):
         rep = index_paths(s, [corpus / 'docs', corpus / 'code'])
         assert rep.counts()['unchanged'] > 0 and not rep.removed
     assert state() == before
+    with Store.open(store) as s:                          # the manifest names a model that cannot load
+        index_paths(s, [corpus / 'docs', corpus / 'code'])
+        assert not s.embedder_loaded
+    assert state() == before
+
+
+def test_files_streamed_in_small_batches_give_the_same_store(tmp_path, monkeypatch):
+    import ragnb.ingest as ingest
+    corpus = faults.copy_corpus(tmp_path / 'corpus')
+    paths = [corpus / 'docs', corpus / 'code']
+    def rows(s): return sorted(s.db.execute('select source, start_char, end_char, text, content_hash from chunks'))
+    with Store.open(tmp_path / 'one', embedder=faults.HashEmbedder()) as s:
+        index_paths(s, paths)
+        want = rows(s)
+    monkeypatch.setattr(ingest, 'INDEX_BATCH', 3)         # files' chunks now span several batches
+    with Store.open(tmp_path / 'small', embedder=faults.HashEmbedder()) as s:
+        rep = index_paths(s, paths)
+        assert rows(s) == want and rep.chunks == len(want) and s.verify()['problems'] == []
+        f = max((corpus / 'docs').rglob('*.md'), key=lambda f: f.stat().st_size)
+        f.write_text(f.read_text() + '\n\n## Added\n\nOne more paragraph, at the end.\n')
+        rep = index_paths(s, paths)
+        assert len(rep.updated) == 1 and len(rep.unchanged) > 0 and not rep.added
+        got = rows(s)
+        assert [r for r in got if r[0] != rep.updated[0]] == [r for r in want if r[0] != rep.updated[0]]
+        assert any('One more paragraph' in r[3] for r in got) and s.verify()['problems'] == []
+        assert s.sources()[rep.updated[0]].n_chunks == sum(r[0] == rep.updated[0] for r in got) > 1
 
 
 def test_exact_below_is_where_the_exact_search_stops(built):
