@@ -482,7 +482,8 @@ def _add_vectors(self:Store, ids:np.ndarray, vectors:np.ndarray):
     "Add vectors to the delta segment while it stays small beside a big index, else fold it and them into hnswlib."
     dids, dvecs = self._delta
     n = self.index.element_count
-    if len(dids) + len(ids) <= min(self.delta_max_rows, n // 8) and n >= self.delta_max_rows:
+    small = len(dids) + len(ids) <= min(self.delta_max_rows, n // 8) and n >= self.delta_max_rows
+    if small and not self._dirty:              # (an index file this commit writes anyway takes them all)
         self._delta, self._delta_dirty = (np.concatenate([dids, ids]), np.concatenate([dvecs, vectors])), True
         return
     if len(dids): ids, vectors = np.concatenate([dids, ids]), np.concatenate([dvecs, vectors])
@@ -904,6 +905,7 @@ def _trim_wal(db, wal:Path, above:int=4 << 20):
     except FileNotFoundError: return
     db.execute('pragma busy_timeout=0')
     try: db.execute('pragma wal_checkpoint(truncate)').fetchall()
+    except sqlite3.OperationalError: pass          # busy: the commit is done, the log shrinks another time
     finally: db.execute('pragma busy_timeout=5000')
 
 # %% ../nbs/03_index.ipynb #f0904cab
@@ -1466,11 +1468,11 @@ def replace_sources(self:Store, removed:list[str], # source keys to drop
     "Remove `removed` and the old chunks of `records`, add `chunks`, record `records`: one transaction, one commit."
     self._begin()
     try:
+        for src in removed: self.remove_source(src, commit=False)
         for recs, cs, vs, svs in chain([(records, chunks, vectors, sentence_vectors)], batches or ()):
-            for src in [*removed, *(r.source for r in recs)]: self.remove_source(src, commit=False)
+            for r in recs: self.remove_source(r.source, commit=False)     # a source's old chunks, then its new ones
             if len(cs): self.add_documents(cs, vs, sentence_vectors=svs, commit=False)
             self._record_sources(recs)
-            removed = ()
         self.commit()
     except BaseException:
         self.rollback()

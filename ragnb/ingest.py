@@ -266,8 +266,8 @@ def index_paths(store:Store, # a store opened for writing
     todo = (sf for f, p in listed if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), mjson)))
     batches = embedded_batches(store, chunk_batches(todo, metadata, rep, INDEX_BATCH), progress, files=len(listed))
     first = next(batches, None)                  # nothing changed and nothing removed: nothing is written
-    if first is not None or rep.removed: store.replace_sources(rep.removed, [], batches=chain([first] * bool(first),
-                                                                                               batches))
+    if first is not None: store.replace_sources(rep.removed, [], batches=chain([first], batches))
+    elif rep.removed: store.replace_sources(rep.removed, [])
     rep.seconds = time.perf_counter() - t0
     return rep
 

@@ -148,3 +148,13 @@ def test_compaction_keeps_the_delta_rows(built):
         q = unit_rows(rng, 1)[0]
         assert [i for i, _ in r.search_ids(q, 10, {'tenant': 4})] == \
             brute(vec_of, q, 10, lambda i: i > 1600 and (i - 1) % 30 == 4)
+
+
+def test_adds_after_a_fold_in_the_same_transaction_go_into_the_index(built):
+    s, vec_of, rng = built
+    s.add_documents(make_chunks(N, N + 100), unit_rows(rng, 100), commit=False)   # past the bound: the index
+    s.add_documents(make_chunks(N + 100, N + 105), unit_rows(rng, 5), commit=False)
+    assert len(s._delta[0]) == 0
+    s.commit()
+    with Store.open(s.path, readonly=True) as r:
+        assert r.index.element_count == N + 105 and r._delta_file is None and r.verify()['problems'] == []
