@@ -35,6 +35,16 @@ def unit(rng, dim):
     return v / np.linalg.norm(v)
 
 
+class VecOnly:
+    "An embedder stand-in for stores fed with precomputed 32-d vectors (it embeds nothing)."
+    name, dim, pooling, query_instruction = 'test/random-32', 32, 'cls', ''
+
+
+def unit_rows(rng, n, dim=32):
+    v = rng.standard_normal((n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
 def copy_corpus(dst):
     "The bundled docs and code, copied (tests edit them)."
     dst = Path(dst)

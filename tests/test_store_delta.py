@@ -2,20 +2,11 @@
 with brute force; removals, folding, crashes, corruption and readers on other generations."""
 import numpy as np, pytest
 
+from faults import VecOnly, unit_rows
 from ragnb.chunking import Chunk
 from ragnb.index import Store, StoreCorruptedError
 
-DIM, N = 32, 3000
-
-
-class VecOnly:
-    "An embedder stand-in for stores fed with precomputed vectors."
-    name, dim, pooling, query_instruction = 'test/random-32', DIM, 'cls', ''
-
-
-def unit_rows(rng, n):
-    v = rng.standard_normal((n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+N = 3000
 
 
 def make_chunks(lo, hi):
@@ -158,3 +149,16 @@ def test_adds_after_a_fold_in_the_same_transaction_go_into_the_index(built):
     s.commit()
     with Store.open(s.path, readonly=True) as r:
         assert r.index.element_count == N + 105 and r._delta_file is None and r.verify()['problems'] == []
+
+
+def test_big_stale_files_are_removed_on_a_thread(built, monkeypatch):
+    import threading, ragnb.index as ix
+    s, vec_of, rng = built
+    monkeypatch.setattr(ix, 'UNLINK_ON_THREAD', 0)        # every stale file counts as big
+    s.delta_max_rows = 0                                   # every add writes an index file
+    for lo in (N, N + 5, N + 10): s.add_documents(make_chunks(lo, lo + 5), unit_rows(rng, 5))
+    for t in threading.enumerate():
+        if t.name == 'ragnb-unlink': t.join()
+    with s._snapshot(): meta = s._meta()
+    assert files(s.path, 'index-*.hnsw') == sorted([meta['index_file'], meta['prev_index_file']])
+    with Store.open(s.path, readonly=True) as r: assert r.stats()['chunks'] == N + 15

@@ -79,7 +79,7 @@ def test_a_truncated_index_write_is_caught(tmp_path, monkeypatch):
                 def save_index(self, p):
                     index.save_index(p)
                     os.truncate(p, 100)
-            real_save(Short(), f)
+            return real_save(Short(), f)
         monkeypatch.setattr(ix, '_save_index', short_write)
         with pytest.raises(OSError, match='wrote 100 of'):
             s.add_documents([Chunk('[Doc: B]\nThree.', 'b.md', 'documental', 'B', 1, 1, 0, 6, 'v')])

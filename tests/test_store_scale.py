@@ -9,19 +9,8 @@ import numpy as np, pytest
 import faults
 from ragnb.chunking import Chunk
 from ragnb.index import EXACT_BELOW, Store, StoreCorruptedError, _filter_sql
+from faults import VecOnly, unit_rows
 from ragnb.ingest import index_paths
-
-DIM = 32
-
-
-class VecOnly:
-    "An embedder stand-in for stores fed with precomputed vectors."
-    name, dim, pooling, query_instruction = 'test/random-32', DIM, 'cls', ''
-
-
-def unit_rows(rng, n):
-    v = rng.standard_normal((n, DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
 def mixed_metadata(i):
@@ -196,3 +185,14 @@ def test_exact_below_is_where_the_exact_search_stops(built):
     ids = sorted(vec_of)
     want = sorted(ids, key=lambda i: -float(vec_of[i] @ q))[:10]
     assert EXACT_BELOW >= 3000 and [i for i, _ in s.search_ids(q, 10, {'lang': ['es', 'en']})] == want
+
+
+@pytest.mark.parametrize('filters', [{'tenant': 3}, {'tenant': [1, 2, 29]}, {'lang': 'en'}, {'source': 'src299'}],
+                         ids=['one tenant', 'three tenants', 'a third', 'the highest labels'])
+def test_hnswlibs_filtered_search_admits_only_the_allowed_ids(built, filters):
+    s, vec_of, rng = built
+    with s._snapshot(): allowed = set(s.allowed_ids(filters).tolist())
+    for q in unit_rows(rng, 5):
+        got = [i for i, _ in s.search_ids(q, 10, filters, exact_below=0)]     # hnswlib, the allowed set as a byte map
+        want = sorted(allowed, key=lambda i: -float(vec_of[i] @ q))[:10]
+        assert len(got) == 10 and set(got) <= allowed and len(set(got) & set(want)) >= 9
