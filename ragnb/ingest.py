@@ -21,9 +21,10 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
 
 # %% auto #0
 __all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'unreadable_reason', 'eval_data_reason',
-           'source_key', 'display_path', 'SourceFile', 'scan_path', 'list_files', 'changed_source', 'metadata_json',
-           'chunk_sources', 'checked_paths', 'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks',
-           'bundled_data_dir', 'default_corpus', 'default_store_dir', 'open_default_store']
+           'source_key', 'display_path', 'SourceFile', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
+           'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths', 'index_paths', 'chunk_batches',
+           'embedded_batches', 'embed_chunks', 'bundled_data_dir', 'default_corpus', 'default_store_dir',
+           'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -173,10 +174,20 @@ def scan_path(p:Path, # a file or folder given to `index_paths`
               mjson:str, # the run's metadata, as sorted JSON
               max_bytes:int=MAX_FILE_BYTES) -> list[SourceFile]:
     "The files under `p` that are new or changed; the rest of what was found, or went missing, goes to `rep`."
-    files, gone = list_files(p, rep, known, max_bytes)
-    todo = [sf for f in files if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), mjson))]
-    rep.removed += gone
-    return todo
+    return list(changed_sources(listed_files([p], rep, known, max_bytes), rep, known, mjson))
+
+def listed_files(paths:list[Path], rep:IndexReport, known:dict[str, SourceRecord],
+                 max_bytes:int=MAX_FILE_BYTES) -> list[tuple[Path, Path]]:
+    "`(file, path given)` for each file worth reading under `paths`; the `known` sources gone go to `rep.removed`."
+    listed = []
+    for p in paths:
+        files, gone = list_files(p, rep, known, max_bytes)
+        listed, rep.removed = listed + [(f, p) for f in files], rep.removed + gone
+    return listed
+
+def changed_sources(listed:list[tuple[Path, Path]], rep:IndexReport, known:dict[str, SourceRecord], mjson:str):
+    "The listed files that are new or changed, each read when it is asked for (`changed_source`)."
+    return (sf for f, p in listed if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), mjson)))
 
 def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
                max_bytes:int=MAX_FILE_BYTES) -> tuple[list[Path], list[str]]:
@@ -258,12 +269,8 @@ def index_paths(store:Store, # a store opened for writing
     paths = checked_paths(paths)
     known = store.sources()
     _check_source_keys(store, known)
-    listed = []
-    for p in paths:
-        files, gone = list_files(p, rep, known, max_bytes)
-        listed, rep.removed = listed + [(f, p) for f in files], rep.removed + gone
-    mjson = metadata_json(metadata)
-    todo = (sf for f, p in listed if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), mjson)))
+    listed = listed_files(paths, rep, known, max_bytes)
+    todo = changed_sources(listed, rep, known, metadata_json(metadata))
     batches = embedded_batches(store, chunk_batches(todo, metadata, rep, INDEX_BATCH), progress, files=len(listed))
     first = next(batches, None)                  # nothing changed and nothing removed: nothing is written
     if first is not None: store.replace_sources(rep.removed, [], batches=chain([first], batches))

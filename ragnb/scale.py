@@ -15,7 +15,7 @@ from fastcore.basics import patch
 from .index import Store, chunk_sentence_spans, store_exists
 from .shards import ShardedStore, shard_count, shard_dirs
 from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, checked_paths, chunk_sources, embed_chunks
-from .ingest import list_files, metadata_json, shows_progress, source_key, _check_source_keys
+from .ingest import listed_files, metadata_json, shows_progress, source_key, _check_source_keys
 
 # %% auto #0
 __all__ = ['SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor', 'index_with_ray', 'RayPlan', 'ShardActor',
@@ -43,15 +43,10 @@ def ray_session(address:str|None=None, # None: a local runtime; 'auto' or 'ray:/
     return ray
 
 # %% ../nbs/13_scale.ipynb #3c23e760
-def file_rows(paths:list[Path], rep:IndexReport, known:dict, max_bytes:int=MAX_FILE_BYTES) -> tuple[list, list]:
-    "One row per file worth reading under `paths` (with what the store has for it), and the sources gone."
-    rows, removed = [], []
-    for p in paths:
-        files, gone = list_files(p, rep, known, max_bytes)
-        removed += gone
-        rows += [dict(file=os.fsencode(f), given=os.fsencode(p), old=pickle.dumps(known.get(source_key(f, p))))
-                 for f in files]
-    return rows, removed
+def file_rows(paths:list[Path], rep:IndexReport, known:dict, max_bytes:int=MAX_FILE_BYTES) -> list[dict]:
+    "One row per file worth reading under `paths`, with what the store has for it; the sources gone go to `rep`."
+    return [dict(file=os.fsencode(f), given=os.fsencode(p), old=pickle.dumps(known.get(source_key(f, p))))
+            for f, p in listed_files(paths, rep, known, max_bytes)]
 
 # %% ../nbs/13_scale.ipynb #c40f2993
 def read_and_chunk(row:dict, # a row of `file_rows`
@@ -134,7 +129,7 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
         if not isinstance(st, ShardedStore): raise ValueError(f'{store}: a single store; give a new folder')
         known = st.sources()
         _check_source_keys(st, known)
-        rows, rep.removed = file_rows(paths, rep, known, max_bytes)
+        rows = file_rows(paths, rep, known, max_bytes)
         plan = RayPlan(workers=workers, threads=threads, gpus_per_worker=gpus_per_worker, batch_files=batch_files,
                        commit_every_s=commit_every_s)
         try: _run_pipeline(ray, st, rows, rep, metadata, plan, progress, on_batch)
