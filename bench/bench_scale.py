@@ -13,6 +13,9 @@ Usage: python bench/bench_scale.py [--copies 1] [--workers 1,2] [--shards 1,4,16
    `search_ids` alone.
 3. Fan-out: `--fanout-n` clustered random 384-d vectors split into 1, 2, 4, 8 and 16 shards; dense `search_ids`
    p50/p95 (k=10), unfiltered and with a 1% tenant filter.
+1b. The ceiling (printed after part 1): `--ceiling-chunks` chunks of the corpus embedded (chunks and sentences) by one process on all
+   cores, then by one 1-thread process per core at once. Nothing else runs, so no pipeline on this machine can embed
+   faster than the second figure.
 
 Prints one table per part.
 """
@@ -101,6 +104,31 @@ def child_index(mode, workers, corpus, store):
     print(json.dumps(dict(chunks=rep.chunks, seconds=time.perf_counter() - t)))
 
 
+def child_embed(threads, part, parts, corpus, n):
+    "Embed (chunks and sentences, as indexing does) every k-th chunk of `corpus`, part `part` of `parts`: seconds."
+    from ragnb.chunking import chunk_text, read_text_file
+    from ragnb.embed import Embedder
+    from ragnb.index import chunk_sentence_spans
+    from ragnb.ingest import embed_chunks
+    chunks = [c for f in sorted(corpus.rglob('*.md')) for c in chunk_text(read_text_file(f), f)]
+    chunks = chunks[::max(1, len(chunks) // n)][:n][part::parts]
+    emb = Embedder.from_pretrained(threads=threads)
+    embed_chunks(emb, chunks[:2], [chunk_sentence_spans(c) for c in chunks[:2]])             # warm up
+    t = time.perf_counter()
+    embed_chunks(emb, chunks, [chunk_sentence_spans(c) for c in chunks])
+    print(json.dumps(dict(chunks=len(chunks), seconds=time.perf_counter() - t)))
+
+
+def embedding_ceiling(corpus, n, env):
+    "Chunks/s of embedding alone: one process on all cores, and one 1-thread process per core at once."
+    cores = os.cpu_count()
+    one = run_sampled([sys.executable, __file__, '--embed', str(cores), '0', '1', str(corpus), str(n)], env)
+    procs = [subprocess.Popen([sys.executable, __file__, '--embed', '1', str(k), str(cores), str(corpus), str(n)],
+                              env=env, stdout=subprocess.PIPE, text=True) for k in range(cores)]
+    outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+    return one['chunks'] / one['seconds'], sum(o['chunks'] / o['seconds'] for o in outs)
+
+
 # --- 2. queries on the corpus -----------------------------------------------------------------------------------
 
 def copy_into_shards(single, dst, n):
@@ -182,9 +210,14 @@ def main():
     ap.add_argument('--fanout-n', type=int, default=100_000)
     ap.add_argument('--queries', type=int, default=200)
     ap.add_argument('--skip-index', action='store_true', help='reuse the single store of a previous run')
+    ap.add_argument('--ceiling-chunks', type=int, default=300, help='chunks embedded to measure the ceiling')
     ap.add_argument('--child', nargs=4, metavar=('MODE', 'WORKERS', 'CORPUS', 'STORE'))
+    ap.add_argument('--embed', nargs=5, metavar=('THREADS', 'PART', 'PARTS', 'CORPUS', 'N'))
     a = ap.parse_args()
     if a.child: return child_index(a.child[0], int(a.child[1]), Path(a.child[2]), Path(a.child[3]))
+    if a.embed:
+        t, k, n, c, m = a.embed
+        return child_embed(int(t), int(k), int(n), Path(c), int(m))
     work = HERE / 'out' / 'scale'
     env = dict(os.environ, PYTHONPATH=f'{HERE.parent}{os.pathsep}{HERE}', RAY_DEDUP_LOGS='0')
     print(f'{os.cpu_count()} cores; corpus: Debian Reference x{a.copies}')
@@ -209,6 +242,13 @@ def main():
             print(f"| {name} | {r['chunks']} | {r['seconds']:.1f} | {cps:.1f} | "
                   f"{cps / (base['chunks'] / base['seconds']):.2f}x | {r['rss']['driver'][0]:.0f} | "
                   f"{actor[0]:.0f} ({actor[2]} actors) | {system:.0f} |")
+        one, per_core = embedding_ceiling(corpus, a.ceiling_chunks, env)
+        single = base['chunks'] / base['seconds']
+        print(f'\n| embedding alone, {a.ceiling_chunks} chunks of the corpus | chunks/s | vs `ragnb index` |')
+        print('|---|---|---|')
+        print(f'| one process, {os.cpu_count()} threads | {one:.1f} | {one / single:.2f}x |')
+        print(f'| {os.cpu_count()} processes at once, 1 thread each (the most `--ray` can reach here) | '
+              f'{per_core:.1f} | {per_core / single:.2f}x |')
     rows, nq = query_latency(work / 'single', work, [int(s) for s in a.shards.split(',')], a.queries)
     print(f'\n| shards (Debian corpus) | retrieve p50 ms | p95 | x one store | dense search_ids p50 ms | p95 | '
           f'x one store |  ({nq} questions, hybrid + trim)')

@@ -18,8 +18,8 @@ from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, checked_paths, 
 from .ingest import listed_files, metadata_json, shows_progress, source_key, _check_source_keys
 
 # %% auto #0
-__all__ = ['SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor', 'index_with_ray', 'RayPlan', 'ShardActor',
-           'RayShard', 'open_on_ray', 'store_footprint', 'capacity_plan']
+__all__ = ['SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor', 'index_with_ray', 'files_per_call',
+           'RayPlan', 'ShardActor', 'RayShard', 'open_on_ray', 'store_footprint', 'capacity_plan']
 
 # %% ../nbs/13_scale.ipynb #7f4f10e8
 def _ray():
@@ -44,9 +44,10 @@ def ray_session(address:str|None=None, # None: a local runtime; 'auto' or 'ray:/
 
 # %% ../nbs/13_scale.ipynb #3c23e760
 def file_rows(paths:list[Path], rep:IndexReport, known:dict, max_bytes:int=MAX_FILE_BYTES) -> list[dict]:
-    "One row per file worth reading under `paths`, with what the store has for it; the sources gone go to `rep`."
+    "One row per file worth reading under `paths`, largest first, and what the store has for it; gone sources: `rep`."
+    files = sorted(listed_files(paths, rep, known, max_bytes), key=lambda fp: -fp[0].stat().st_size)
     return [dict(file=os.fsencode(f), given=os.fsencode(p), old=pickle.dumps(known.get(source_key(f, p))))
-            for f, p in listed_files(paths, rep, known, max_bytes)]
+            for f, p in files]
 
 # %% ../nbs/13_scale.ipynb #c40f2993
 def read_and_chunk(row:dict, # a row of `file_rows`
@@ -130,8 +131,8 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
         known = st.sources()
         _check_source_keys(st, known)
         rows = file_rows(paths, rep, known, max_bytes)
-        plan = RayPlan(workers=workers, threads=threads, gpus_per_worker=gpus_per_worker, batch_files=batch_files,
-                       commit_every_s=commit_every_s)
+        plan = RayPlan(workers=workers, threads=threads, gpus_per_worker=gpus_per_worker,
+                       batch_files=files_per_call(len(rows), workers, batch_files), commit_every_s=commit_every_s)
         try: _run_pipeline(ray, st, rows, rep, metadata, plan, progress, on_batch)
         except BaseException:
             st.rollback()
@@ -145,6 +146,10 @@ def _driver_model(new:bool, model:str|None):
     if not new and model is None: return None
     from ragnb.embed import Embedder
     return Embedder.for_queries(model)
+
+def files_per_call(files:int, workers:int, most:int=8) -> int:
+    "Files in one embedding call: `most`, or fewer so that each actor gets at least four calls."
+    return max(1, min(most, files // (4 * workers)))
 
 def _default_workers(ray, threads:int, gpus_per_worker:float) -> int:
     "One actor per `threads` CPUs of the cluster, or per GPU share."
@@ -169,7 +174,8 @@ def _run_pipeline(ray, st:ShardedStore, rows:list, rep:IndexReport, metadata:dic
     seen, last_commit, state = set(), time.monotonic(), dict(files=len(rows), done=0, chunks=0, workers=set())
     if rows:
         ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), 8 * plan.workers)))
-        ds = ds.map(read_and_chunk, fn_kwargs=dict(mjson=metadata_json(metadata), metadata=metadata), num_cpus=0)
+        ds = ds.map(read_and_chunk, fn_kwargs=dict(mjson=metadata_json(metadata), metadata=metadata), num_cpus=0,
+                    concurrency=plan.workers)
         ds = _embedding_stage(ds, st, plan)
         with tqdm(total=len(rows), desc='indexing on ray', unit='file',
                   disable=not shows_progress(len(rows), progress)) as bar:
