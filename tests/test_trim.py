@@ -195,6 +195,21 @@ def test_store_without_sentence_vectors_trims_on_the_fly(tmp_path, emb):
         assert 'Backups run nightly.' in r.text and 'Keys rotate' not in r.text
 
 
+@pytest.mark.parametrize('shards', [None, 4])
+def test_a_store_of_code_only_trims(tmp_path, emb, shards):
+    "Code chunks have no sentences: the sentence file stays empty, and `ask --trim` returns the code whole."
+    from ragnb.index import Store
+    from ragnb.ingest import bundled_data_dir
+    from ragnb.retrieve import RetrieveOpts, retrieve
+    with Store.open(tmp_path / 's', embedder=emb, shards=shards) as s:
+        index_paths(s, [bundled_data_dir() / 'code'])
+    with Store.open(tmp_path / 's', readonly=True, embedder=emb) as s:
+        assert s.stats()['chunks'] > 4 and s.stats()['sentence_vectors'] == 0
+        res = retrieve(s, 'how is the retry backoff computed?', opts=RetrieveOpts(trim=True))
+        assert res.chunks and all(c.text == c.original_text and '[...]' not in c.text for c in res.chunks)
+        assert s.sentence_vectors([c.id for c in res.chunks]) == {}
+
+
 def test_truncated_sentence_file_is_detected(tmp_path, emb):
     from ragnb.index import Store, StoreCorruptedError
     (tmp_path / 'a.md').write_text('# A\n\nOne sentence here. Another one there.', encoding='utf-8')
