@@ -13,9 +13,9 @@ Usage: python bench/bench_scale.py [--copies 1] [--workers 1,2] [--shards 1,4,16
    `search_ids` alone.
 3. Fan-out: `--fanout-n` clustered random 384-d vectors split into 1, 2, 4, 8 and 16 shards; dense `search_ids`
    p50/p95 (k=10), unfiltered and with a 1% tenant filter.
-1b. The ceiling (printed after part 1): `--ceiling-chunks` chunks of the corpus embedded (chunks and sentences) by one process on all
-   cores, then by one 1-thread process per core at once. Nothing else runs, so no pipeline on this machine can embed
-   faster than the second figure.
+1b. The ceiling (printed after part 1): `--ceiling-chunks` chunks of the corpus embedded (chunks and sentences) by
+   one process on all cores, then by one 1-thread process per core at once. Nothing else runs, so no pipeline on
+   this machine can embed faster than the second figure.
 
 Prints one table per part.
 """

@@ -43,9 +43,14 @@ def ray_session(address:str|None=None, # None: a local runtime; 'auto' or 'ray:/
     return ray
 
 # %% ../nbs/13_scale.ipynb #3c23e760
+def _size(f:Path) -> int:
+    "Bytes in `f`; 0 for a file gone since it was listed (`read_and_chunk` reports it)."
+    try: return f.stat().st_size
+    except OSError: return 0
+
 def file_rows(paths:list[Path], rep:IndexReport, known:dict, max_bytes:int=MAX_FILE_BYTES) -> list[dict]:
     "One row per file worth reading under `paths`, largest first, and what the store has for it; gone sources: `rep`."
-    files = sorted(listed_files(paths, rep, known, max_bytes), key=lambda fp: -fp[0].stat().st_size)
+    files = sorted(listed_files(paths, rep, known, max_bytes), key=lambda fp: -_size(fp[0]))
     return [dict(file=os.fsencode(f), given=os.fsencode(p), old=pickle.dumps(known.get(source_key(f, p))))
             for f, p in files]
 
@@ -115,7 +120,7 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
                    address:str|None=None, # see `ray_session`
                    metadata:dict|None=None, # given to every chunk, e.g. {'tenant': 't1'}
                    model:str|None=None, # a new store's model (default: `embed.resolve_model`); workers load it
-                   batch_files:int=8, # files per embedding call
+                   batch_files:int=8, # files per embedding call, at most (`files_per_call`)
                    max_bytes:int=MAX_FILE_BYTES, commit_every_s:float=600,
                    progress:bool|None=None, # a bar over files (None: only in a terminal)
                    on_batch=None, # called after each batch with {'files', 'done', 'chunks', 'workers'}
