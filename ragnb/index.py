@@ -241,9 +241,8 @@ def sync(self:SentenceVectorFile, name:str):
 @patch
 def mapped(self:SentenceVectorFile, name:str, rows:int) -> np.ndarray:
     "The first `rows` rows of file `name`, memory-mapped read-only; the mapping is kept while both stay the same."
-    if not rows: return np.zeros((0, self.dim), np.float16)     # `mmap` refuses an empty file: a store of code only
-    if self._map is None or self._map[0] != (name, rows):
-        mm = np.memmap(self.folder / name, dtype=np.float16, mode='r', shape=(rows, self.dim))
+    if self._map is None or self._map[0] != (name, rows):       # `_map_file`: a store of code only has an empty file
+        mm = _map_file(self.folder / name)[:rows * self.dim * 2].view(np.float16).reshape(rows, self.dim)
         self._map = ((name, rows), mm)
     return self._map[1]
 
