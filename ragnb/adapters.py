@@ -4,6 +4,7 @@
 
 # %% ../nbs/10_adapters.ipynb #c70611ec
 from __future__ import annotations
+import functools
 
 from .chunking import Chunk
 from .index import Store
@@ -11,7 +12,7 @@ from .retrieve import resolve_trim_threshold
 from .trim import DEFAULT_TRIM_POLICY, TrimmedChunk, default_trim_threshold, trim_chunks_by_sentence
 
 # %% auto #0
-__all__ = ['chunk_metadata', 'chunk_from_framework', 'trim_texts']
+__all__ = ['chunk_metadata', 'chunk_from_framework', 'default_trim_embedder', 'trim_texts']
 
 # %% ../nbs/10_adapters.ipynb #76ac7d26
 _LOCATION = ('start_line', 'end_line', 'page_start', 'page_end', 'anchor')
@@ -37,6 +38,12 @@ def chunk_from_framework(text:str, # the text a framework holds (a node's conten
                  id=str(meta['ragnb_chunk_id']) if ours else None)
 
 # %% ../nbs/10_adapters.ipynb #50fa74b8
+@functools.lru_cache(maxsize=1)
+def default_trim_embedder():
+    "The model that trims when neither a store nor an embedder is given: the default model, loaded once a process."
+    from ragnb.embed import Embedder
+    return Embedder.from_pretrained()
+
 def _aligned(chunks:list[Chunk], trimmed:list[TrimmedChunk]) -> list[TrimmedChunk|None]:
     "`trimmed` (an ordered subset of `chunks`, trimmed) put back in step with `chunks`, None for those left out."
     it = iter(trimmed)
@@ -51,14 +58,13 @@ def _aligned(chunks:list[Chunk], trimmed:list[TrimmedChunk]) -> list[TrimmedChun
 def trim_texts(query:str, # the question
                chunks:list[Chunk], # from `chunk_from_framework`
                *, store:Store|None=None, # stored sentence vectors and the model (and 'auto' thresholds)
-               embedder=None, # the model, when there is no store
+               embedder=None, # the model, when there is no store; default: `default_trim_embedder()`
                threshold:float|str='auto', # a cosine, or 'auto': the store's calibration, else the model's default
                window:int=0, min_sentences:int=1,
                policy:str=DEFAULT_TRIM_POLICY, # 'structured' or 'fixed' (see `ragnb.trim`)
               ) -> list[TrimmedChunk|None]:
     "Trim texts from any framework for `query`, aligned with `chunks` (None: left out); stored vectors where known."
-    emb = embedder if embedder is not None else store.embedder if store is not None else None
-    if emb is None: raise ValueError('trimming needs a model: pass store= (a ragnb store) or embedder=')
+    emb = embedder if embedder is not None else store.embedder if store is not None else default_trim_embedder()
     if store is not None: t = resolve_trim_threshold(store, threshold, window, policy)
     else: t = default_trim_threshold(emb.name, window, policy) if threshold == 'auto' else float(threshold)
     out = trim_chunks_by_sentence(emb.embed_query(query), chunks, store=store, embedder=emb, threshold=t,

@@ -49,10 +49,15 @@ def _parse_kv(items, what):
     return {k: v[0] if len(v) == 1 else v for k, v in out.items()}
 
 # %% ../nbs/09_cli.ipynb #fa186f07
-def _load_embedder(name):
+def _load_embedder(name, store=None): # the store it is for: a model it was not built with is refused first
     "The embedder of `--model`, or None; a model that cannot be loaded is one line, not a Hugging Face traceback."
     if not name: return None
-    from ragnb.embed import Embedder
+    from ragnb.embed import Embedder, _known_name
+    from ragnb.index import store_model
+    built, asked = store_model(store) if store else None, (_known_name(name) if Path(name).is_dir() else None) or name
+    if built and asked != built:
+        raise UserError(f'{store} was built with {built}, not {asked}: leave out --model, or index into a new store '
+                        f'with `ragnb index DOCS --store NEW_DIR --model {name}`')
     try: return Embedder.from_pretrained(name)
     except (OSError, ValueError, RuntimeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -65,7 +70,7 @@ def _open_store(args, create_from_data=False):
     from ragnb.index import Store, StoreError, store_exists
     from ragnb.ingest import open_default_store
     path = _store_dir(args)
-    emb = _load_embedder(getattr(args, 'model', None))
+    emb = _load_embedder(getattr(args, 'model', None), path)
     try:
         if create_from_data: return open_default_store(path, embedder=emb, log=lambda m: print(m, file=sys.stderr))
         if not store_exists(path):
@@ -83,13 +88,13 @@ def cmd_index(args) -> int:
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
     if args.ray or args.address or args.workers: return _index_on_ray(args, path, meta)
     try:
-        with Store.open(path, embedder=_load_embedder(args.model), shards=args.shards) as store:
+        with Store.open(path, embedder=_load_embedder(args.model, path), shards=args.shards) as store:
             rep = index_paths(store, args.paths, metadata=meta, progress=not args.quiet,
                               max_bytes=int(args.max_mb * 2**20))
             st = store.stats()
     except StoreError as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
-    return 0
+    return _index_outcome(rep, args.paths)
 
 # %% ../nbs/09_cli.ipynb #3271610c
 RAY_SHARDS = 4   # `ragnb index --ray` builds this many shards unless --shards says otherwise
@@ -105,9 +110,22 @@ def _index_on_ray(args, path, meta) -> int:
         with Store.open(path, readonly=True) as store: st = store.stats()
     except (StoreError, ImportError, ValueError) as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
-    return 0
+    return _index_outcome(rep, args.paths)
 
 # %% ../nbs/09_cli.ipynb #41ffb944
+def _index_outcome(rep, paths) -> int:
+    """The exit code of `ragnb index`: 0 when it indexed, or found unchanged, at least one file; else 1, with one line
+    on stderr. An interrupted run says what it kept and how to go on (130, the shell's code for Ctrl-C)."""
+    if rep.interrupted:
+        print(f'ragnb index: interrupted: {len(rep.added) + len(rep.updated)} files committed; run the same command '
+              'again to index the rest', file=sys.stderr)
+        return 130
+    if rep.added or rep.updated or rep.unchanged: return 0
+    why = (f'{len(rep.skipped)} unreadable (above), ' if rep.skipped else '') + f'{len(rep.binary)} binary'
+    print(f"ragnb index: nothing could be indexed from {', '.join(map(str, paths))}: no readable text, HTML, PDF or "
+          f"DOCX file ({why}); exit 1", file=sys.stderr)
+    return 1
+
 def _print_index_report(path, rep, st, verbose):
     "The summary on stdout; each unreadable file once on stderr; binary files as one count (each with --verbose)."
     c = rep.counts()
@@ -154,9 +172,8 @@ def _print_hyde(h:dict|None):
 # %% ../nbs/09_cli.ipynb #94be2dad
 def _print_result(res, opts):
     "Each chunk (its citation, section and body; untrimmed bodies cut at 600 characters), then tokens and timings."
-    kind = 'rrf ' if res.info.get('fusion') else ''            # a fused score is not a cosine: say so
-    for i, c in enumerate(res.chunks, 1):
-        print(f'#{i}  {kind}{c.score:.3f}  {c.cite}  [{c.section_title}]')
+    for i, c in enumerate(res.chunks, 1):            # a score's kind: a cosine, BM25 or a fused rank (RRF)
+        print(f"#{i}  {res.info['score']} {c.score:.3f}  {c.cite}  [{c.section_title}]")
         body = c.body.strip()
         if not opts.trim and len(body) > 600: body = body[:600] + ' …'      # trimmed context is printed whole
         print('    ' + body.replace('\n', '\n    ') + '\n')
@@ -165,7 +182,7 @@ def _print_result(res, opts):
     pct = (res.tokens_in_context - res.tokens_before) / max(res.tokens_before, 1)
     tr = res.info['trim']
     how = (f"budget {tr['budget']} tokens" if tr['budget'] is not None else
-           f"{tr['policy']}, threshold {tr['threshold']:g}" + (' (auto)' if tr['auto'] else '')
+           f"{tr['policy']}, threshold {tr['threshold']:g}" + (f" (auto: {tr['threshold_from']})" if tr['auto'] else '')
            + f", window {tr['window']}")
     dropped = f" · {tr['chunks_dropped']} chunks with nothing relevant left out" if tr['chunks_dropped'] else ''
     print(f'Tokens: {res.tokens_before} → {res.tokens_in_context} ({pct:+.0%}) · {how}{dropped} · {t}')
@@ -227,25 +244,31 @@ def cmd_serve(args) -> int:
     return 0
 
 # %% ../nbs/09_cli.ipynb #9fe72a95
-def _print_calibrations(cals, args, store):
+def _print_calibrations(cals, args, store, before:dict):   # (policy, window) → what `auto` meant before
     "One line per (policy, window): the calibrated threshold and what it gives, or why there is none."
     for (p, w), c in cals.items():
         if c['threshold'] is None: print(f'{p}, window {w}: {c["reason"]}')
         else: print(f"{p}, window {w}: calibrated threshold {c['threshold']:.2f}: {c['token_reduction_pct']:.1f}% "
                     f"fewer tokens, answers kept {c['answer_retention'] / c['answer_in_baseline']:.1%} of the "
                     f"untrimmed {c['answer_in_baseline']:.1%} (target {args.target_retention:.0%})")
-    if args.save: print(f"saved the calibrated thresholds in {store.path}'s manifest; "
-                        "use them with --threshold auto")
+    if args.save:
+        print(f"saved in {store.path}'s manifest; from now on `--threshold auto` means:")
+        for (p, w), c in cals.items():
+            old, origin = before[p, w]
+            if c['threshold'] is not None: print(f"  {p}, window {w}: {c['threshold']:.2f} (was {old:.2f}, {origin})")
+        print(f'undo: ragnb eval --store {store.path} --forget')
     if args.plot: print(f'plot: {args.plot}')
 
 def _sweep_and_calibrate(store, qpath, args, hyde_options) -> int:
     "`ragnb eval --sweep`: every policy (or `--policy`) and window on one set of retrievals, then calibrations."
     from ragnb.eval import calibrate, sweep
+    from ragnb.retrieve import trim_threshold_origin
     from ragnb.trim import TRIM_POLICIES, calibration_key
     windows = (args.window,) if args.window is not None else (0, 1)
     policies = (args.policy,) if args.policy else TRIM_POLICIES
     res = sweep(store, qpath, windows=windows, top_k=args.k, hyde=args.hyde, hyde_options=hyde_options,
                 progress=True, mode=args.mode, policies=policies)
+    before = {(p, w): trim_threshold_origin(store, 'auto', w, p) for p in policies for w in windows}
     cals = {(p, w): calibrate(store, qpath, policy=p, window=w, top_k=args.k, result=res, save=args.save,
                               target_retention=args.target_retention) for p in policies for w in windows}
     if args.plot: res.plot(args.plot)
@@ -255,16 +278,31 @@ def _sweep_and_calibrate(store, qpath, args, hyde_options) -> int:
         return 0
     print(f"{res.config['questions']} questions, top_k={args.k}, model {res.config['model']}\n")
     print(res.table() + '\n')
-    _print_calibrations(cals, args, store)
+    _print_calibrations(cals, args, store, before)
     return 0
 
 # %% ../nbs/09_cli.ipynb #9fe72a96
+def _forget_calibrations(args) -> int:
+    "`ragnb eval --forget`: drop the thresholds `--save` stored, so `--threshold auto` is the model's default again."
+    from ragnb.index import Store, StoreError, store_exists
+    path = _store_dir(args)
+    if not store_exists(path): raise UserError(f'{path}: no store here')
+    try:
+        with Store.open(path) as store:
+            saved = list(((store.manifest.get('trim_calibration') or {}).get('windows') or {}))
+            for key in saved: store.save_trim_calibration(key, None)
+    except StoreError as e: raise UserError(str(e)) from None
+    print(f"{path}: forgot {len(saved)} saved thresholds ({', '.join(saved) or 'none'}); `--threshold auto` is the "
+          "model's default again")
+    return 0
+
 def cmd_eval(args) -> int:
     from ragnb.eval import eval_retrieval, bundled_questions
     from ragnb.trim import DEFAULT_TRIM_POLICY
     from ragnb.index import Store, StoreError, store_exists
     qpath = Path(args.questions) if args.questions else bundled_questions()
     if not qpath.is_file(): raise UserError(f'{qpath}: no such questions file')
+    if args.forget: return _forget_calibrations(args)
     if args.target_retention is None: args.target_retention = 0.95
     else: args.sweep = True
     if args.save:
@@ -396,7 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
                         'untrimmed answers (default 0.95; implies --sweep)')
     s.add_argument('--plot', metavar='PNG', help='save the sweep plot (implies --sweep)')
     s.add_argument('--save', action='store_true',
-                   help="save the calibrated threshold in the store's manifest (implies --sweep)")
+                   help="save the calibrated threshold in the store's manifest (implies --sweep); prints what "
+                        "`--threshold auto` meant before")
+    s.add_argument('--forget', action='store_true',
+                   help="forget the thresholds --save stored: `--threshold auto` is the model's default again")
     s.add_argument('--json', action='store_true', help='machine-readable output')
     s.add_argument('--model', help=argparse.SUPPRESS)
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
@@ -430,6 +471,9 @@ def main(argv:list[str]|None=None) -> int:
     except UserError as e:
         print(f'ragnb {args.command}: error: {e}', file=sys.stderr)
         rc = 2
+    except KeyboardInterrupt:
+        print(f'ragnb {args.command}: interrupted; nothing more was written', file=sys.stderr)
+        rc = 130
     except BrokenPipeError: rc = 0
     if argv is None: sys.exit(rc)
     return rc

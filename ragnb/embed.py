@@ -13,17 +13,17 @@ import numpy as np
 from fastcore.basics import patch
 
 from .model_build import (BUILD_RECORD, BUILDERS, ONNX_MODEL, WORD_EMBEDDINGS, build_model, export_onnx,
-                               ragnb_cache_dir)
+                               hf_progress, ragnb_cache_dir, verbose)
 
 log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES', 'DTYPES',
-           'PAD_MULTIPLE', 'THREADS_ENV', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path',
-           'resolve_model', 'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16',
-           'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'idle_cores', 'embedding_threads',
-           'torch_threads', 'shows_progress', 'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file',
-           'export_query_onnx', 'query_encoder_for']
+           'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages',
+           'packaged_model_path', 'resolve_model', 'read_pooling', 'read_query_instruction', 'read_document_prompt',
+           'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'hub_download_problem',
+           'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'OnnxQueryEncoder', 'QueryTokenizer',
+           'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -169,16 +169,6 @@ def _pool(hidden, mask, mode):
     if mode == 'last': return hidden[torch.arange(hidden.shape[0]), mask.sum(1) - 1]
     raise ValueError(f'unknown pooling {mode!r}')
 
-# %% ../nbs/02_embed.ipynb #7f612998
-@contextmanager
-def _hf_progress(show:bool):
-    "transformers' progress bars (the 'Loading weights' bar) on or off for the block, then as they were."
-    from transformers.utils import logging as hf_logging
-    was = hf_logging.is_progress_bar_enabled()
-    (hf_logging.enable_progress_bar if show else hf_logging.disable_progress_bar)()
-    try: yield
-    finally: (hf_logging.enable_progress_bar if was else hf_logging.disable_progress_bar)()
-
 # %% ../nbs/02_embed.ipynb #d8a2b716
 class Embedder:
     "Texts → L2-normalised vectors, with a model loaded by transformers `AutoModel`."
@@ -209,10 +199,11 @@ class Embedder:
         from transformers import AutoModel, AutoTokenizer
         path, reason = resolve_model(name_or_path)
         if local_files_only is None: local_files_only = not (name_or_path and not Path(path).exists())
+        if not local_files_only and (why := hub_download_problem(str(path))): raise ValueError(why)
         log.info('embedding model: %s (%s)', path, reason)
         tok = AutoTokenizer.from_pretrained(path, local_files_only=local_files_only)
-        if progress is None: progress = os.environ.get('RAGNB_VERBOSE', '') not in ('', '0')
-        with _hf_progress(progress): model = AutoModel.from_pretrained(path, local_files_only=local_files_only)
+        if progress is None: progress = verbose()
+        with hf_progress(progress): model = AutoModel.from_pretrained(path, local_files_only=local_files_only)
         if runs_in_bf16(dtype, device): model = model.bfloat16()      # cast once, in place: ours, no copy
         model = model.to(device)
         max_length = max_length or read_max_length(path, tok)
@@ -248,6 +239,23 @@ def _model_name(path):
 def model_location(name:str) -> str:
     "Where the model a manifest names loads from: the packaged folder, a cached snapshot, a build, or `name` itself."
     return _locate(name, 'manifest')[0]
+
+# %% ../nbs/02_embed.ipynb #fb4b0f20
+HUB_TIMEOUT_S = 5   # the one metadata call before a download
+
+def hub_download_problem(name:str) -> str|None:
+    "Why hub model `name` cannot be downloaded now, as one line with the fix; None when it can."
+    fix = 'pass a local model folder, a hub name already in the Hugging Face cache, or no --model for the default'
+    if not re.fullmatch(r'[\w.-]+(/[\w.-]+)?', name): return f'{name}: no such model folder; {fix}'
+    if os.environ.get('HF_HUB_OFFLINE', '').strip().lower() in ('1', 'true', 'yes', 'on'):
+        return f'{name} is not downloaded and HF_HUB_OFFLINE is set; {fix}'
+    from huggingface_hub import model_info
+    from huggingface_hub.errors import RepositoryNotFoundError
+    try: model_info(name, timeout=HUB_TIMEOUT_S)
+    except RepositoryNotFoundError: return f'the Hugging Face hub has no model {name!r} (or it is private); {fix}'
+    except Exception as e:     # httpx's connect and timeout errors, whichever httpx the hub client uses
+        return f'{name} is not downloaded and the Hugging Face hub cannot be reached ({type(e).__name__}); {fix}'
+    return None
 
 # %% ../nbs/02_embed.ipynb #5a9d5853
 PAD_MULTIPLE = 8
@@ -469,7 +477,7 @@ def export_query_onnx(path) -> Path|None:
     tmp = dest.with_name(f'{dest.name}.tmp{os.getpid()}')
     try:
         _safetensors_memmap(Path(path) / 'model.safetensors', WORD_EMBEDDINGS)    # the query path reads its rows
-        with _hf_progress(False): export_onnx(Path(path), tmp)
+        with hf_progress(False): export_onnx(Path(path), tmp)
         tmp.rename(dest)                      # atomic; a concurrent export that finished first wins
     except Exception as e: log.info('no ONNX query graph for %s: %s', path, e)
     finally: shutil.rmtree(tmp, ignore_errors=True)

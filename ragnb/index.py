@@ -28,7 +28,7 @@ __all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'DELTA_MAX_ROWS', 'UNLIN
            'FILTER_INDEX_VERSION', 'SHARDS_FILE', 'EXACT_BELOW', 'EXACT_ALL_BELOW', 'BM25_K1', 'BM25_B', 'StoreError',
            'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file',
            'FileVectors', 'chunk_sentence_spans', 'sentence_texts', 'SentenceVectorFile', 'Store', 'store_exists',
-           'text_hash', 'informative_terms', 'bm25_idf', 'bm25_score', 'SourceRecord']
+           'store_model', 'text_hash', 'informative_terms', 'bm25_idf', 'bm25_score', 'SourceRecord']
 
 # %% ../nbs/03_index.ipynb #9d57735f
 class StoreError(RuntimeError): "Base class of store errors."
@@ -668,6 +668,12 @@ SHARDS_FILE = 'shards.json'   # its presence makes a folder a sharded store (`ra
 def store_exists(path:str|Path) -> bool:
     "Is there a store (single or sharded) at `path`?"
     return (Path(path) / 'manifest.json').exists() or (Path(path) / SHARDS_FILE).exists()
+
+def store_model(path:str|Path) -> str|None:
+    "The model the store at `path` was built with (a sharded store's: its first shard's), read without opening it."
+    for d in (Path(path), Path(path) / 'shard-000'):
+        if (d / 'manifest.json').exists(): return _read_manifest(d)['model']
+    return None
 
 # %% ../nbs/03_index.ipynb #cc0ff8cd
 @patch(cls_method=True)
@@ -1500,11 +1506,12 @@ def _record_sources(self:Store, records:list[SourceRecord]):
 
 # %% ../nbs/03_index.ipynb #ce41e7d4
 @patch
-def save_trim_calibration(self:Store, window:int, calibration:dict):
-    "Record `calibration` (a dict with a `threshold`) for trimming `window`, for this store's model; needs a writer."
+def save_trim_calibration(self:Store, window:int, calibration:dict|None):
+    "Record `calibration` (a dict with a `threshold`) for trimming `window`, or forget it (None); needs a writer."
     entry = dict(self.manifest.get('trim_calibration') or {})
     if entry.get('model') != self.manifest['model']: entry = dict(model=self.manifest['model'], windows={})
-    entry['windows'] = {**entry.get('windows', {}), str(window): dict(calibration)}
+    windows = {k: v for k, v in entry.get('windows', {}).items() if k != str(window)}
+    entry['windows'] = windows if calibration is None else {**windows, str(window): dict(calibration)}
     self.update_manifest(trim_calibration=entry)
 
 # %% ../nbs/03_index.ipynb #7dcdf30a

@@ -23,8 +23,8 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
 __all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'unreadable_reason', 'eval_data_reason',
            'source_key', 'display_path', 'SourceFile', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
            'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths', 'index_paths', 'chunk_batches',
-           'embedded_batches', 'embed_chunks', 'bundled_data_dir', 'default_corpus', 'default_store_dir',
-           'open_default_store']
+           'embedded_batches', 'embed_chunks', 'until_interrupted', 'bundled_data_dir', 'default_corpus',
+           'default_store_dir', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -38,6 +38,7 @@ class IndexReport:
     binary: list = field(default_factory=list)      # (path, kind): images, archives... skipped quietly
     chunks: int = 0
     seconds: float = 0.0
+    interrupted: bool = False                       # Ctrl-C: the files done before it were committed
     def counts(self):
         return {k: len(getattr(self, k)) for k in ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary')}
     def __repr__(self): return f'IndexReport({self.counts()}, chunks={self.chunks}, {self.seconds:.1f}s)'
@@ -272,6 +273,7 @@ def index_paths(store:Store, # a store opened for writing
     listed = listed_files(paths, rep, known, max_bytes)
     todo = changed_sources(listed, rep, known, metadata_json(metadata))
     batches = embedded_batches(store, chunk_batches(todo, metadata, rep, INDEX_BATCH), progress, files=len(listed))
+    batches = until_interrupted(batches, rep)
     first = next(batches, None)                  # nothing changed and nothing removed: nothing is written
     if first is not None: store.replace_sources(rep.removed, [], batches=chain([first], batches))
     elif rep.removed: store.replace_sources(rep.removed, [])
@@ -296,23 +298,42 @@ def chunk_batches(todo:Iterable[SourceFile], metadata:dict|None, rep:IndexReport
 # %% ../nbs/03a_ingest.ipynb #4937c8fb
 def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`, as `chunk_batches` gives them
                      progress:bool|None=None, files:int=0): # the files listed, for the progress bar
-    "`(records, chunks, vectors, sentence vectors or None)`, `INDEX_BATCH` chunks at a time; records come first."
+    """`(records, chunks, vectors, sentence vectors or None)`, `INDEX_BATCH` chunks at a time; records come first.
+    A file's parts are all embedded before the first is yielded, so an interruption never cuts a file in two."""
     sentences = store.manifest.get('sentence_vectors')
     from tqdm.auto import tqdm
     with tqdm(total=files, desc='indexing', unit='file', disable=not shows_progress(files, progress)) as bar:
         for records, chunks in batches:
-            for lo in range(0, max(len(chunks), 1), INDEX_BATCH):
-                part = chunks[lo:lo + INDEX_BATCH]
-                spans = [chunk_sentence_spans(c) for c in part] if sentences else None
-                yield records * (lo == 0), part, *(embed_chunks(store.embedder, part, spans) if part else (None, None))
+            parts = [chunks[lo:lo + INDEX_BATCH] for lo in range(0, max(len(chunks), 1), INDEX_BATCH)]
+            embedded = [_embed_part(store.embedder, part, sentences) for part in parts]
+            for i, (part, vecs) in enumerate(zip(parts, embedded)): yield records * (i == 0), part, *vecs
             bar.update(len(records))
         bar.update(files - bar.n)                # the unchanged files are done too
+
+def _embed_part(emb, part:list[Chunk], sentences:bool) -> tuple:
+    "`embed_chunks` of one part, with its sentence spans when the store keeps sentence vectors."
+    if not part: return None, None
+    return embed_chunks(emb, part, [chunk_sentence_spans(c) for c in part] if sentences else None)
 
 def embed_chunks(emb, chunks:list[Chunk], spans:list|None) -> tuple:
     "The pure batch function: `chunks`' vectors, and the vectors of their sentences at `spans` (None: none)."
     vecs = emb.embed_documents([c.text for c in chunks], progress=False)
     if spans is None: return vecs, None
     return vecs, emb.embed_documents([c.text[s:e] for c, sp in zip(chunks, spans) for s, e in sp], progress=False)
+
+# %% ../nbs/03a_ingest.ipynb #098f2d37
+def until_interrupted(batches:Iterable[tuple], # `(records, chunks, vectors, sentence vectors)` from `embedded_batches`
+                      rep:IndexReport):
+    "`batches` until Ctrl-C; then `rep.interrupted`, and `rep` counts only the files that were handed on."
+    done, chunks = set(), 0
+    try:
+        for b in batches:
+            yield b
+            done.update(r.source for r in b[0])
+            chunks += len(b[1])
+    except KeyboardInterrupt:
+        rep.interrupted, rep.chunks = True, chunks
+        rep.added, rep.updated = [s for s in rep.added if s in done], [s for s in rep.updated if s in done]
 
 # %% ../nbs/03a_ingest.ipynb #a6947a64
 def bundled_data_dir() -> Path:

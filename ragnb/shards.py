@@ -309,7 +309,7 @@ def trim_calibration(self:ShardedStore, window:int=0) -> dict|None:
     return self.shards[0].trim_calibration(window)
 
 @patch
-def save_trim_calibration(self:ShardedStore, window:int, calibration:dict):
+def save_trim_calibration(self:ShardedStore, window:int, calibration:dict|None):
     for s in self.shards: s.save_trim_calibration(window, calibration)
 
 @patch

@@ -1,5 +1,8 @@
 """LlamaIndex and LangChain adapters (issue 17), inside the real frameworks: a query engine with a mock LLM, an LCEL
 chain; trimming from stored vectors agrees with trimming on the fly; metadata and filters survive."""
+import re
+from pathlib import Path
+
 import pytest
 
 from ragnb.index import Store
@@ -72,3 +75,27 @@ def test_langchain_chain_with_our_retriever_and_compressor(store):
     assert all(d.metadata['tenant'] == 'globex' and d.metadata['cite'] for d in docs)
     auto = SentenceTrimCompressor(store=store, threshold='auto').compress_documents(docs[:1], Q_EN)
     assert auto[0].metadata['tokens_after'] <= auto[0].metadata['tokens_before']
+
+
+def readme_adapter_blocks() -> list[str]:
+    "The README's Python blocks that use an adapter, in order: they must run as pasted."
+    text = (Path(__file__).resolve().parent.parent / 'README.md').read_text(encoding='utf-8')
+    return [b for b in re.findall(r'```python\n(.*?)```', text, re.S)
+            if 'ragnb.llamaindex' in b or 'ragnb.langchain' in b or 'RetrieverQueryEngine' in b]
+
+
+def test_the_readme_adapter_snippets_run_as_pasted(tmp_path, monkeypatch, capsys):
+    "Issue 31.3: the blocks need no network and no LLM package, against the store the README's Use lines build."
+    blocks = readme_adapter_blocks()
+    assert len(blocks) == 3 and 'llm=MockLLM()' in blocks[1] and 'ContextualCompressionRetriever' in blocks[2]
+    monkeypatch.chdir(tmp_path)
+    with Store.open('.ragnb/acme') as w:
+        index_paths(w, [bundled_data_dir() / 'docs', bundled_data_dir() / 'code'], metadata={'tenant': 'acme'})
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+    monkeypatch.delenv('OPENAI_API_KEY', raising=False)
+    env = {}
+    for b in blocks: exec(b, env)
+    env['store'].close()
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and 'docs/es/observabilidad.md' in out[0], out
+    assert out[1].startswith('docs/') and 'docs/es/observabilidad.md' in out[2]

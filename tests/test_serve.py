@@ -94,9 +94,19 @@ def http_server(store_dir):
         except httpx.TransportError:
             if proc.poll() is not None: raise RuntimeError(proc.stderr.read().decode())
             time.sleep(0.1)
+    SAID['http'] = proc.stderr.readline().decode()       # the banner is printed before the server listens
     yield url
     proc.terminate()
     proc.wait(10)
+
+
+SAID = {}
+
+
+def test_the_http_server_says_where_it_listens_and_that_it_needs_a_token(http_server, store_dir):
+    with Store.open(store_dir, readonly=True) as s: n = s.stats()['chunks']
+    assert SAID['http'] == (f'ragnb serve: MCP over streamable HTTP at {http_server}; clients must send its bearer '
+                            f'token; store {store_dir} ({n} chunks), pinned to tenant=acme\n')
 
 
 def test_http_needs_the_token(http_server):
@@ -192,30 +202,36 @@ def test_errors_are_clear_and_never_leak_tracebacks_or_the_key(store_dir):
 
 
 def test_an_ask_behind_a_long_eval_does_not_freeze_the_server(http_server):
-    "HTTP: while one client's eval holds the store and another's ask waits for it, a third is still answered."
+    """HTTP: while one client's evals hold the store and another's ask waits for them, a third client's calls are
+    answered at once. Judged against the evals' own length, so the test holds on a fast machine and a loaded one:
+    a frozen event loop would make each call wait half an eval on average."""
     headers = {'Authorization': 'Bearer s3cret'}
     connect = lambda: Client(streamable_http_client(http_server, http_client=create_mcp_http_client(headers=headers)),
                              read_timeout_seconds=120)
-    took = {}
+    evals, lists = [], []
 
     async def run():
         async with connect() as a, connect() as b, connect() as c:
-            async def long_eval():
-                await a.call_tool('eval_retrieval', {'questions': QUESTIONS * 25, 'k': 10})
-                took['eval_end'] = time.perf_counter()
+            async def long_evals():
+                while len(lists) < 5:
+                    t = time.perf_counter()
+                    await a.call_tool('eval_retrieval', {'questions': QUESTIONS * 25, 'k': 10})
+                    evals.append(time.perf_counter() - t)
 
             async def waiting_ask():
-                await anyio.sleep(0.3)
+                await anyio.sleep(0.1)
                 await b.call_tool('ask', {'question': QUESTIONS[0]})
 
             async def list_tools():
-                await anyio.sleep(0.6)
-                t = time.perf_counter()
-                await c.list_tools()
-                took['list'], took['list_end'] = time.perf_counter() - t, time.perf_counter()
+                await anyio.sleep(0.2)
+                for _ in range(5):
+                    t = time.perf_counter()
+                    await c.list_tools()
+                    lists.append(time.perf_counter() - t)
+                    await anyio.sleep(0.1)
 
             async with anyio.create_task_group() as tg:
-                for f in (long_eval, waiting_ask, list_tools): tg.start_soon(f)
+                for f in (long_evals, waiting_ask, list_tools): tg.start_soon(f)
 
     anyio.run(run)
-    assert took['list_end'] < took['eval_end'] - 0.3 and took['list'] < 0.5, took   # answered during the eval
+    assert sorted(lists)[2] < sorted(evals)[len(evals) // 2] / 8, (lists, evals)     # medians
