@@ -10,7 +10,8 @@ Cases (tests/faults.py holds them; tests/test_store_faults.py runs each with few
 - single-byte flips in each store file, each file in a child process so a segfault would show;
 - index files crafted to make hnswlib read out of bounds, with the database's size and SHA-256 updated to match;
 - a store on a small tmpfs written until the disk is full (needs root to mount; otherwise skipped);
-- one reader's RSS and open file descriptors over many queries.
+- one reader's RSS and open file descriptors over many queries;
+- a folder that becomes unreadable (644, 600, 000, 311) to the user who indexes it: nothing under it is removed.
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -56,6 +57,9 @@ def main():
         lambda r: 'failed: ' + ', '.join(r['failed']) if r.get('failed') else 'each reported, the run completes')
     run('hostile HyDE endpoint', faults.hostile_hyde,
         lambda r: 'failed: ' + ', '.join(r['failed']) if r['failed'] else 'redirect, drip, 2 MB, key echo: refused')
+    run('a folder that cannot be read', faults.unreadable_folders,
+        lambda r: r.get('skipped') or ', '.join(f"{m}: {'kept' if c['kept'] else 'LOST'}"
+                                                for m, c in r['cases'].items()))
     run('one reader, RSS and fds', lambda: faults.reader_resources(queries=a.resource_queries),
         lambda r: f"RSS growth {r['rss_growth_mb']} MB, fds {r['fds_before']} → {r['fds_after']}")
     print('\n| case | tried | survived | lost | notes | seconds |')

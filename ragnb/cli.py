@@ -52,13 +52,14 @@ def _parse_kv(items, what):
 def _load_embedder(name, store=None): # the store it is for: a model it was not built with is refused first
     "The embedder of `--model`, or None; a model that cannot be loaded is one line, not a Hugging Face traceback."
     if not name: return None
-    from ragnb.embed import Embedder, _known_name
+    from ragnb.embed import Embedder, ModelUnavailable, _known_name
     from ragnb.index import store_model
     built, asked = store_model(store) if store else None, (_known_name(name) if Path(name).is_dir() else None) or name
     if built and asked != built:
         raise UserError(f'{store} was built with {built}, not {asked}: leave out --model, or index into a new store '
                         f'with `ragnb index DOCS --store NEW_DIR --model {name}`')
     try: return Embedder.from_pretrained(name)
+    except ModelUnavailable as e: raise UserError(f'cannot load the model: {e}') from None
     except (OSError, ValueError, RuntimeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UserError(f'cannot load the model {name!r} ({first}); pass a local model folder, or a hub name '
@@ -115,11 +116,16 @@ def _index_on_ray(args, path, meta) -> int:
 # %% ../nbs/09_cli.ipynb #41ffb944
 def _index_outcome(rep, paths) -> int:
     """The exit code of `ragnb index`: 0 when it indexed, or found unchanged, at least one file; else 1, with one line
-    on stderr. An interrupted run says what it kept and how to go on (130, the shell's code for Ctrl-C)."""
+    on stderr, as for a folder left out because its `.ragnbignore` is unusable. An interrupted run says what it kept
+    and how to go on (130, the shell's code for Ctrl-C)."""
     if rep.interrupted:
         print(f'ragnb index: interrupted: {len(rep.added) + len(rep.updated)} files committed; run the same command '
               'again to index the rest', file=sys.stderr)
         return 130
+    if rep.refused:
+        print(f'ragnb index: {len(rep.refused)} folders were not indexed until their .ragnbignore is fixed (above); '
+              'what was indexed under them is kept; exit 1', file=sys.stderr)
+        return 1
     if rep.added or rep.updated or rep.unchanged: return 0
     why = (f'{len(rep.skipped)} unreadable (above), ' if rep.skipped else '') + f'{len(rep.binary)} binary'
     print(f"ragnb index: nothing could be indexed from {', '.join(map(str, paths))}: no readable text, HTML, PDF or "
@@ -382,6 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--workers', type=_positive_int, help="with --ray: embedding actors (default: one per CPU)")
     s.add_argument('--max-mb', type=_positive_int, default=MAX_FILE_BYTES // 2**20,
                    help=f'skip larger files, with a reason (default {MAX_FILE_BYTES // 2**20}; big PDFs may need more)')
+    s.add_argument('--max-pages', type=_positive_int,
+                   help='skip PDFs of more pages, with a reason (default $RAGNB_MAX_PDF_PAGES or 5000)')
     s.set_defaults(func=cmd_index)
     s = sub.add_parser('check', help='verify a store end to end and print one table (exit 1 on any problem)')
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
@@ -455,10 +463,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 # %% ../nbs/09_cli.ipynb #8690b59d
 def _env_overrides(args) -> dict:
-    "`--threads` and `--verbose` reach the lazily loaded embedder as `RAGNB_THREADS` and `RAGNB_VERBOSE`, for this run."
+    "`--threads`, `--verbose` and `--max-pages` reach the embedder and readers as environment variables, for this run."
     env = {}
     if getattr(args, 'threads', None) is not None: env['RAGNB_THREADS'] = str(args.threads)
     if getattr(args, 'verbose', False): env['RAGNB_VERBOSE'] = '1'
+    if getattr(args, 'max_pages', None) is not None: env['RAGNB_MAX_PDF_PAGES'] = str(args.max_pages)
     return env
 
 # %% ../nbs/09_cli.ipynb #cc4d9940

@@ -21,9 +21,9 @@ log = logging.getLogger(__name__)
 __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES', 'DTYPES',
            'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages',
            'packaged_model_path', 'resolve_model', 'read_pooling', 'read_query_instruction', 'read_document_prompt',
-           'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'hub_download_problem',
-           'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'OnnxQueryEncoder', 'QueryTokenizer',
-           'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
+           'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'ModelUnavailable',
+           'hub_download_problem', 'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress',
+           'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -196,10 +196,10 @@ class Embedder:
                        ):
         "Load a model with transformers; never downloads unless `name_or_path` names a hub model explicitly."
         t0 = time.perf_counter()
-        from transformers import AutoModel, AutoTokenizer
         path, reason = resolve_model(name_or_path)
         if local_files_only is None: local_files_only = not (name_or_path and not Path(path).exists())
-        if not local_files_only and (why := hub_download_problem(str(path))): raise ValueError(why)
+        if not local_files_only and (why := hub_download_problem(str(path))): raise ModelUnavailable(why)
+        from transformers import AutoModel, AutoTokenizer
         log.info('embedding model: %s (%s)', path, reason)
         tok = AutoTokenizer.from_pretrained(path, local_files_only=local_files_only)
         if progress is None: progress = verbose()
@@ -242,6 +242,9 @@ def model_location(name:str) -> str:
 
 # %% ../nbs/02_embed.ipynb #fb4b0f20
 HUB_TIMEOUT_S = 5   # the one metadata call before a download
+
+class ModelUnavailable(ValueError):
+    "A model that cannot be had here and now: the message says why and what to pass instead."
 
 def hub_download_problem(name:str) -> str|None:
     "Why hub model `name` cannot be downloaded now, as one line with the fix; None when it can."

@@ -293,7 +293,7 @@ def eval_retrieval(store:Store, # an open store
     qs, bad = _as_questions(questions)
     if not qs: raise ValueError('no questions to evaluate' + (f' ({len(bad)} unreadable lines)' if bad else ''))
     threshold = resolve_trim_threshold(store, trim_threshold, trim_window, check_trim_policy(trim_policy))
-    sources = store.chunk_sources()
+    sources = store.chunk_sources(filters)        # labels count only inside the filters (a tenant's pin)
     kk = max(top_k, 10)
     base, var, infos, qvecs = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'eval', mode)
     ctx = [_trim(store, q, v, c[:top_k], trim_policy, threshold, trim_window) if trim else c[:top_k]
@@ -365,7 +365,7 @@ def sweep(store:Store, questions, *, thresholds=None, windows=(0, 1), top_k:int=
     if not qs: raise ValueError('no questions to evaluate')
     grids = {p: thresholds or trim_threshold_grid(store.manifest['model'], check_trim_policy(p)) for p in policies}
     for t in (t for g in grids.values() for t in g): check_trim_options(t, 1, 0)
-    sources, kk = store.chunk_sources(), max(top_k, 10)
+    sources, kk = store.chunk_sources(filters), max(top_k, 10)
     base, var, infos, qv = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'retrieve', mode)
     rows = []
     for p, w in ((p, w) for p in policies for w in windows):

@@ -1462,9 +1462,11 @@ def sources(self:Store, root:str|None=None) -> dict[str, SourceRecord]:
 
 # %% ../nbs/03_index.ipynb #77a047dc
 @patch
-def chunk_sources(self:Store) -> list[str]:
-    "The distinct source keys of the chunks, indexed files or not."
-    with self._snapshot(): return [r[0] for r in self.db.execute('select distinct source from chunks')]
+def chunk_sources(self:Store, filters:dict|None=None) -> list[str]:
+    "The distinct source keys of the chunks (that pass `filters`), indexed files or not."
+    with self._snapshot():
+        where, args = self._where(filters)
+        return [r[0] for r in self.db.execute(f'select distinct source from chunks where {where}', args)]
 
 # %% ../nbs/03_index.ipynb #5e1c0a77
 @patch

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03a_ingest.ipynb #2c4980fa
 from __future__ import annotations
-import hashlib, json, os, stat, time
+import errno, hashlib, json, os, stat, time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +20,11 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
                            reader_version)
 
 # %% auto #0
-__all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'unreadable_reason', 'eval_data_reason',
-           'source_key', 'display_path', 'SourceFile', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
-           'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths', 'index_paths', 'chunk_batches',
-           'embedded_batches', 'embed_chunks', 'until_interrupted', 'bundled_data_dir', 'default_corpus',
-           'default_store_dir', 'open_default_store']
+__all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason',
+           'eval_data_reason', 'source_key', 'display_path', 'SourceFile', 'scan_path', 'listed_files',
+           'changed_sources', 'list_files', 'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths',
+           'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks', 'until_interrupted', 'bundled_data_dir',
+           'default_corpus', 'default_store_dir', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -39,6 +39,7 @@ class IndexReport:
     chunks: int = 0
     seconds: float = 0.0
     interrupted: bool = False                       # Ctrl-C: the files done before it were committed
+    refused: list = field(default_factory=list)     # (folder, reason): not indexed until the user fixes it
     def counts(self):
         return {k: len(getattr(self, k)) for k in ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary')}
     def __repr__(self): return f'IndexReport({self.counts()}, chunks={self.chunks}, {self.seconds:.1f}s)'
@@ -72,17 +73,24 @@ def ignore_spec(folder:Path):
         raise ValueError(f'{ign}: unusable ignore file ({type(e).__name__}: {e}); fix it, then index again') from None
 
 # %% ../nbs/03a_ingest.ipynb #5442e535
+def _cannot_list(e:OSError, rep:IndexReport, unreadable:list):
+    "A folder `os.walk` could not list: said once, and every source indexed under it is kept (`_gone`)."
+    unreadable.append(Path(e.filename))
+    rep.skipped.append((os.fsdecode(e.filename), f'cannot list this folder ({e.strerror}); what was indexed under it '
+                                                 'is kept'))
+
 def walk_files(root:Path, rep:IndexReport, unreadable:list):
     "Files under `root`, honouring `.ragnbignore` and skipping hidden entries; failing folders go to `unreadable`."
     if not root.is_dir():
         yield root
         return
     specs = {}
-    for dirpath, dirnames, filenames in os.walk(root, onerror=lambda e: unreadable.append(Path(e.filename))):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=lambda e: _cannot_list(e, rep, unreadable)):
         d = Path(dirpath)
         try: specs[d] = ignore_spec(d)
         except ValueError as e:
             rep.skipped.append((str(d), str(e)))
+            rep.refused.append((str(d), str(e)))
             unreadable.append(d)
             dirnames[:] = []
             continue
@@ -98,13 +106,18 @@ def _ignored(specs:dict, p:Path, is_dir:bool=False) -> bool:
 # %% ../nbs/03a_ingest.ipynb #7f7d8f81
 MAX_FILE_BYTES = 50 * 2**20
 
+class KeptReason(str):
+    "Why a file that may still be there was not read (an error other than 'no such file'): what it gave stays."
+
 def unreadable_reason(f:Path, root:Path, max_bytes:int=MAX_FILE_BYTES) -> str|None:
     "Why `f` is not read at all: not a regular file, too big, a link out of `root`, a name SQLite cannot store."
     try:
         f.as_posix().encode('utf-8')
         st = f.stat()
     except UnicodeEncodeError: return 'the file name is not valid UTF-8; rename it'
-    except OSError as e: return f'cannot read ({e.strerror})'
+    except OSError as e:
+        if e.errno == errno.ENOENT: return f'cannot read ({e.strerror})'         # gone: its chunks go too
+        return KeptReason(f'cannot read ({e.strerror}); what was indexed from it is kept')
     if not stat.S_ISREG(st.st_mode): return 'not a regular file (a FIFO, device or socket)'
     if f.is_symlink() and root.is_dir() and not f.resolve().is_relative_to(root.resolve()):
         return f'a link that leaves the indexed folder ({f.resolve()}); not followed'
@@ -197,7 +210,8 @@ def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
     for f in walk_files(p, rep, unreadable):
         why = unreadable_reason(f, p, max_bytes) or eval_data_reason(f, p)
         if why: rep.skipped.append((os.fsdecode(f), why))
-        else:
+        if isinstance(why, KeptReason): seen.add(source_key(f, p))     # not known to be gone: nothing is removed
+        elif not why:
             seen.add(source_key(f, p))
             files.append(f)
     if not p.is_dir() or p in unreadable: return files, []       # a folder that failed itself removes nothing

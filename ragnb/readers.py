@@ -4,7 +4,7 @@
 
 # %% ../nbs/01a_readers.ipynb #47841ec2
 from __future__ import annotations
-import bisect, io, re, zipfile
+import bisect, io, os, re, zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,9 +14,9 @@ from .chunking import (CODE_EXTS, BinaryFileError, Chunk, ChunkingError, decode_
                             strategy_version)
 
 # %% auto #0
-__all__ = ['READERS', 'MAX_UNZIPPED', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version',
-           'reader_version', 'read_document', 'locate_chunks', 'HtmlWalker', 'html_document', 'pdf_document',
-           'docx_document']
+__all__ = ['READERS', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'Document', 'Reader', 'register_reader', 'reader_for',
+           'file_kind', 'document_version', 'reader_version', 'read_document', 'locate_chunks', 'HtmlWalker',
+           'html_document', 'pdf_document', 'docx_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -524,6 +524,16 @@ def _open_pdf(data:bytes, name:str):
                                 f'qpdf --decrypt --password=... in.pdf out.pdf, and index that') from None
         raise ChunkingError(f'{name}: not a readable PDF ({e}); re-export it from its source') from None
 
+# %% ../nbs/01a_readers.ipynb #64be2eab
+MAX_PDF_PAGES = 5000
+MAX_PAGES_ENV = 'RAGNB_MAX_PDF_PAGES'
+
+def _check_page_count(n:int, name:str):
+    "A `ChunkingError` for a PDF of more pages than the cap (`MAX_PDF_PAGES`, or `$RAGNB_MAX_PDF_PAGES`)."
+    cap = int(os.environ.get(MAX_PAGES_ENV) or MAX_PDF_PAGES)
+    if n > cap: raise ChunkingError(f'{name}: {n} pages, over the {cap}-page cap; split it, or raise the cap with '
+                                    f'--max-pages (${MAX_PAGES_ENV})')
+
 # %% ../nbs/01a_readers.ipynb #c80f89a3
 def pdf_document(data:bytes, # the PDF's bytes
                  name:str='document.pdf', # for messages
@@ -531,6 +541,7 @@ def pdf_document(data:bytes, # the PDF's bytes
     "A PDF as markdown: reading order, no running headers or footers, repaired hyphens, headings by font size, pages."
     pdf = _open_pdf(data, name)
     try:
+        _check_page_count(len(pdf), name)
         pages, heights, widths = [], [], []
         for i in range(len(pdf)):
             page = pdf[i]

@@ -269,8 +269,8 @@ def sources(self:ShardedStore, root:str|None=None) -> dict[str, SourceRecord]:
     return {k: v for part in self._each(lambda _, s: s.sources(root)) for k, v in part.items()}
 
 @patch
-def chunk_sources(self:ShardedStore) -> list[str]:
-    return sorted({x for part in self._each(lambda _, s: s.chunk_sources()) for x in part})
+def chunk_sources(self:ShardedStore, filters:dict|None=None) -> list[str]:
+    return sorted({x for part in self._each(lambda _, s: s.chunk_sources(filters)) for x in part})
 
 @patch
 def list_sources(self:ShardedStore, filters:dict|None=None) -> list[dict]:

@@ -135,9 +135,11 @@ def writer_loop(store, corpus, seconds):
     print(commits)
 
 
-def readers_during_writer(queries=1000, workdir=None):
+def readers_during_writer(queries=1000, workdir=None, min_reloads=0, max_seconds=300):
     """A long-lived read-only Store answers `queries` searches (with filters, chunk reads and sentence vectors) while
-    another process re-indexes and removes sources in a loop. Counts exceptions and short or stale results."""
+    another process re-indexes and removes sources in a loop. Counts exceptions and short or stale results. It goes
+    on past `queries` until it has seen `min_reloads` new generations (or `max_seconds` pass), so what it covers does
+    not depend on how fast this machine commits."""
     from ragnb.index import Store
     work = Path(workdir or tempfile.mkdtemp())
     corpus, store = copy_corpus(work / 'corpus'), work / 'store'
@@ -147,7 +149,9 @@ def readers_during_writer(queries=1000, workdir=None):
     rng, errors, short, reloads = np.random.default_rng(0), [], 0, 0
     reader = Store.open(store, readonly=True)
     time.sleep(1.0)
-    for i in range(queries):
+    i, t_end = -1, time.time() + max_seconds
+    while (i + 1 < queries or reloads < min_reloads) and time.time() < t_end:
+        i += 1
         try:
             reloads += reader.refresh()
             filters = {'source': [r for r in ['docs/en/faq.md', 'docs/es/faq.md']]} if i % 3 == 0 else None
@@ -353,12 +357,74 @@ def reader_resources(queries=2000, workdir=None):
                 store_fds_before=store_fds0, store_fds_after=store_fds1)
 
 
+# --- folders that cannot be read, as an unprivileged user ----------------------------------------------------
+
+NOBODY = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']
+
+
+def index_main(store, docs):
+    "`index_paths` with the model-free embedder, printing the report as JSON: the process `unreadable_folders` runs."
+    from ragnb.index import Store
+    with Store.open(store, embedder=HashEmbedder()) as s:
+        rep = index_paths(s, [Path(docs)])
+        print(json.dumps(dict(removed=rep.removed, skipped=rep.skipped, sources=sorted(s.sources()))))
+
+
+def unreadable_folders(workdir=None):
+    """Issue 32.1, for real: as `nobody` (root reads through any mode), index `docs/sub/one.md`, make `sub` listable
+    but not searchable (644 and 600), then not listable (000 and 311), and index again each time. Each run must
+    remove nothing under `sub` and say what it could not read."""
+    if os.geteuid() != 0 or not shutil.which('setpriv'):
+        return dict(tried=0, survived=0, lost=0, skipped='needs root and setpriv to run as nobody')
+    work = Path(tempfile.mkdtemp(dir=workdir))
+    docs, store = work / 'docs', work / 'store'
+    (docs / 'sub').mkdir(parents=True)
+    (docs / 'top.md').write_text('# Top\n\nThe top page.', encoding='utf-8')
+    (docs / 'sub' / 'one.md').write_text('# One\n\nA page in a folder that will become unreadable.', encoding='utf-8')
+    for p in (work, *work.rglob('*')): os.chown(p, 65534, 65534)
+    os.chmod(work, 0o755)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent), HOME=str(work))
+    run = lambda: json.loads(subprocess.run([*NOBODY, sys.executable, __file__, 'index', str(store), str(docs)],
+                                            capture_output=True, text=True, env=env, check=True).stdout)
+    one = (docs / 'sub' / 'one.md').resolve().as_posix()
+    first, cases = run(), {}
+    for mode in (0o644, 0o600, 0o000, 0o311):
+        os.chmod(docs / 'sub', mode)
+        r = run()
+        said = [why for f, why in r['skipped'] if f.startswith(str(docs / 'sub'))]
+        cases[f'{mode:03o}'] = dict(kept=one in r['sources'] and not r['removed'], said=said)
+        os.chmod(docs / 'sub', 0o755)
+    shutil.rmtree(work, ignore_errors=True)
+    ok = [m for m, c in cases.items() if c['kept'] and c['said']]
+    return dict(tried=len(cases), survived=len(ok), lost=len(cases) - len(ok), indexed_first=first['sources'],
+                cases=cases)
+
+
 if __name__ == '__main__':
     if sys.argv[1] == 'writer': writer_loop(Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4]))
     elif sys.argv[1] == 'fuzz': fuzz_file_main(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    elif sys.argv[1] == 'index': index_main(sys.argv[2], sys.argv[3])
 
 
 # --- hostile entries in an indexed folder, and a hostile HyDE endpoint ----------------------------------------
+
+def pdf_listing_one_page(n:int) -> bytes:
+    "A valid PDF whose page tree lists one small page object `n` times (issue 32.7: 800 KB, 100,000 pages)."
+    objs = ['<< /Type /Catalog /Pages 2 0 R >>', '<< /Type /Pages /Kids [' + '3 0 R ' * n + f'] /Count {n} >>',
+            '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R '
+            '/Resources << /Font << /F1 5 0 R >> >> >>', None, '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>']
+    stream = b'BT /F1 12 Tf 72 720 Td (The same page, listed again and again.) Tj ET'
+    out, offsets = bytearray(b'%PDF-1.4\n'), []
+    for i, o in enumerate(objs, 1):
+        offsets.append(len(out))
+        body = f'<< /Length {len(stream)} >>\nstream\n'.encode() + stream + b'\nendstream' if o is None else o.encode()
+        out += f'{i} 0 obj\n'.encode() + body + b'\nendobj\n'
+    xref = len(out)
+    out += f'xref\n0 {len(objs) + 1}\n0000000000 65535 f \n'.encode()
+    out += b''.join(f'{o:010d} 00000 n \n'.encode() for o in offsets)
+    out += f'trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n'.encode()
+    return bytes(out)
+
 
 def hostile_entries(workdir=None):
     """One `index_paths` run over a folder holding, besides two good files, each kind of bad entry. `survived`
@@ -380,7 +446,8 @@ def hostile_entries(workdir=None):
                'file over the size cap': lambda: (d / 'big.md').write_text('word ' * 300_000),
                'bad .ragnbignore (stray \\)': lambda: (d / 'sub' / '.ragnbignore').write_bytes(b'\\'),
                'binary by extension': lambda: (d / 'logo.png').write_bytes(b'\x89PNG\r\n\x1a\n' + bytes(99)),
-               'binary by content': lambda: (d / 'blob.xyz').write_bytes(b'\x00\x01\x02')}
+               'binary by content': lambda: (d / 'blob.xyz').write_bytes(b'\x00\x01\x02'),
+               'PDF listing one page 100,000 times': lambda: (d / 'pages.pdf').write_bytes(pdf_listing_one_page(100_000))}
     for make in entries.values(): make()
     out = {}
     def run():
@@ -395,7 +462,8 @@ def hostile_entries(workdir=None):
     checks = {'fifo pipe.md': 'pipe.md', 'link to /dev/zero': 'zero.md', 'link out of the folder': 'outside.md',
               'non-UTF-8 file name': 'not valid UTF-8; rename', 'latin-1 file': 'latin1.md',
               'file over the size cap': 'big.md', 'bad .ragnbignore (stray \\)': '.ragnbignore',
-              'binary by extension': 'logo.png', 'binary by content': 'blob.xyz'}
+              'binary by extension': 'logo.png', 'binary by content': 'blob.xyz',
+              'PDF listing one page 100,000 times': 'pages.pdf: 100000 pages, over the 5000-page cap'}
     res = {k: (v in said) for k, v in checks.items()}
     res['UTF-16 file (read)'] = any(s.endswith('/docs/wide.md') for s in rep.added)
     good = any(s.endswith('/docs/good.md') for s in rep.added)

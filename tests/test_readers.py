@@ -1,6 +1,6 @@
 """HTML, PDF and DOCX ingestion (issue 15): conversions as tables of (input, expected), generated documents whose
 every paragraph must reach a chunk, citations, bad files, reader versions, older stores."""
-import io, json, re, sqlite3
+import io, json, os, re, sqlite3
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -257,3 +257,13 @@ def test_read_document_wraps_any_converter_failure(tmp_path, monkeypatch):
     (tmp_path / 'x.html').write_text('<p>x</p>')
     with pytest.raises(ChunkingError, match=r'x\.html: not a readable HTML file \(RecursionError'):
         read_document(tmp_path / 'x.html')
+
+
+def test_max_pages_caps_a_pdf_and_says_how_to_raise_the_cap(tmp_path):
+    "Issue 32.7: `--max-pages` (or $RAGNB_MAX_PDF_PAGES) skips a longer PDF, counted before any page is read."
+    from faults import pdf_listing_one_page
+    (tmp_path / 'kb').mkdir()
+    (tmp_path / 'kb' / 'long.pdf').write_bytes(pdf_listing_one_page(20))
+    r = ragnb_main('index', tmp_path / 'kb', '--store', tmp_path / 's', '--quiet', '--max-pages', '10', text=True)
+    assert 'long.pdf: 20 pages, over the 10-page cap; split it, or raise the cap with --max-pages' in r.stderr
+    assert r.returncode == 1 and 'RAGNB_MAX_PDF_PAGES' not in os.environ      # the flag held for that run only

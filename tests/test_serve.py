@@ -235,3 +235,32 @@ def test_an_ask_behind_a_long_eval_does_not_freeze_the_server(http_server):
 
     anyio.run(run)
     assert sorted(lists)[2] < sorted(evals)[len(evals) // 2] / 8, (lists, evals)     # medians
+
+
+def test_a_pinned_client_cannot_tell_another_tenants_file_from_no_file(store_dir):
+    """Issue 32.2: under a pin to acme, every tool answers for a path of tenant globex exactly as for a path that
+    exists nowhere: labels, counts and errors are all taken inside the pin."""
+    with Store.open(store_dir, readonly=True) as s:
+        acme = RetrievalService(s, pins={'tenant': ['acme']})
+        def calls(path):
+            return [acme.ask(QUESTIONS[1], filters={'source': path}),
+                    acme.ask(QUESTIONS[0], mode='lexical', filters={'source': [path, 'es/despliegue.md']}),
+                    acme.eval_retrieval([{'question': QUESTIONS[1], 'relevant': [path], 'answer': 'roll back'}]),
+                    acme.eval_retrieval([{'question': QUESTIONS[0], 'relevant': [path, 'es/despliegue.md']}]),
+                    acme.sources({'source': path}), acme.sources({'source': [path, 'es/faq.md']})]
+        theirs, nowhere = calls('en/deployment.md'), calls('en/no-such-file.md')
+        assert theirs == nowhere
+        assert theirs[2]['summary']['n_labelled'] == 0 and theirs[3]['summary']['n_labelled'] == 1
+        everyone = RetrievalService(s)                         # without a pin, the label is there
+        assert everyone.eval_retrieval([{'question': QUESTIONS[1], 'relevant': ['en/deployment.md']}])[
+            'summary']['n_labelled'] == 1
+
+
+def test_pinned_lexical_scores_say_only_the_rank(store_dir):
+    "BM25's idf counts every tenant's chunks: under a pin a lexical answer carries rank scores, not BM25 values."
+    with Store.open(store_dir, readonly=True) as s:
+        pinned = RetrievalService(s, pins={'tenant': ['acme']}).ask(QUESTIONS[0], mode='lexical')['chunks']
+        free = RetrievalService(s).ask(QUESTIONS[0], mode='lexical', filters={'tenant': 'acme'})['chunks']
+    assert [c['cite'] for c in pinned] == [c['cite'] for c in free] and len(pinned) == 5
+    assert [c['score'] for c in pinned] == [1 / (60 + r) for r in range(1, 6)]
+    assert [c['score'] for c in free] != [c['score'] for c in pinned]
