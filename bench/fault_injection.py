@@ -56,7 +56,8 @@ def main():
     run('hostile entries in a folder', faults.hostile_entries,
         lambda r: 'failed: ' + ', '.join(r['failed']) if r.get('failed') else 'each reported, the run completes')
     run('hostile HyDE endpoint', faults.hostile_hyde,
-        lambda r: 'failed: ' + ', '.join(r['failed']) if r['failed'] else 'redirect, drip, 2 MB, key echo: refused')
+        lambda r: 'failed: ' + ', '.join(r['failed']) if r['failed'] else
+                  'redirect, drip, 2 MB, 5 MB chunked, gzip bomb, key echo: refused')
     run('a folder that cannot be read', faults.unreadable_folders,
         lambda r: r.get('skipped') or ', '.join(f"{m}: {'kept' if c['kept'] else 'LOST'}"
                                                 for m, c in r['cases'].items()))

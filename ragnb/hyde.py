@@ -105,7 +105,27 @@ def _guard_hooks(endpoint:str) -> dict:
     def response(resp):
         n = int(resp.headers.get('content-length') or 0)
         if n > MAX_RESPONSE_BYTES: raise HydeError(f'HyDE answer too large ({n} bytes, limit {MAX_RESPONSE_BYTES})')
+        _bounded_body(resp)
     return {'request': [request], 'response': [response]}
+
+_CALL = threading.local()      # the HyDE call a thread serves: its deadline, and the response it is reading
+
+def _bounded_body(resp):
+    """Read `resp`'s body now, decoded, refusing more than `MAX_RESPONSE_BYTES` (a chunked answer has no length, a
+    gzip bomb a small one) and stopping at the call's deadline; the SDK then reads what was kept."""
+    box, chunks, n = getattr(_CALL, 'box', None), [], 0
+    if box is not None: box['response'] = resp
+    try:
+        for chunk in resp.iter_bytes():
+            n += len(chunk)
+            if n > MAX_RESPONSE_BYTES: raise HydeError(f'HyDE answer too large (over {MAX_RESPONSE_BYTES} bytes)')
+            if box is not None and time.monotonic() > box['deadline']:
+                raise HydeTimeout('HyDE generation took more than its deadline in all')
+            chunks.append(chunk)
+    except BaseException:
+        resp.close()
+        raise
+    resp._content = b''.join(chunks)       # where httpx keeps a body it has read: `resp.text` uses it
 
 # %% ../nbs/05_hyde.ipynb #58ee3a41
 @functools.lru_cache(maxsize=8)
@@ -126,15 +146,20 @@ def _response_text(resp) -> str:
 
 # %% ../nbs/05_hyde.ipynb #dc775d0d
 def _with_deadline(fn, seconds:float):
-    "`fn()` in a daemon thread; `HydeTimeout` when it has not returned within `seconds` in all."
-    box = {}
+    """`fn()` in a daemon thread; `HydeTimeout` when it has not returned within `seconds` in all. The response it is
+    reading then is closed, so the thread stops downloading and ends with the call."""
+    box = {'deadline': time.monotonic() + seconds}
     def run():
+        _CALL.box = box
         try: box['value'] = fn()
         except BaseException as e: box['error'] = e
+        finally: _CALL.box = None
     t = threading.Thread(target=run, daemon=True, name='ragnb-hyde')
     t.start()
     t.join(seconds)
-    if t.is_alive(): raise HydeTimeout(f'HyDE generation took more than {seconds:g} s in all')
+    if t.is_alive():
+        if (resp := box.get('response')) is not None: resp.close()
+        raise HydeTimeout(f'HyDE generation took more than {seconds:g} s in all')
     if 'error' in box: raise box['error']
     return box['value']
 

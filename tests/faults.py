@@ -5,7 +5,7 @@ Each case returns a dict with `tried`, `survived` and `lost` (and details). test
 few trials; bench/fault_injection.py runs them with the full counts and prints one table.
 Run as a script, this file is the writer process of `readers_during_writer`.
 """
-import gc, hashlib, json, os, random, shutil, signal, struct, subprocess, sys, tempfile, time
+import gc, gzip, hashlib, json, os, random, shutil, signal, struct, subprocess, sys, tempfile, time
 from pathlib import Path
 
 import numpy as np
@@ -447,7 +447,8 @@ def hostile_entries(workdir=None):
                'bad .ragnbignore (stray \\)': lambda: (d / 'sub' / '.ragnbignore').write_bytes(b'\\'),
                'binary by extension': lambda: (d / 'logo.png').write_bytes(b'\x89PNG\r\n\x1a\n' + bytes(99)),
                'binary by content': lambda: (d / 'blob.xyz').write_bytes(b'\x00\x01\x02'),
-               'PDF listing one page 100,000 times': lambda: (d / 'pages.pdf').write_bytes(pdf_listing_one_page(100_000))}
+               'PDF listing one page 100,000 times':
+                   lambda: (d / 'pages.pdf').write_bytes(pdf_listing_one_page(100_000))}
     for make in entries.values(): make()
     out = {}
     def run():
@@ -483,7 +484,7 @@ def hostile_hyde():
     os.environ['GEMINI_API_KEY'] = KEY
     cases = {}
     def case(name, setup, want, check=lambda _e: True, timeout_s=5):
-        srv.drip = 0.0
+        srv.drip, srv.chunked = 0.0, 0
         setup()
         t = time.perf_counter()
         try:
@@ -498,6 +499,12 @@ def hostile_hyde():
          HydeTimeout, timeout_s=1.5)
     case('2 MB answer', lambda: setattr(srv, 'reply', lambda _n: answer('{"passage": "' + 'y' * 2_000_000 + '"}')),
          HydeError)
+    big = answer('{"passage": "' + 'z' * 5_000_000 + '"}')
+    case('5 MB chunked, no length', lambda: (setattr(srv, 'chunked', 65536), setattr(srv, 'reply', lambda _n: big)),
+         HydeError)
+    bomb = gzip.compress(json.dumps(big[1]).encode(), 9)
+    gzipped = lambda _n: (200, bomb, {'Content-Encoding': 'gzip'})
+    case('gzip bomb (5 MB from 5 KB)', lambda: setattr(srv, 'reply', gzipped), HydeError)
     case('error that echoes the key', lambda: setattr(srv, 'reply', lambda _n: (500, {'error': {'code': 500,
          'message': f'bad key {KEY}', 'status': 'X'}})), HydeError)
     del os.environ['GEMINI_API_KEY']

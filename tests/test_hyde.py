@@ -23,6 +23,7 @@ class FakeGemini(ThreadingHTTPServer):
     def __init__(self):
         super().__init__(('127.0.0.1', 0), Handler)
         self.requests, self.reply, self.delay, self.drip = [], lambda _n: answer('{"passage": "ok"}'), 0.0, 0.0
+        self.chunked = 0
     @property
     def url(self): return f'http://127.0.0.1:{self.server_address[1]}'
 
@@ -42,6 +43,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header('Content-Type', 'application/json')
             for k, v in (extra[0] if extra else {}).items(): self.send_header(k, v)
+            if srv.chunked:                               # no length: the body in chunks of `chunked` bytes
+                self.send_header('Transfer-Encoding', 'chunked')
+                self.end_headers()
+                for i in range(0, len(data), srv.chunked):
+                    part = data[i:i + srv.chunked]
+                    self.wfile.write(f'{len(part):x}\r\n'.encode() + part + b'\r\n')
+                self.wfile.write(b'0\r\n\r\n')
+                req['end'] = time.perf_counter()
+                return
             self.send_header('Content-Length', str(len(data)))
             self.end_headers()
             if srv.drip:                                   # one byte every `drip` seconds
@@ -240,6 +250,38 @@ def test_huge_answers_are_refused_and_long_passages_capped(server, monkeypatch):
     server.reply = lambda _n: answer(json.dumps({'passage': 'Rotate the key. ' * 1000}))
     p = generate_hyde('how to rotate keys', base_url=server.url)
     assert len(p) <= MAX_PASSAGE_CHARS and p.startswith('Rotate the key.')
+
+
+def test_bodies_are_capped_as_they_stream_decoded(server, monkeypatch):
+    "Issue 32.4: a chunked answer with no length, and a gzip bomb with a small one, are cut at the cap, decoded."
+    import gzip
+    from ragnb.hyde import MAX_RESPONSE_BYTES
+    monkeypatch.setenv('GEMINI_API_KEY', KEY)
+    big = lambda _n: answer('{"passage": "' + 'z' * (5 * MAX_RESPONSE_BYTES) + '"}')
+    server.reply, server.chunked = big, 64 * 1024
+    with pytest.raises(HydeError, match='answer too large'):
+        generate_hyde('how to rotate keys', base_url=server.url)
+    server.chunked = 0
+    bomb = gzip.compress(json.dumps(big(1)[1]).encode(), 9)
+    assert len(bomb) < MAX_RESPONSE_BYTES // 50
+    server.reply = lambda _n: (200, bomb, {'Content-Encoding': 'gzip'})
+    with pytest.raises(HydeError, match='answer too large'):
+        generate_hyde('how to rotate keys', base_url=server.url)
+    server.reply = lambda _n: (200, gzip.compress(json.dumps(answer('{"passage": "Rotate it."}')[1]).encode()),
+                               {'Content-Encoding': 'gzip'})
+    assert generate_hyde('how to rotate keys', base_url=server.url) == 'Rotate it.'    # a normal gzip answer
+
+
+def test_a_timed_out_answer_is_closed_and_not_downloaded_on(server, monkeypatch):
+    "Issue 32.4: at the deadline the connection is closed: the server sees it go long before its answer ends."
+    server.drip = 0.2
+    server.reply = lambda _n: answer('{"passage": "' + 'x' * 200 + '"}')        # over 60 s of dripping
+    monkeypatch.setenv('GEMINI_API_KEY', KEY)
+    with pytest.raises(HydeTimeout):
+        generate_hyde('how to rotate keys', base_url=server.url, timeout_s=1.0)
+    t = time.perf_counter()
+    while 'end' not in server.requests[-1] and time.perf_counter() - t < 30: time.sleep(0.1)
+    assert server.requests[-1]['end'] - server.requests[-1]['start'] < 30       # cut: the whole answer takes > 60 s
 
 
 def test_the_fallback_error_keeps_no_sdk_context(server, client):
