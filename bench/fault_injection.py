@@ -11,7 +11,8 @@ Cases (tests/faults.py holds them; tests/test_store_faults.py runs each with few
 - index files crafted to make hnswlib read out of bounds, with the database's size and SHA-256 updated to match;
 - a store on a small tmpfs written until the disk is full (needs root to mount; otherwise skipped);
 - one reader's RSS and open file descriptors over many queries;
-- a folder that becomes unreadable (644, 600, 000, 311) to the user who indexes it: nothing under it is removed.
+- a folder that becomes unreadable (644, 600, 000, 311) to the user who indexes it: nothing under it is removed;
+- bytes flipped in the index file with its mtime set back (refused), and a 1e30 vector in a re-sealed file.
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -58,6 +59,9 @@ def main():
     run('hostile HyDE endpoint', faults.hostile_hyde,
         lambda r: 'failed: ' + ', '.join(r['failed']) if r['failed'] else
                   'redirect, drip, 2 MB, 5 MB chunked, gzip bomb, key echo: refused')
+    run('silent bit rot in the index file', lambda: faults.silent_bit_rot(flips=20),
+        lambda r: 'failed: ' + ', '.join(r['failed']) if r['failed'] else
+                  'flips with the mtime set back refused, a 1e30 vector reported by check')
     run('a folder that cannot be read', faults.unreadable_folders,
         lambda r: r.get('skipped') or ', '.join(f"{m}: {'kept' if c['kept'] else 'LOST'}"
                                                 for m, c in r['cases'].items()))

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 
 # %% auto #0
-__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'DELTA_MAX_ROWS', 'UNLINK_ON_THREAD', 'LEXICAL_VERSION',
+__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'VERIFIED', 'DELTA_MAX_ROWS', 'UNLINK_ON_THREAD', 'LEXICAL_VERSION',
            'FILTER_INDEX_VERSION', 'SHARDS_FILE', 'EXACT_BELOW', 'EXACT_ALL_BELOW', 'BM25_K1', 'BM25_B', 'StoreError',
            'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file',
            'FileVectors', 'chunk_sentence_spans', 'sentence_texts', 'SentenceVectorFile', 'Store', 'store_exists',
@@ -367,6 +367,26 @@ def _db_error(p:Path, e:sqlite3.DatabaseError) -> StoreError:
     return StoreCorruptedError(f'{p}: corrupted chunk database ({e}); re-index into a new store')
 
 # %% ../nbs/03_index.ipynb #e0455fd0
+def _written_by_commit(st:os.stat_result, meta:dict) -> bool:
+    """Is the index file as the commit left it? Its mtime and its ctime are the ones recorded then. Setting the mtime
+    back after a write (`touch -r`, `os.utime`) moves the ctime, which no user-level call can set back."""
+    return (str(st.st_mtime_ns), str(st.st_ctime_ns)) == (meta.get('index_mtime_ns'), meta.get('index_ctime_ns'))
+
+VERIFIED = '.ok'   # beside an index file: the stat of the file when a reader last found its SHA-256 right
+
+def _verified(f:Path, st:os.stat_result, meta:dict) -> bool:
+    """Does index file `f` match its SHA-256: checked before for this very stat (a copied store, an older store
+    without ctimes), else hashed now and, if right, recorded beside it (best effort: a reader may not write)?"""
+    seal = f'{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino} {meta["index_sha256"]}'
+    mark = f.with_name(f.name + VERIFIED)
+    try:
+        if mark.read_text() == seal: return True
+    except OSError: pass
+    if _sha256(f) != meta['index_sha256']: return False
+    try: _fsync_write(mark, seal.encode())
+    except OSError: pass
+    return True
+
 def _load_index(path:Path, manifest:dict, meta:dict) -> tuple:
     "The index that `meta` (this transaction's view) points to, checked before loading, and its `FileVectors`."
     import hnswlib
@@ -378,8 +398,7 @@ def _load_index(path:Path, manifest:dict, meta:dict) -> tuple:
         try: st = f.stat()
         except FileNotFoundError:
             raise _GenerationGone(f'{f}: index file missing; re-index into a new store') from None
-        if st.st_size != int(meta['index_size']) or (
-                str(st.st_mtime_ns) != meta.get('index_mtime_ns') and _sha256(f) != meta['index_sha256']):
+        if st.st_size != int(meta['index_size']) or not (_written_by_commit(st, meta) or _verified(f, st, meta)):
             raise StoreCorruptedError(f'{f}: index file truncated or corrupted (size/SHA-256 differ from the '
                                       'database); re-index into a new store')
         vectors = FileVectors(check_hnsw_file(f, manifest['dim']))
@@ -572,7 +591,7 @@ def _remove_stale(path:Path, meta:dict):
     keep, later = {meta.get(f'{p}{k}_file') for k in ('index', 'sent', 'delta') for p in ('', 'prev_')}, []
     for f in [*path.glob('index-*.hnsw*'), *path.glob('sentences-*.f16*'), *path.glob('delta-*.f32*'),
               *path.glob('manifest.json.tmp*')]:
-        if f.name in keep: continue
+        if f.name in keep or f.name.removesuffix(VERIFIED) in keep: continue
         try: big = f.stat().st_size > UNLINK_ON_THREAD
         except FileNotFoundError: continue
         if big: later.append(f)
@@ -965,8 +984,8 @@ def _write_index(self:Store, index, gen:int, written:list) -> dict:
     sha = _save_index(index, f)
     st = f.stat()
     self.db.execute('delete from tombstones')
-    return dict(index_file=f.name, index_size=st.st_size, index_mtime_ns=st.st_mtime_ns, index_sha256=sha,
-                index_capacity=index.get_max_elements())
+    return dict(index_file=f.name, index_size=st.st_size, index_mtime_ns=st.st_mtime_ns,
+                index_ctime_ns=st.st_ctime_ns, index_sha256=sha, index_capacity=index.get_max_elements())
 
 # %% ../nbs/03_index.ipynb #b314159c
 @patch
@@ -1526,6 +1545,14 @@ def trim_calibration(self:Store, window:int=0) -> dict|None:
     return w if isinstance(w, dict) and w.get('threshold') is not None else None
 
 # %% ../nbs/03_index.ipynb #a7214da8
+def _vector_problems(name:str, vectors:np.ndarray, tol:float=1e-3, block:int=65536) -> list[str]:
+    "Stored vectors that are not finite unit vectors (a crafted, re-sealed file), counted block by block."
+    bad = []
+    for lo in range(0, len(vectors), block):
+        norms = np.linalg.norm(np.asarray(vectors[lo:lo + block], np.float64), axis=1)
+        bad += (lo + np.flatnonzero(~np.isfinite(norms) | (np.abs(norms - 1) > tol))).tolist()
+    return [f'{name}: {len(bad)} vectors are not finite unit vectors (rows {bad[:5]})'] if bad else []
+
 @patch
 def verify(self:Store) -> dict:
     "Check index, chunks and sentence vectors against each other: counts, and `problems` (empty when sound)."
@@ -1542,9 +1569,13 @@ def verify(self:Store) -> dict:
         f = self.path / meta['index_file']
         if _sha256(f) != meta['index_sha256']: problems.append(f'{f.name} does not match its SHA-256')
         info = check_hnsw_file(f, self.manifest['dim'])
+        problems += _vector_problems(f.name, info['vectors'])
         live = set(info['labels'][~info['deleted_mask']].tolist())
         deleted, live = info['deleted'] + len(live & gone), live - gone
-    try: live |= set(_read_delta(self.path, meta, self.manifest['dim'])[0].tolist())
+    try:
+        delta_ids, delta_vectors = _read_delta(self.path, meta, self.manifest['dim'])
+        live |= set(delta_ids.tolist())
+        problems += _vector_problems(meta.get('delta_file', ''), delta_vectors)
     except StoreCorruptedError as e: problems.append(str(e))
     problems += [f'{len(ids - live)} chunks missing from the index'] * bool(ids - live)
     problems += [f'{len(live - ids)} index labels without a chunk'] * bool(live - ids)

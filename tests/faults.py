@@ -256,12 +256,7 @@ def crafted_index_files(workdir=None):
         b = bytearray(good)
         struct.pack_into(fmt, b, off, val)
         f.write_bytes(b)
-        import sqlite3
-        db = sqlite3.connect(store / 'chunks.sqlite')
-        db.executemany('update meta set value=? where key=?', [(str(len(b)), 'index_size'),
-                                                               (hashlib.sha256(b).hexdigest(), 'index_sha256')])
-        db.commit()
-        db.close()
+        _reseal(store, bytes(b))
         code = ('import sys, numpy as np; from ragnb.index import Store, StoreCorruptedError\n'
                 'try:\n with Store.open(sys.argv[1], readonly=True) as s:\n'
                 '  s.search(np.ones(32, np.float32) / 32**.5, k=5)\n'
@@ -272,6 +267,56 @@ def crafted_index_files(workdir=None):
     shutil.rmtree(work, ignore_errors=True)
     ok = sum(v == 'detected' for v in res.values())
     return dict(tried=len(res), survived=ok, lost=len(res) - ok, variants=res)
+
+
+def _reseal(store:Path, data:bytes):
+    "Write the database's size and SHA-256 for an index file whose bytes are now `data` (a crafted file)."
+    import sqlite3
+    db = sqlite3.connect(store / 'chunks.sqlite')
+    db.executemany('update meta set value=? where key=?', [(str(len(data)), 'index_size'),
+                                                           (hashlib.sha256(data).hexdigest(), 'index_sha256')])
+    db.commit()
+    db.close()
+
+
+def silent_bit_rot(workdir=None, flips=5):
+    """Issue 32.3: 4 bytes flipped in place in the middle of the index file, with its mtime set back, `flips` times:
+    a reader must refuse to serve (it has not verified the file since it was written), then serve again once the
+    bytes are back. And a vector set to 1e30 in a re-sealed file: `verify` (`ragnb check`) must report it."""
+    from ragnb.index import Store, StoreCorruptedError, check_hnsw_file
+    work = Path(workdir or tempfile.mkdtemp())
+    corpus, store = copy_corpus(work / 'corpus'), work / 'store'
+    build_fake_store(store, corpus)
+    with Store.open(store, readonly=True) as s: meta = s._meta()
+    f, q = store / meta['index_file'], np.ones(32, np.float32) / 32 ** .5
+    good, st = f.read_bytes(), f.stat()
+    def served():
+        try:
+            with Store.open(store, readonly=True) as s: return [i for i, _ in s.search_ids(q, 5)]
+        except StoreCorruptedError: return None
+    want, res = served(), {}
+    for k in range(flips):
+        off = len(good) * (3 + k) // (3 + flips + 3)
+        with open(f, 'r+b') as fh:
+            fh.seek(off)
+            fh.write(bytes(x ^ 0xFF for x in good[off:off + 4]))
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+        refused = served() is None
+        with open(f, 'r+b') as fh:
+            fh.seek(off)
+            fh.write(good[off:off + 4])
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+        res[f'4 bytes at {off} of {len(good)}, mtime set back'] = refused and served() == want
+    vec = np.asarray(check_hnsw_file(f, 32)['vectors'][0]).tobytes()
+    b = bytearray(good)
+    b[good.find(vec):good.find(vec) + 4] = struct.pack('<f', 1e30)
+    f.write_bytes(b)
+    _reseal(store, bytes(b))
+    with Store.open(store, readonly=True) as s: problems = s.verify()['problems']
+    res['a vector set to 1e30, re-sealed'] = any('not finite unit vectors' in p for p in problems)
+    shutil.rmtree(work, ignore_errors=True)
+    ok = sum(res.values())
+    return dict(tried=len(res), survived=ok, lost=len(res) - ok, failed=[k for k, v in res.items() if not v])
 
 
 # --- a full disk ------------------------------------------------------------------------------------------------

@@ -209,3 +209,24 @@ def test_a_folder_that_cannot_be_read_keeps_its_sources_and_says_so():
     if r.get('skipped'): pytest.skip(r['skipped'])
     assert r['lost'] == 0, r['cases']
     assert all('is kept' in c['said'][0] for c in r['cases'].values())
+
+
+def test_silent_bit_rot_is_refused_and_a_crafted_vector_reported(tmp_path):
+    "Issue 32.3: 4-byte flips with the mtime set back are refused; a 1e30 vector in a re-sealed file is reported."
+    r = faults.silent_bit_rot(workdir=tmp_path, flips=3)
+    assert r['lost'] == 0, r['failed']
+
+
+def test_an_index_file_is_hashed_once_after_a_copy_and_not_when_its_commit_left_it(tmp_path, monkeypatch):
+    import shutil
+    import ragnb.index as ix
+    faults.build_fake_store(tmp_path / 'a', faults.copy_corpus(tmp_path / 'corpus'))
+    hashed, real = [], ix._sha256
+    monkeypatch.setattr(ix, '_sha256', lambda p: hashed.append(p.name) or real(p))
+    q = faults.unit(np.random.default_rng(0), 32)
+    def hits(path):
+        with Store.open(path, readonly=True) as s: return len(s.search_ids(q, 3))
+    assert hits(tmp_path / 'a') == 3 and hashed == []                # the file as its commit left it: no hashing
+    shutil.copytree(tmp_path / 'a', tmp_path / 'b')                  # same mtimes, new ctimes
+    assert hits(tmp_path / 'b') == hits(tmp_path / 'b') == 3 and len(hashed) == 1   # hashed once, then sealed
+    assert [p.name for p in (tmp_path / 'b').glob('index-*.hnsw.ok')] == [hashed[0] + '.ok']
