@@ -12,7 +12,8 @@ Cases (tests/faults.py holds them; tests/test_store_faults.py runs each with few
 - a store on a small tmpfs written until the disk is full (needs root to mount; otherwise skipped);
 - one reader's RSS and open file descriptors over many queries;
 - a folder that becomes unreadable (644, 600, 000, 311) to the user who indexes it: nothing under it is removed;
-- bytes flipped in the index file with its mtime set back (refused), and a 1e30 vector in a re-sealed file.
+- bytes flipped in the index file with its mtime set back (refused), and a 1e30 vector in a re-sealed file;
+- `Store.verify` (`ragnb check`) while another process commits: no false alarm.
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -59,6 +60,8 @@ def main():
     run('hostile HyDE endpoint', faults.hostile_hyde,
         lambda r: 'failed: ' + ', '.join(r['failed']) if r['failed'] else
                   'redirect, drip, 2 MB, 5 MB chunked, gzip bomb, key echo: refused')
+    run('`ragnb check` while a writer commits', lambda: faults.check_during_writer(runs=40, slow_s=0.3),
+        lambda r: f"{r['generations']} generations checked; false alarms {len(r['alarms'])}, errors {len(r['errors'])}")
     run('silent bit rot in the index file', lambda: faults.silent_bit_rot(flips=20),
         lambda r: 'failed: ' + ', '.join(r['failed']) if r['failed'] else
                   'flips with the mtime set back refused, a 1e30 vector reported by check')

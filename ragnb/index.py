@@ -401,7 +401,8 @@ def _load_index(path:Path, manifest:dict, meta:dict) -> tuple:
         if st.st_size != int(meta['index_size']) or not (_written_by_commit(st, meta) or _verified(f, st, meta)):
             raise StoreCorruptedError(f'{f}: index file truncated or corrupted (size/SHA-256 differ from the '
                                       'database); re-index into a new store')
-        vectors = FileVectors(check_hnsw_file(f, manifest['dim']))
+        try: vectors = FileVectors(check_hnsw_file(f, manifest['dim']))
+        except FileNotFoundError: raise _GenerationGone(f'{f}: removed by a later commit as it was opened') from None
         try: index.load_index(str(f), max_elements=int(meta['index_capacity']))
         except RuntimeError as e: raise StoreCorruptedError(f'{f}: hnswlib cannot load it ({e})') from None
     index.set_ef(manifest['ef'])
@@ -1555,7 +1556,31 @@ def _vector_problems(name:str, vectors:np.ndarray, tol:float=1e-3, block:int=655
 
 @patch
 def verify(self:Store) -> dict:
-    "Check index, chunks and sentence vectors against each other: counts, and `problems` (empty when sound)."
+    """Check index, chunks and sentence vectors of one generation against each other: counts, and `problems` (empty
+    when sound). A writer may commit meanwhile: the generation's files are mapped inside its snapshot, and if a commit
+    removed one before that, the check starts again on the new generation."""
+    for attempt in range(3):
+        try: return self._verify_generation()
+        except _GenerationGone:
+            if attempt == 2: raise
+
+@patch
+def _held_files(self:Store, meta:dict) -> dict:
+    "The generation's index, delta and sentence files, mapped or read now: a later commit may unlink them, not them."
+    held, nrows = {}, int(meta.get('sent_rows') or 0)
+    try:
+        if 'index_file' in meta: held['index'] = _map_file(self.path / meta['index_file'])
+        if self.manifest.get('sentence_vectors') and nrows and meta.get('sent_file'):
+            held['sent'] = self.sentence_file.mapped(meta['sent_file'], nrows)
+    except FileNotFoundError as e: raise _GenerationGone(f'{e.filename}: removed by a later commit') from None
+    try: held['delta'] = _read_delta(self.path, meta, self.manifest['dim'])
+    except _GenerationGone: raise
+    except StoreCorruptedError as e: held['delta'] = e
+    return held
+
+@patch
+def _verify_generation(self:Store) -> dict:
+    "`verify` of the generation a snapshot sees; `_GenerationGone` when a commit removed one of its files first."
     with self._snapshot():
         meta, ids = self._meta(), {r[0] for r in self.db.execute('select id from chunks')}
         bad_text = [r[0] for r in self.db.execute(f'select {self._chunk_cols()} from chunks') if not _row_sound(r)]
@@ -1564,23 +1589,24 @@ def verify(self:Store) -> dict:
         lex = {r[0] for r in self.db.execute('select rowid from lexical')} if self._lexical else None
         gone = {r[0] for r in self.db.execute('select id from tombstones')} if self._has_tombstones else set()
         meta_rows = self._filter_index_problems()
+        held = self._held_files(meta)
     live, deleted, problems = set(), 0, []
     if 'index_file' in meta:
         f = self.path / meta['index_file']
-        if _sha256(f) != meta['index_sha256']: problems.append(f'{f.name} does not match its SHA-256')
-        info = check_hnsw_file(f, self.manifest['dim'])
+        if hashlib.sha256(held['index']).hexdigest() != meta['index_sha256']:
+            problems.append(f'{f.name} does not match its SHA-256')
+        info = check_hnsw_file(f, self.manifest['dim'], data=held['index'])
         problems += _vector_problems(f.name, info['vectors'])
         live = set(info['labels'][~info['deleted_mask']].tolist())
         deleted, live = info['deleted'] + len(live & gone), live - gone
-    try:
-        delta_ids, delta_vectors = _read_delta(self.path, meta, self.manifest['dim'])
-        live |= set(delta_ids.tolist())
-        problems += _vector_problems(meta.get('delta_file', ''), delta_vectors)
-    except StoreCorruptedError as e: problems.append(str(e))
+    if isinstance(held['delta'], StoreCorruptedError): problems.append(str(held['delta']))
+    else:
+        live |= set(held['delta'][0].tolist())
+        problems += _vector_problems(meta.get('delta_file', ''), held['delta'][1])
     problems += [f'{len(ids - live)} chunks missing from the index'] * bool(ids - live)
     problems += [f'{len(live - ids)} index labels without a chunk'] * bool(live - ids)
     problems += [f'{len(bad_text)} chunks do not match their hash (ids {bad_text[:5]})'] * bool(bad_text)
-    problems += _sentence_problems(self, meta, ids, sent)
+    problems += _sentence_problems(self, meta, ids, sent, held.get('sent'))
     if lex is not None and lex != ids:
         problems.append(f'the lexical index has {len(ids - lex)} chunks missing and {len(lex - ids)} extra rows')
     problems += meta_rows
@@ -1598,7 +1624,8 @@ def _filter_index_problems(self:Store) -> list[str]:
     return [f'the filter index has {missing} entries missing and {extra} extra rows'] * bool(extra or missing)
 
 # %% ../nbs/03_index.ipynb #ce6ad295
-def _sentence_problems(self:Store, meta:dict, ids:set, sent:list) -> list[str]:
+def _sentence_problems(self:Store, meta:dict, ids:set, sent:list,
+                       mm:np.ndarray|None=None) -> list[str]: # the sentence file, as mapped inside the snapshot
     "Dangling, missing, out-of-file or non-finite sentence rows."
     if not self.manifest.get('sentence_vectors'): return []
     out, nrows = [], int(meta.get('sent_rows') or 0)
@@ -1606,8 +1633,7 @@ def _sentence_problems(self:Store, meta:dict, ids:set, sent:list) -> list[str]:
     if dangling: out.append(f'{len(dangling)} sentence rows of removed chunks')
     if len(ids - {c for c, *_ in sent}): out.append(f'{len(ids - {c for c, *_ in sent})} chunks without sentence rows')
     if any(r0 + n > nrows for _, r0, n, *_ in sent): out.append('sentence rows past the end of the sentence file')
-    if nrows and meta.get('sent_file'):
-        mm = self.sentence_file.mapped(meta['sent_file'], nrows)
+    if mm is not None:
         bad = int((~np.isfinite(mm).all(axis=1)).sum())
         if bad: out.append(f'{bad} sentence vectors with NaN or infinite values')
         crc = [c for c, r0, n, sp, k in sent if k is not None and r0 + n <= nrows and _sent_crc(sp, mm[r0:r0 + n]) != k]

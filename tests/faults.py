@@ -173,6 +173,38 @@ def readers_during_writer(queries=1000, workdir=None, min_reloads=0, max_seconds
                 short_results=short, reloads=reloads, writer_stderr=err[-300:] if w.returncode not in (0, -9) else '')
 
 
+def check_during_writer(runs=30, workdir=None, slow_s=0.0):
+    """Issue 32.5: `Store.verify` (what `ragnb check` runs), `runs` times, on a store that another process re-indexes
+    and prunes in a loop. The store is sound all along, so any problem reported is a false alarm. `slow_s` makes each
+    check spend that long after it has mapped its files, as hashing a large index does, so commits land meanwhile."""
+    import ragnb.index as ix
+    from ragnb.index import Store
+    real = ix._vector_problems
+    if slow_s: ix._vector_problems = lambda *a, **kw: time.sleep(slow_s) or real(*a, **kw)
+    work = Path(workdir or tempfile.mkdtemp())
+    corpus, store = copy_corpus(work / 'corpus'), work / 'store'
+    build_fake_store(store, corpus)
+    w = subprocess.Popen([sys.executable, __file__, 'writer', str(store), str(corpus), '600'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    alarms, errors, generations = [], [], set()
+    for _ in range(runs):
+        try:
+            with Store.open(store, readonly=True) as s:
+                v = s.verify()
+                generations.add(s._generation)
+            if v['problems']: alarms.append(v['problems'][:2])
+        except Exception as e: errors.append(f'{type(e).__name__}: {e}')
+        if w.poll() is not None: break
+    ix._vector_problems = real
+    w.kill()
+    w.communicate()
+    shutil.rmtree(work, ignore_errors=True)
+    lost = len(alarms) + len(errors)
+    return dict(tried=runs, survived=runs - lost, lost=lost, alarms=alarms[:3], errors=errors[:3],
+                generations=len(generations))
+
+
 # --- byte flips and crafted files -----------------------------------------------------------------------------
 
 def _probe(store, qs):
