@@ -10,8 +10,8 @@ from pathlib import Path
 from .sentences import sentence_spans
 
 # %% auto #0
-__all__ = ['RAY_SHARDS', 'UserError', 'cmd_sentences', 'cmd_index', 'cmd_ask', 'cmd_check', 'cmd_serve', 'cmd_eval',
-           'build_parser', 'main']
+__all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'UserError', 'cmd_sentences', 'cmd_index', 'cmd_ask', 'cmd_check', 'cmd_serve',
+           'cmd_eval', 'build_parser', 'main']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -244,8 +244,13 @@ def cmd_serve(args) -> int:
     from ragnb.serve import parse_pins, serve
     try: pins = parse_pins(args.pin)
     except ValueError as e: raise UserError(str(e)) from None
+    from dataclasses import replace
+    from ragnb.serve import ServeLimits
+    given = dict(request_timeout_s=args.request_timeout, max_connections=args.max_connections,
+                 session_idle_s=args.session_idle, max_sessions=args.max_sessions)
+    limits = replace(ServeLimits(), **{k: v for k, v in given.items() if v is not None})
     store = _open_store(args, create_from_data=not args.store)
-    try: serve(store, http=args.http, token=args.token, pins=pins)
+    try: serve(store, http=args.http, token=args.token, pins=pins, limits=limits)
     except (StoreError, ValueError) as e: raise UserError(str(e)) from None
     return 0
 
@@ -359,6 +364,14 @@ _THREADS_HELP = 'torch threads for embedding (default $RAGNB_THREADS, else 1 per
 
 _MODE_HELP = 'hybrid (dense + lexical, fused), dense or lexical (default $RETRIEVAL_MODE or hybrid)'
 
+SERVE_LIMIT_FLAGS = (   # `ragnb serve`'s HTTP limits: flag, `ServeLimits`' default (kept equal by a test), help
+    ('--request-timeout', 30, 'S', 'HTTP: close a connection whose request has not fully arrived S seconds after '
+                                   'it began (default {})'),
+    ('--max-connections', 64, 'N', 'HTTP: answer 503 beyond N open connections (default {})'),
+    ('--session-idle', 600, 'S', 'HTTP: close an MCP session that made no request for S seconds (default {})'),
+    ('--max-sessions', 100, 'N', 'HTTP: refuse new MCP sessions while N are open (default {}); a client that never '
+                                 'closes its sessions costs memory only until they expire'))
+
 def build_parser() -> argparse.ArgumentParser:
     from ragnb.ingest import MAX_FILE_BYTES
     from ragnb.embed import PACKAGED_MODEL
@@ -457,6 +470,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--http', metavar='HOST:PORT', help='streamable HTTP on this address (e.g. 127.0.0.1:8765)')
     s.add_argument('--token', help='bearer token HTTP clients must send (default $RAGNB_MCP_TOKEN)')
     s.add_argument('--pin', action='append', metavar='KEY=VALUE', help='a filter no client can widen; repeatable')
+    for flag, v, metavar, what in SERVE_LIMIT_FLAGS:          # `ServeLimits` holds the defaults (ragnb.serve)
+        s.add_argument(flag, type=float if metavar == 'S' else _positive_int, metavar=metavar, help=what.format(v))
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
     s.set_defaults(func=cmd_serve, model=None)
     return p

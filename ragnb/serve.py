@@ -20,8 +20,8 @@ from .trim import check_trim_budget, check_trim_policy
 # %% auto #0
 __all__ = ['Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'Questions', 'ServeLimits',
            'RequestError', 'parse_pins', 'check_filters', 'pinned_filters', 'RetrievalService', 'argument_error',
-           'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'open_service', 'serve_banner',
-           'serve']
+           'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'timed_h11', 'open_service',
+           'serve_banner', 'serve']
 
 # %% ../nbs/08_serve.ipynb #530ef99e
 @dataclass(frozen=True)
@@ -31,6 +31,10 @@ class ServeLimits:
     max_k: int = 100                 # chunks per `ask`
     max_eval_questions: int = 200    # questions per `eval_retrieval`
     max_filter_values: int = 100     # values in one filter's list
+    request_timeout_s: float = 30.0  # HTTP: a request's head and body must arrive within this; else it is closed
+    max_connections: int = 64        # HTTP: more open connections at once are answered 503
+    session_idle_s: float = 600.0    # HTTP: an MCP session with no request for this long is closed
+    max_sessions: int = 100          # HTTP: more open MCP sessions at once are refused
 
 class RequestError(ValueError):
     "A call the server refuses: the message says what to change."
@@ -314,10 +318,37 @@ def parse_http(value:str) -> tuple[str, int]:
     return host.strip('[]') or '127.0.0.1', int(port)
 
 # %% ../nbs/08_serve.ipynb #35056a34
-def http_app(server, token:str|None=None):
-    "The server's streamable HTTP app (endpoint `/mcp`), behind the bearer token when one is given."
-    app = server.streamable_http_app()
+def http_app(server, token:str|None=None, limits:ServeLimits=ServeLimits()):
+    "The server's streamable HTTP app (endpoint `/mcp`), its sessions bounded, behind the bearer token if one is given."
+    app = server.streamable_http_app(session_idle_timeout=limits.session_idle_s, max_sessions=limits.max_sessions)
     return BearerAuth(app, token) if token else app
+
+def timed_h11(request_timeout_s:float):
+    """uvicorn's HTTP/1.1 protocol with a deadline per request: from the connection's start, or the request's first
+    byte, to its last. uvicorn has none, so a client that sends one header line every few seconds holds its connection
+    (and a slot) for ever; this one is closed at the deadline."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+    class TimedH11(H11Protocol):
+        _deadline = None
+        def _arm(self):
+            if self._deadline is None: self._deadline = self.loop.call_later(request_timeout_s, self._too_slow)
+        def _too_slow(self):
+            self._deadline = None
+            if not self.transport.is_closing(): self.transport.close()
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self._arm()
+        def data_received(self, data:bytes):
+            if self.conn.their_state in (h11.IDLE, h11.SEND_BODY): self._arm()
+            super().data_received(data)
+            if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY) and self._deadline is not None:
+                self._deadline.cancel()             # the request is in: answering it takes what it takes
+                self._deadline = None
+        def connection_lost(self, exc):
+            if self._deadline is not None: self._deadline.cancel()
+            super().connection_lost(exc)
+    return TimedH11
 
 # %% ../nbs/08_serve.ipynb #e084adc4
 def open_service(store:Store|str|Path, pins:dict|None=None, limits:ServeLimits=ServeLimits()) -> RetrievalService:
@@ -352,4 +383,5 @@ def serve(store:Store|str|Path, # a store built by `ragnb index` (its folder, or
     if not http: return server.run('stdio')
     import uvicorn
     host, port = parse_http(http)
-    uvicorn.run(http_app(server, token), host=host, port=port, log_level='warning')
+    uvicorn.run(http_app(server, token, limits), host=host, port=port, log_level='warning',
+                http=timed_h11(limits.request_timeout_s), limit_concurrency=limits.max_connections)

@@ -264,3 +264,66 @@ def test_pinned_lexical_scores_say_only_the_rank(store_dir):
     assert [c['cite'] for c in pinned] == [c['cite'] for c in free] and len(pinned) == 5
     assert [c['score'] for c in pinned] == [1 / (60 + r) for r in range(1, 6)]
     assert [c['score'] for c in free] != [c['score'] for c in pinned]
+
+
+@pytest.fixture(scope='module')
+def strict_server(store_dir):
+    "A loopback server with tight HTTP limits: 1 s to send a request, 3 sessions, idle sessions closed after 2 s."
+    port = free_port()
+    proc = subprocess.Popen(server_cmd(store_dir, '--http', f'127.0.0.1:{port}', '--request-timeout', '1',
+                                       '--max-sessions', '3', '--session-idle', '2'), stderr=subprocess.PIPE)
+    for _ in range(600):
+        try:
+            httpx.get(f'http://127.0.0.1:{port}/mcp', timeout=0.5)
+            break
+        except httpx.TransportError:
+            if proc.poll() is not None: raise RuntimeError(proc.stderr.read().decode())
+            time.sleep(0.1)
+    SAID['strict'] = proc.stderr.readline().decode()
+    yield port
+    proc.terminate()
+    proc.wait(10)
+
+
+def closed_by_server(sock) -> bool:
+    "Has the server closed `sock`? (a read at end of stream, or a reset)"
+    sock.setblocking(False)
+    try: return sock.recv(1) == b''
+    except BlockingIOError: return False
+    except OSError: return True
+
+
+def test_slow_clients_are_cut_at_the_request_deadline_while_others_are_served(strict_server):
+    "Issue 32.8: 20 sockets trickling one header line every 0.3 s are closed; a real client is answered meanwhile."
+    socks = [socket.create_connection(('127.0.0.1', strict_server)) for _ in range(20)]
+    for sk in socks: sk.sendall(b'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n')
+    open_, t0 = set(range(len(socks))), time.perf_counter()
+    while open_ and time.perf_counter() - t0 < 20:
+        for i in list(open_):
+            try: socks[i].sendall(b'X-Slow: 1\r\n')
+            except OSError: pass
+            if closed_by_server(socks[i]): open_.discard(i)
+        time.sleep(0.3)
+    served = httpx.post(f'http://127.0.0.1:{strict_server}/mcp', json={'jsonrpc': '2.0', 'id': 1, 'method': 'ping'},
+                        headers={'Accept': 'application/json, text/event-stream'})
+    for sk in socks: sk.close()
+    assert open_ == set() and served.status_code in (200, 400), (open_, served.status_code)   # answered, not hung
+
+
+def _initialize(port):
+    return httpx.post(f'http://127.0.0.1:{port}/mcp', headers={'Accept': 'application/json, text/event-stream'},
+                      json={'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {
+                          'protocolVersion': '2025-06-18', 'capabilities': {},
+                          'clientInfo': {'name': 'leaky', 'version': '0'}}})
+
+
+def test_sessions_never_closed_are_bounded_and_expire(strict_server):
+    "Issue 32.6: sessions a client opens and never closes: a 4th is refused while 3 are open, and they expire idle."
+    opened = [_initialize(strict_server) for _ in range(3)]
+    assert all(r.status_code == 200 and r.headers.get('mcp-session-id') for r in opened), opened
+    refused = _initialize(strict_server)
+    assert refused.status_code == 503 and 'Too many open sessions' in refused.text
+    t0 = time.perf_counter()
+    while _initialize(strict_server).status_code == 503 and time.perf_counter() - t0 < 30: time.sleep(0.5)
+    assert time.perf_counter() - t0 < 30                          # the idle ones were closed, a new one opened
+    assert 'store ' in SAID['strict'] and 'no token' in SAID['strict']
