@@ -13,7 +13,8 @@ Cases (tests/faults.py holds them; tests/test_store_faults.py runs each with few
 - one reader's RSS and open file descriptors over many queries;
 - a folder that becomes unreadable (644, 600, 000, 311) to the user who indexes it: nothing under it is removed;
 - bytes flipped in the index file with its mtime set back (refused), and a 1e30 vector in a re-sealed file;
-- `Store.verify` (`ragnb check`) while another process commits: no false alarm.
+- `Store.verify` (`ragnb check`) while another process commits: no false alarm;
+- a file swapped for a FIFO right after the listing checked it, and a file that grows while it is read.
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -57,6 +58,9 @@ def main():
         lambda r: r.get('skipped') or f"message: {r['message'][0][-95:] if r['message'] else '-'}")
     run('hostile entries in a folder', faults.hostile_entries,
         lambda r: 'failed: ' + ', '.join(r['failed']) if r.get('failed') else 'each reported, the run completes')
+    run('files that change while read', faults.entries_that_change_while_read,
+        lambda r: 'the run hung' if r['hung'] else 'failed: ' + ', '.join(r['failed']) if r['failed'] else
+                  'a FIFO swapped in after the listing skipped, a growing file read to its size at open')
     run('hostile HyDE endpoint', faults.hostile_hyde,
         lambda r: 'failed: ' + ', '.join(r['failed']) if r['failed'] else
                   'redirect, drip, 2 MB, 5 MB chunked, gzip bomb, key echo: refused')

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_chunking.ipynb #5671c76d
 from __future__ import annotations
-import ast, bisect, logging, re, unicodedata, warnings
+import ast, bisect, logging, os, re, stat, unicodedata, warnings
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable
@@ -15,8 +15,8 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'MAX_HEADING_CHARS', 'CODIGO_VERSION', 'CHUNKERS',
-           'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError', 'read_text_file', 'decode_text',
-           'normalize_markdown', 'normalize_code', 'chunk_markdown', 'chunk_code', 'rst_as_markdown',
+           'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError', 'read_text_file', 'read_file_bytes',
+           'decode_text', 'normalize_markdown', 'normalize_code', 'chunk_markdown', 'chunk_code', 'rst_as_markdown',
            'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
            'chunk_file', 'mode_for', 'strategy_version']
 
@@ -84,14 +84,34 @@ BINARY_KIND = {ext: kind for kind, exts in BINARY_EXTS.items() for ext in exts.s
 
 # %% ../nbs/01_chunking.ipynb #ee77a0a4
 def read_text_file(path:str|Path, # file to read
+                   max_bytes:int|None=None, # refuse a file larger than this when it is opened
                   ) -> str:
     "Read `path` as UTF-8 (a BOM is allowed) or BOM-marked UTF-16; raise `ChunkingError` for anything else."
     path = Path(path)
     kind = BINARY_KIND.get(path.suffix.lower())
     if kind: raise BinaryFileError(f'{path}: binary file ({kind}), not text; skipped', kind)
-    try: data = path.read_bytes()
+    try: data = read_file_bytes(path, max_bytes)
     except OSError as e: raise ChunkingError(f'{path}: cannot read ({e.strerror})') from None
     return decode_text(data, str(path))
+
+def read_file_bytes(path:str|Path, max_bytes:int|None=None) -> bytes:
+    """A regular file's bytes, as many as it held when opened. A file swapped for a FIFO or a device after it was
+    listed is refused at once (opening one never waits for a writer), and a file that grows while it is read is
+    read to the size it had (and refused over `max_bytes`): the next run sees the rest."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_NOCTTY', 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ChunkingError(f'{path}: not a regular file any more (a FIFO, device or socket); skipped')
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise ChunkingError(f'{path}: {st.st_size / 2**20:.0f} MB when read, over the {max_bytes / 2**20:.0f} MB '
+                                'limit (it grew after it was listed); skipped')
+        parts, left = [], st.st_size
+        while left > 0 and (part := os.read(fd, min(left, 1 << 20))):
+            parts.append(part)
+            left -= len(part)
+        return b''.join(parts)
+    finally: os.close(fd)
 
 # %% ../nbs/01_chunking.ipynb #55de1b3b
 def decode_text(data:bytes, name:str) -> str:

@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 
 from fastcore.basics import patch
 
-from .chunking import BinaryFileError, Chunk, ChunkingError, chunk_text, read_text_file
+from .chunking import BinaryFileError, Chunk, ChunkingError, chunk_text, read_file_bytes, read_text_file
 from .index import SourceRecord, Store, StoreMismatchError, chunk_sentence_spans, store_exists, text_hash
 from .embed import shows_progress
 from .readers import (Document, document_version, file_kind, locate_chunks, read_document, reader_for,
@@ -160,13 +160,13 @@ class SourceFile:
     def text(self) -> str: return self.document.text
 
 # %% ../nbs/03a_ingest.ipynb #c005746e
-def _read_or_report(f:Path, rep:IndexReport) -> tuple[str|bytes, str]|None:
+def _read_or_report(f:Path, rep:IndexReport, max_bytes:int|None=None) -> tuple[str|bytes, str]|None:
     "(content, hash) of `f`: its text, or its bytes when a reader converts it; None after recording it in `rep`."
     try:
         if reader_for(f) is None:
-            text = read_text_file(f)
+            text = read_text_file(f, max_bytes)
             return text, text_hash(text)
-        data = f.read_bytes()
+        data = read_file_bytes(f, max_bytes)
         return data, hashlib.sha256(data).hexdigest()
     except BinaryFileError as e: rep.binary.append((str(f), e.kind))
     except ChunkingError as e: rep.skipped.append((str(f), str(e)))
@@ -188,7 +188,7 @@ def scan_path(p:Path, # a file or folder given to `index_paths`
               mjson:str, # the run's metadata, as sorted JSON
               max_bytes:int=MAX_FILE_BYTES) -> list[SourceFile]:
     "The files under `p` that are new or changed; the rest of what was found, or went missing, goes to `rep`."
-    return list(changed_sources(listed_files([p], rep, known, max_bytes), rep, known, mjson))
+    return list(changed_sources(listed_files([p], rep, known, max_bytes), rep, known, mjson, max_bytes))
 
 def listed_files(paths:list[Path], rep:IndexReport, known:dict[str, SourceRecord],
                  max_bytes:int=MAX_FILE_BYTES) -> list[tuple[Path, Path]]:
@@ -199,9 +199,10 @@ def listed_files(paths:list[Path], rep:IndexReport, known:dict[str, SourceRecord
         listed, rep.removed = listed + [(f, p) for f in files], rep.removed + gone
     return listed
 
-def changed_sources(listed:list[tuple[Path, Path]], rep:IndexReport, known:dict[str, SourceRecord], mjson:str):
+def changed_sources(listed:list[tuple[Path, Path]], rep:IndexReport, known:dict[str, SourceRecord], mjson:str,
+                    max_bytes:int=MAX_FILE_BYTES):
     "The listed files that are new or changed, each read when it is asked for (`changed_source`)."
-    return (sf for f, p in listed if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), mjson)))
+    return (sf for f, p in listed if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), mjson, max_bytes)))
 
 def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
                max_bytes:int=MAX_FILE_BYTES) -> tuple[list[Path], list[str]]:
@@ -219,10 +220,10 @@ def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
 
 def changed_source(f:Path, p:Path, # a file listed under the path `p` given
                    rep:IndexReport, old:SourceRecord|None, # what the store has for it
-                   mjson:str) -> SourceFile|None:
+                   mjson:str, max_bytes:int=MAX_FILE_BYTES) -> SourceFile|None:
     "`f` read, when new or changed; else None, after recording it in `rep` (unchanged, binary or unreadable)."
     key, root = source_key(f, p), (p.resolve().as_posix() if p.is_dir() else '')
-    if (got := _read_or_report(f, rep)) is None: return None
+    if (got := _read_or_report(f, rep, max_bytes)) is None: return None
     (content, h), ver = got, document_version(f)
     if old and (old.content_hash, old.chunker_version, old.metadata) == (h, ver, mjson):
         rep.unchanged.append(key)
@@ -285,7 +286,7 @@ def index_paths(store:Store, # a store opened for writing
     known = store.sources()
     _check_source_keys(store, known)
     listed = listed_files(paths, rep, known, max_bytes)
-    todo = changed_sources(listed, rep, known, metadata_json(metadata))
+    todo = changed_sources(listed, rep, known, metadata_json(metadata), max_bytes)
     batches = embedded_batches(store, chunk_batches(todo, metadata, rep, INDEX_BATCH), progress, files=len(listed))
     batches = until_interrupted(batches, rep)
     first = next(batches, None)                  # nothing changed and nothing removed: nothing is written

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .chunking import (CODE_EXTS, BinaryFileError, Chunk, ChunkingError, decode_text, read_text_file,
-                            strategy_version)
+from .chunking import (CODE_EXTS, BinaryFileError, Chunk, ChunkingError, decode_text, read_file_bytes,
+                            read_text_file, strategy_version)
 
 # %% auto #0
 __all__ = ['READERS', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'Document', 'Reader', 'register_reader', 'reader_for',
@@ -74,7 +74,7 @@ def read_document(path:str|Path, # the file
     path, r = Path(path), reader_for(path)
     if r is None: return Document(read_text_file(path), file_kind(path))
     if data is None:
-        try: data = path.read_bytes()
+        try: data = read_file_bytes(path)
         except OSError as e: raise ChunkingError(f'{path}: cannot read ({e.strerror})') from None
     try: doc = r.fn(data, str(path))
     except ChunkingError: raise

@@ -550,6 +550,56 @@ def hostile_entries(workdir=None):
     return dict(tried=len(entries), survived=ok, lost=len(entries) - ok, failed=[k for k, v in res.items() if not v])
 
 
+def entries_that_change_while_read(workdir=None, wait_s=30):
+    """Issue 32.10: a file swapped for a FIFO right after the listing checked it (the worst moment), and a file that
+    keeps growing while the run reads it. The run must finish, skip the FIFO with its reason, index the rest."""
+    import threading
+    from ragnb import ingest
+    from ragnb.index import Store
+    work = Path(workdir or tempfile.mkdtemp())
+    d = work / 'docs'
+    d.mkdir(parents=True)
+    (d / 'good.md').write_text('# Good\n\nA good file.', encoding='utf-8')
+    (d / 'swap.md').write_text('# Swap\n\nBecomes a FIFO.', encoding='utf-8')
+    (d / 'grow.md').write_text('# Grow\n\n' + 'A line that repeats.\n' * 1000, encoding='utf-8')
+    checked = ingest.unreadable_reason
+    def swap_after_check(f, root, *a):
+        why = checked(f, root, *a)
+        if f.name == 'swap.md' and why is None:
+            f.unlink()
+            os.mkfifo(f)
+        return why
+    stop, out = threading.Event(), {}
+    def grow():                                            # about 10 MB/s, as long as the run lasts
+        with open(d / 'grow.md', 'a', encoding='utf-8') as fh:
+            while not stop.wait(0.005):
+                fh.write('More text appended while the run reads the file.\n' * 1000)
+                fh.flush()
+    def run():
+        with Store.open(work / 'store', embedder=HashEmbedder()) as s:
+            out['rep'] = index_paths(s, [d], max_bytes=2_000_000)
+    ingest.unreadable_reason = swap_after_check
+    grower, runner = threading.Thread(target=grow, daemon=True), threading.Thread(target=run, daemon=True)
+    try:
+        grower.start()
+        runner.start()
+        runner.join(wait_s)
+    finally:
+        ingest.unreadable_reason = checked
+        stop.set()
+    res = {'swapped for a FIFO after the listing': False, 'growing while read': False}
+    if not runner.is_alive():
+        rep = out['rep']
+        res['swapped for a FIFO after the listing'] = any(
+            p.endswith('swap.md') and 'not a regular file' in why for p, why in rep.skipped)
+        res['growing while read'] = any(s.endswith('/grow.md') for s in rep.added) or any(   # read, or refused
+            p.endswith('grow.md') and 'limit (it grew after it was listed)' in why for p, why in rep.skipped)
+    shutil.rmtree(work, ignore_errors=True)
+    ok = sum(res.values())
+    return dict(tried=len(res), survived=ok, lost=len(res) - ok, failed=[k for k, v in res.items() if not v],
+                hung=runner.is_alive())
+
+
 def hostile_hyde():
     "A loopback Gemini that redirects off-origin, drips, answers 2 MB, or echoes the key in an error."
     sys.path.insert(0, str(Path(__file__).parent))

@@ -236,3 +236,8 @@ def test_check_never_raises_a_false_alarm_while_a_writer_commits(tmp_path):
     "Issue 32.5: each check slowed to 0.3 s after mapping its generation, so several commits land during each."
     r = faults.check_during_writer(runs=12, workdir=tmp_path, slow_s=0.3)
     assert r['lost'] == 0 and r['generations'] > 3, r
+
+
+def test_a_file_swapped_for_a_fifo_or_growing_while_read_never_hangs_the_run(tmp_path):
+    r = faults.entries_that_change_while_read(workdir=tmp_path, wait_s=60)
+    assert r['lost'] == 0, r
