@@ -1,6 +1,7 @@
 """Fault injection against ragnb stores, with the full trial counts: prints one table of tried / survived / lost.
 
 Usage: python bench/fault_injection.py [--kills 20] [--queries 1000] [--flips 200] [--resource-queries 2000]
+                                      [--ray-kills 3]
 
 Cases (tests/faults.py holds them; tests/test_store_faults.py runs each with fewer trials):
 - kill -9 at a random moment of `ragnb index` on the bundled corpus, after edits that add, update and remove
@@ -14,7 +15,9 @@ Cases (tests/faults.py holds them; tests/test_store_faults.py runs each with few
 - a folder that becomes unreadable (644, 600, 000, 311) to the user who indexes it: nothing under it is removed;
 - bytes flipped in the index file with its mtime set back (refused), and a 1e30 vector in a re-sealed file;
 - `Store.verify` (`ragnb check`) while another process commits: no false alarm;
-- a file swapped for a FIFO right after the listing checked it, and a file that grows while it is read.
+- a file swapped for a FIFO right after the listing checked it, and a file that grows while it is read;
+- kill -9 of `ragnb index --ray --shards 2`; a killed writer's -wal cut, emptied or flipped; the MCP tools while a
+  writer churns; a disk that fills at each step of a commit.
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -29,6 +32,7 @@ def main():
     ap.add_argument('--queries', type=int, default=1000)
     ap.add_argument('--flips', type=int, default=200)
     ap.add_argument('--resource-queries', type=int, default=2000)
+    ap.add_argument('--ray-kills', type=int, default=3)
     ap.add_argument('--json', action='store_true', help='also print the details as JSON')
     a = ap.parse_args()
     rows, details = [], {}
@@ -54,6 +58,15 @@ def main():
                      f"silently changed {r.get('changed', 0)}, crashed {crashed}", float('nan')))
     run('crafted index files (matching SHA)', faults.crafted_index_files,
         lambda r: ', '.join(k for k, v in r['variants'].items() if v != 'detected') or 'all raise StoreCorruptedError')
+    run('kill -9 during `ragnb index --ray --shards 2`', lambda: faults.kill_during_ray_index(trials=a.ray_kills),
+        lambda r: f"each shard old or new; final run equals a clean build: {r['final_state_equal']}")
+    run('damaged -wal of a killed writer', faults.wal_damage,
+        lambda r: ', '.join(f"{k}: {'/'.join(v)}" for k, v in r['outcomes'].items()))
+    run('MCP tools while a writer churns', faults.server_during_writer,
+        lambda r: f"{r['generations']} generations seen; errors {len(r['errors'])}, short answers {r['short']}")
+    run('disk full during the commit', faults.disk_full_at_commit,
+        lambda r: r.get('skipped') or f"free space swept over a {r['commit_bytes']} B commit; "
+                                      f"{r['full']} refused, the rest fitted")
     run('disk full (tmpfs)', faults.disk_full,
         lambda r: r.get('skipped') or f"message: {r['message'][0][-95:] if r['message'] else '-'}")
     run('hostile entries in a folder', faults.hostile_entries,

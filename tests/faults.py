@@ -114,6 +114,40 @@ def kill_during_index(trials=20, seed=0, workdir=None):
                 kill_times_s=phases, full_run_s=round(full, 1), failures=failures)
 
 
+def kill_during_ray_index(trials=3, seed=0, workdir=None, shards=2):
+    """Issue 32.10: `ragnb index --ray --shards 2` killed with kill -9 (its whole process group, Ray's processes too)
+    at a random moment after an edit. Each shard commits on its own, so after a kill every shard must be as it was
+    before the run or as a clean build of the edited corpus makes it, and sound; a last run must reach the clean
+    build. Ray takes seconds to start and each trial builds a reference, so the bench runs it, not the tests."""
+    from ragnb.shards import shard_dirs
+    rng, work = random.Random(seed), Path(workdir or tempfile.mkdtemp())
+    corpus, store = copy_corpus(work / 'corpus'), work / 'store'
+    ray_cmd = lambda st: [*_index_cmd(st, corpus), '--ray', '--shards', str(shards), '--workers', '1']
+    shard_states = lambda st: [store_state(d) for d in shard_dirs(st, shards)]
+    t0 = time.perf_counter()
+    subprocess.run(ray_cmd(store), check=True, capture_output=True)
+    full, res = time.perf_counter() - t0, []
+    for i in range(trials):
+        _edit_corpus(corpus, rng)
+        ref = work / f'reference-{i}'
+        subprocess.run([*_index_cmd(ref, corpus), '--shards', str(shards)], check=True, capture_output=True)
+        before, want = shard_states(store), shard_states(ref)
+        p = subprocess.Popen(ray_cmd(store), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+        at = rng.uniform(1.0, full)
+        time.sleep(at)
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        try: res.append(all(s in (b, w) and not s['problems'] for s, b, w in zip(shard_states(store), before, want)))
+        except Exception as e: res.append(f'{type(e).__name__}: {e}')
+    final = subprocess.run(ray_cmd(store), capture_output=True, text=True)
+    same = final.returncode == 0 and shard_states(store) == shard_states(work / f'reference-{trials - 1}')
+    shutil.rmtree(work, ignore_errors=True)
+    ok = sum(r is True for r in res)
+    return dict(tried=trials, survived=ok, lost=trials - ok, final_state_equal=same, full_run_s=round(full, 1),
+                failures=[r for r in res if r is not True])
+
+
 # --- readers during a writer ------------------------------------------------------------------------------------
 
 def build_fake_store(path, corpus, dim=32):
@@ -391,6 +425,132 @@ def disk_full(workdir=None):
         subprocess.run(['umount', str(mnt)], capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
     return dict(tried=tried, survived=survived, lost=tried - survived, message=msgs[:1], final_problems=final)
+
+
+def disk_full_at_commit(workdir=None, levels=16):
+    """Issue 32.10: the disk fills during the commit itself. Before each commit a filler leaves `free` bytes on a
+    tmpfs, `free` swept from 0 to a little more than the commit writes, so the space runs out at each step of it
+    (sentence file, index file, its fsync, SQLite's log). Each failed commit must be one 'disk full' line, with the
+    store still at the previous commit and sound; a commit that fits must be sound too."""
+    from ragnb.index import Store, StoreDiskFullError
+    from ragnb.chunking import Chunk
+    work = Path(workdir or tempfile.mkdtemp())
+    mnt = work / 'tmpfs'
+    if not _mount_tmpfs(mnt, '16m'):
+        return dict(tried=0, survived=0, lost=0, skipped='cannot mount a tmpfs (not root?)')
+    batch = lambda i: [Chunk(f'[Doc: D{i}]\n' + ' '.join(f'Sentence {j} of batch {i}, part {k}.' for j in range(20)),
+                             f'd{i}-{k}.md', 'documental', f'D{i}', 1, 2, 0, 10, 'v') for k in range(10)]
+    free = lambda: os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
+    outcomes, filler = [], mnt / 'filler'
+    try:
+        with Store.open(mnt / 'store', embedder=HashEmbedder(384)) as s:
+            for i in range(3): s.add_documents(batch(i))
+            before = free()
+            s.add_documents(batch(3))
+            need = before - free()
+            for n, left in enumerate(np.linspace(0, need * 1.3, levels).astype(int)):
+                filler.write_bytes(b'\0' * max(free() - int(left), 0))
+                chunks = s.stats()['chunks']
+                try:
+                    s.add_documents(batch(10 + n))
+                    ok = s.stats()['chunks'] == chunks + 10
+                    kind = 'fitted'
+                except StoreDiskFullError as e:
+                    ok = '\n' not in str(e) and 'disk full' in str(e) and s.stats()['chunks'] == chunks
+                    kind = 'disk full'
+                except Exception as e: ok, kind = False, f'{type(e).__name__}: {e}'
+                filler.unlink()
+                with Store.open(mnt / 'store', readonly=True) as r:
+                    ok = ok and r.stats()['chunks'] == s.stats()['chunks'] and not r.verify()['problems']
+                outcomes.append((int(left), kind, ok))
+    finally:
+        subprocess.run(['umount', str(mnt)], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    ok = sum(o for *_, o in outcomes)
+    return dict(tried=len(outcomes), survived=ok, lost=len(outcomes) - ok, commit_bytes=need,
+                full=sum(k == 'disk full' for _, k, _ in outcomes), failed=[o for o in outcomes if not o[2]])
+
+
+def wal_damage(workdir=None, churn_s=2.0):
+    """Issue 32.10: a writer is killed while it churns, leaving SQLite's `-wal` log; copies of the store then get that
+    log truncated, emptied or flipped. Each copy must, for a reader and then a writer, either open sound (verify
+    clean, searches answer) or refuse with one `StoreError` line: never another exception, never a wrong store."""
+    from ragnb.index import Store, StoreError
+    work = Path(workdir or tempfile.mkdtemp())
+    corpus, store = copy_corpus(work / 'corpus'), work / 'store'
+    build_fake_store(store, corpus)
+    w = subprocess.Popen([sys.executable, __file__, 'writer', str(store), str(corpus), '600'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(churn_s)
+    w.kill()
+    w.communicate()
+    wal = store / 'chunks.sqlite-wal'
+    size = wal.stat().st_size if wal.exists() else 0
+    def flip(b):
+        mid = len(b) // 2
+        return b[:mid] + bytes(x ^ 0x5A for x in b[mid:mid + 64]) + b[mid + 64:]
+    damage = {'cut to half': lambda b: b[:len(b) // 2], 'cut mid-frame': lambda b: b[:max(len(b) - 1000, 0)],
+              'emptied': lambda _b: b'', '64 bytes flipped mid-log': flip,
+              'header overwritten': lambda b: bytes(32) + b[32:]}
+    res, q = {}, unit(np.random.default_rng(0), 32)
+    for name, hurt in damage.items():
+        copy = work / f'copy-{len(res)}'
+        shutil.copytree(store, copy)
+        if (copy / 'chunks.sqlite-wal').exists():
+            (copy / 'chunks.sqlite-wal').write_bytes(hurt((copy / 'chunks.sqlite-wal').read_bytes()))
+        outcome = []
+        for kw in (dict(readonly=True), dict(embedder=HashEmbedder())):
+            try:
+                with Store.open(copy, **kw) as st:
+                    sound = not st.verify()['problems'] and len(st.search(q, k=3)) == 3
+                    outcome.append('sound' if sound else 'PROBLEMS')
+            except StoreError as e: outcome.append('refused' if '\n' not in str(e) else 'MULTILINE')
+            except Exception as e: outcome.append(f'{type(e).__name__}: {str(e)[:80]}')
+        res[name] = outcome
+    shutil.rmtree(work, ignore_errors=True)
+    ok = [k for k, v in res.items() if all(o in ('sound', 'refused') for o in v)]
+    return dict(tried=len(res), survived=len(ok), lost=len(res) - len(ok), wal_bytes=size, outcomes=res)
+
+
+def server_during_writer(calls=200, clients=4, workdir=None):
+    """Issue 32.10: the MCP tools, called by `clients` concurrent clients through the SDK's own client, over a store
+    that another process re-indexes and prunes in a loop. Every call must answer without an error, with `k` chunks
+    when the store holds that many, and the server must see new generations without a restart."""
+    import anyio
+    from mcp.client.client import Client
+    from ragnb.index import Store
+    from ragnb.serve import RetrievalService, build_mcp_server
+    work = Path(workdir or tempfile.mkdtemp())
+    corpus, store = copy_corpus(work / 'corpus'), work / 'store'
+    build_fake_store(store, corpus)
+    w = subprocess.Popen([sys.executable, __file__, 'writer', str(store), str(corpus), '600'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    s = Store.open(store, embedder=HashEmbedder(), readonly=True)
+    server, errors, short, generations = build_mcp_server(RetrievalService(s)), [], 0, set()
+    questions = ['deploy rollback', 'logs retention', 'api keys', 'tenant isolation', 'backups']
+    async def client(n):
+        nonlocal short
+        async with Client(server) as c:
+            for i in range(n):
+                tool, args = [('ask', {'question': questions[i % 5], 'k': 3}), ('sources', {}),
+                              ('ask', {'question': questions[i % 5], 'mode': 'lexical', 'trim': True})][i % 3]
+                r = await c.call_tool(tool, args)
+                if r.is_error: errors.append(r.content[0].text[:120])
+                elif args.get('k') == 3 and len(r.structured_content['chunks']) != 3: short += 1   # untrimmed
+                generations.add(s._generation)
+    async def run():
+        async with anyio.create_task_group() as tg:
+            for _ in range(clients): tg.start_soon(client, calls // clients)
+    time.sleep(1.0)
+    try: anyio.run(run)
+    finally:
+        w.kill()
+        w.communicate()
+        s.close()
+        shutil.rmtree(work, ignore_errors=True)
+    lost = len(errors) + short
+    return dict(tried=calls, survived=calls - lost, lost=lost, errors=errors[:3], short=short,
+                generations=len(generations))
 
 
 # --- memory and descriptors -----------------------------------------------------------------------------------

@@ -241,3 +241,20 @@ def test_check_never_raises_a_false_alarm_while_a_writer_commits(tmp_path):
 def test_a_file_swapped_for_a_fifo_or_growing_while_read_never_hangs_the_run(tmp_path):
     r = faults.entries_that_change_while_read(workdir=tmp_path, wait_s=60)
     assert r['lost'] == 0, r
+
+
+def test_a_damaged_write_ahead_log_opens_sound_or_is_refused_in_one_line(tmp_path):
+    "Issue 32.10: a killed writer's -wal, cut, emptied or flipped: sound, or one StoreError line; nothing else."
+    r = faults.wal_damage(workdir=tmp_path, churn_s=1.5)
+    assert r['lost'] == 0 and r['wal_bytes'] > 0, r['outcomes']
+
+
+def test_the_mcp_tools_answer_while_a_writer_churns(tmp_path):
+    r = faults.server_during_writer(calls=80, clients=4, workdir=tmp_path)
+    assert r['lost'] == 0 and r['generations'] > 1, r
+
+
+def test_a_disk_that_fills_during_the_commit_leaves_the_previous_commit(tmp_path):
+    r = faults.disk_full_at_commit(workdir=tmp_path, levels=8)
+    if r.get('skipped'): pytest.skip(r['skipped'])
+    assert r['lost'] == 0 and r['full'] >= 3, r
