@@ -24,11 +24,12 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 
 # %% auto #0
-__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'VERIFIED', 'DELTA_MAX_ROWS', 'UNLINK_ON_THREAD', 'LEXICAL_VERSION',
-           'FILTER_INDEX_VERSION', 'SHARDS_FILE', 'EXACT_BELOW', 'EXACT_ALL_BELOW', 'BM25_K1', 'BM25_B', 'StoreError',
-           'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file',
-           'FileVectors', 'chunk_sentence_spans', 'sentence_texts', 'SentenceVectorFile', 'Store', 'store_exists',
-           'store_model', 'text_hash', 'informative_terms', 'bm25_idf', 'bm25_score', 'SourceRecord']
+__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'VERIFIED', 'DELTA_MAX_ROWS', 'UNLINK_ON_THREAD', 'READERS_LOCK',
+           'LEXICAL_VERSION', 'FILTER_INDEX_VERSION', 'SHARDS_FILE', 'EXACT_BELOW', 'EXACT_ALL_BELOW', 'BM25_K1',
+           'BM25_B', 'StoreError', 'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError',
+           'StoreDiskFullError', 'check_hnsw_file', 'FileVectors', 'chunk_sentence_spans', 'sentence_texts',
+           'SentenceVectorFile', 'Store', 'readers_lock', 'store_exists', 'store_model', 'text_hash',
+           'informative_terms', 'bm25_idf', 'bm25_score', 'SourceRecord']
 
 # %% ../nbs/03_index.ipynb #9d57735f
 class StoreError(RuntimeError): "Base class of store errors."
@@ -435,6 +436,8 @@ def _sync(self:Store):
         if (meta.get('delta_file') or None) != self._delta_file: self._load_delta(meta)
         self._mark_tombstones()
     self.sentence_file.check(meta)
+    if meta.get('sent_file') and int(meta.get('sent_rows') or 0):     # mapped now, while no commit can prune it
+        self.sentence_file.mapped(meta['sent_file'], int(meta['sent_rows']))
     self._generation = gen
 
 # %% ../nbs/03_index.ipynb #840ae588
@@ -551,9 +554,10 @@ def _snapshot(self:Store, attempts:int=8):
         except sqlite3.DatabaseError as e: raise _db_error(self.path / 'chunks.sqlite', e) from None
         return
     for attempt in range(attempts):
-        self.db.execute('begin')
         try:
-            self._sync()
+            with readers_lock(self.path, fcntl.LOCK_SH):   # no commit prunes a generation while it is being opened
+                self.db.execute('begin')
+                self._sync()
             break
         except _GenerationGone:                     # a writer removed that generation meanwhile: look again
             self.db.execute('rollback')
@@ -587,8 +591,32 @@ def refresh(self:Store) -> bool:
 # %% ../nbs/03_index.ipynb #af8251b2
 UNLINK_ON_THREAD = 64 << 20   # stale files bigger than this are removed on a thread (a 1.8 GB one takes ~0.4 s)
 
+READERS_LOCK = '.readers'   # readers hold it shared while they open a generation's files; pruning needs it alone
+
+@contextmanager
+def readers_lock(path:Path, mode:int): # `fcntl.LOCK_SH` (a reader, waits), or `LOCK_EX | LOCK_NB` (a writer, tries)
+    "The readers' lock of the store at `path`: yields whether it was got (always True where it cannot be made)."
+    try: fd = os.open(path / READERS_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        try: fd = os.open(path / READERS_LOCK, os.O_RDONLY)     # a folder this reader may not write: lock anyway
+        except OSError:                                          # no lock file and none can be made: as before
+            yield True
+            return
+    try:
+        try: fcntl.flock(fd, mode)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally: os.close(fd)                          # closing the descriptor releases the lock
+
 def _remove_stale(path:Path, meta:dict):
-    "Remove files no generation needs: all but the current and the previous generation's, and leftover temp files."
+    """Remove files no generation needs: all but the current and the previous generation's, and leftover temp files.
+    Not while a reader is opening a generation (it might be an older one): the next commit removes them instead."""
+    with readers_lock(path, fcntl.LOCK_EX | fcntl.LOCK_NB) as alone:
+        if alone: _remove_files_of_old_generations(path, meta)
+
+def _remove_files_of_old_generations(path:Path, meta:dict):
     keep, later = {meta.get(f'{p}{k}_file') for k in ('index', 'sent', 'delta') for p in ('', 'prev_')}, []
     for f in [*path.glob('index-*.hnsw*'), *path.glob('sentences-*.f16*'), *path.glob('delta-*.f32*'),
               *path.glob('manifest.json.tmp*')]:
@@ -1581,7 +1609,7 @@ def _held_files(self:Store, meta:dict) -> dict:
 @patch
 def _verify_generation(self:Store) -> dict:
     "`verify` of the generation a snapshot sees; `_GenerationGone` when a commit removed one of its files first."
-    with self._snapshot():
+    with readers_lock(self.path, fcntl.LOCK_SH), self._snapshot():      # no pruning until its files are mapped
         meta, ids = self._meta(), {r[0] for r in self.db.execute('select id from chunks')}
         bad_text = [r[0] for r in self.db.execute(f'select {self._chunk_cols()} from chunks') if not _row_sound(r)]
         crc = 'crc' if self._crc else 'null'

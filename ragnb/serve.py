@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_serve.ipynb #c2a3c406
 from __future__ import annotations
-import functools, hmac, ipaddress, os, sys, threading
+import functools, hmac, ipaddress, logging, os, sys, threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,12 +13,14 @@ import anyio
 from pydantic import Field
 
 from .eval import EvalQuestion, eval_retrieval as evaluate_retrieval
-from .index import Store
+from .index import Store, StoreError
+
+log = logging.getLogger(__name__)
 from .retrieve import SEARCH_MODES, RetrieveOpts, retrieve
 from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
-__all__ = ['Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'Questions', 'ServeLimits',
+__all__ = ['log', 'Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'Questions', 'ServeLimits',
            'RequestError', 'parse_pins', 'check_filters', 'pinned_filters', 'RetrievalService', 'argument_error',
            'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'timed_h11', 'open_service',
            'serve_banner', 'serve']
@@ -203,6 +205,10 @@ def _tool_errors(fn):
     def wrapper(*a, **kw):
         try: return fn(*a, **kw)
         except (RequestError, ValueError, OSError) as e: raise ToolError(str(e)) from None
+        except StoreError as e:                   # its message names server paths: the server's log keeps it
+            log.warning('%s failed: %s', fn.__name__, e)
+            raise ToolError('the store could not be read just now; try again (if it persists, run `ragnb check` '
+                            'on the server)') from None
     return wrapper
 
 # %% ../nbs/08_serve.ipynb #d48053c3
