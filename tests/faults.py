@@ -207,7 +207,7 @@ def readers_during_writer(queries=1000, workdir=None, min_reloads=0, max_seconds
                 short_results=short, reloads=reloads, writer_stderr=err[-300:] if w.returncode not in (0, -9) else '')
 
 
-def check_during_writer(runs=30, workdir=None, slow_s=0.0):
+def check_during_writer(runs=30, workdir=None, slow_s=0.0, min_generations=4):
     """Issue 32.5: `Store.verify` (what `ragnb check` runs), `runs` times, on a store that another process re-indexes
     and prunes in a loop. The store is sound all along, so any problem reported is a false alarm. `slow_s` makes each
     check spend that long after it has mapped its files, as hashing a large index does, so commits land meanwhile."""
@@ -220,9 +220,10 @@ def check_during_writer(runs=30, workdir=None, slow_s=0.0):
     build_fake_store(store, corpus)
     w = subprocess.Popen([sys.executable, __file__, 'writer', str(store), str(corpus), '600'],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    alarms, errors, generations = [], [], set()
-    for _ in range(runs):
+    wait_for_commits(store, 1)
+    alarms, errors, generations, t_end, done = [], [], set(), time.time() + 300, 0
+    while (done < runs or len(generations) < min_generations) and time.time() < t_end:   # however fast it commits
+        done += 1
         try:
             with Store.open(store, readonly=True) as s:
                 v = s.verify()
@@ -235,7 +236,7 @@ def check_during_writer(runs=30, workdir=None, slow_s=0.0):
     w.communicate()
     shutil.rmtree(work, ignore_errors=True)
     lost = len(alarms) + len(errors)
-    return dict(tried=runs, survived=runs - lost, lost=lost, alarms=alarms[:3], errors=errors[:3],
+    return dict(tried=done, survived=done - lost, lost=lost, alarms=alarms[:3], errors=errors[:3],
                 generations=len(generations))
 
 
@@ -471,9 +472,22 @@ def disk_full_at_commit(workdir=None, levels=16):
                 full=sum(k == 'disk full' for _, k, _ in outcomes), failed=[o for o in outcomes if not o[2]])
 
 
-def wal_damage(workdir=None, churn_s=2.0):
-    """Issue 32.10: a writer is killed while it churns, leaving SQLite's `-wal` log; copies of the store then get that
-    log truncated, emptied or flipped. Each copy must, for a reader and then a writer, either open sound (verify
+def wait_for_commits(store:Path, n:int, max_seconds:float=300) -> int:
+    "Wait until the writer has committed `n` generations more than now (or `max_seconds` pass); how many it did."
+    import sqlite3
+    def generation():
+        try:
+            with sqlite3.connect(f'file:{store / "chunks.sqlite"}?mode=ro', uri=True, timeout=5) as db:
+                return int(db.execute("select value from meta where key = 'generation'").fetchone()[0])
+        except (sqlite3.Error, TypeError): return 0
+    g0, t_end = generation(), time.time() + max_seconds
+    while generation() < g0 + n and time.time() < t_end: time.sleep(0.05)
+    return generation() - g0
+
+
+def wal_damage(workdir=None, commits=20):
+    """Issue 32.10: a writer is killed after `commits` commits, leaving SQLite's `-wal` log; copies of the store get
+    that log truncated, emptied or flipped. Each copy must, for a reader and then a writer, either open sound (verify
     clean, searches answer) or refuse with one `StoreError` line: never another exception, never a wrong store."""
     from ragnb.index import Store, StoreError
     work = Path(workdir or tempfile.mkdtemp())
@@ -481,7 +495,7 @@ def wal_damage(workdir=None, churn_s=2.0):
     build_fake_store(store, corpus)
     w = subprocess.Popen([sys.executable, __file__, 'writer', str(store), str(corpus), '600'],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(churn_s)
+    wait_for_commits(store, commits)                 # killed while it churns, however fast this machine is
     w.kill()
     w.communicate()
     wal = store / 'chunks.sqlite-wal'
@@ -512,7 +526,7 @@ def wal_damage(workdir=None, churn_s=2.0):
     return dict(tried=len(res), survived=len(ok), lost=len(res) - len(ok), wal_bytes=size, outcomes=res)
 
 
-def server_during_writer(calls=200, clients=4, workdir=None):
+def server_during_writer(calls=200, clients=4, workdir=None, min_generations=3):
     """Issue 32.10: the MCP tools, called by `clients` concurrent clients through the SDK's own client, over a store
     that another process re-indexes and prunes in a loop. Every call must answer without an error, with `k` chunks
     when the store holds that many, and the server must see new generations without a restart."""
@@ -526,30 +540,33 @@ def server_during_writer(calls=200, clients=4, workdir=None):
     w = subprocess.Popen([sys.executable, __file__, 'writer', str(store), str(corpus), '600'],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     s = Store.open(store, embedder=HashEmbedder(), readonly=True)
-    server, errors, short, generations = build_mcp_server(RetrievalService(s)), [], 0, set()
+    server, errors, short, generations, done = build_mcp_server(RetrievalService(s)), [], 0, set(), [0]
     questions = ['deploy rollback', 'logs retention', 'api keys', 'tenant isolation', 'backups']
     async def client(n):
         nonlocal short
         async with Client(server) as c:
-            for i in range(n):
+            i, t_end = -1, time.time() + 300
+            while (i + 1 < n or len(generations) < min_generations) and time.time() < t_end:   # however fast
+                i += 1
                 tool, args = [('ask', {'question': questions[i % 5], 'k': 3}), ('sources', {}),
                               ('ask', {'question': questions[i % 5], 'mode': 'lexical', 'trim': True})][i % 3]
                 r = await c.call_tool(tool, args)
+                done[0] += 1
                 if r.is_error: errors.append(r.content[0].text[:120])
                 elif args.get('k') == 3 and len(r.structured_content['chunks']) != 3: short += 1   # untrimmed
                 generations.add(s._generation)
     async def run():
         async with anyio.create_task_group() as tg:
             for _ in range(clients): tg.start_soon(client, calls // clients)
-    time.sleep(1.0)
+    wait_for_commits(store, 1)
     try: anyio.run(run)
     finally:
         w.kill()
         w.communicate()
         s.close()
         shutil.rmtree(work, ignore_errors=True)
-    lost = len(errors) + short
-    return dict(tried=calls, survived=calls - lost, lost=lost, errors=errors[:3], short=short,
+    lost, tried = len(errors) + short, max(calls, done[0])
+    return dict(tried=tried, survived=tried - lost, lost=lost, errors=errors[:3], short=short,
                 generations=len(generations))
 
 

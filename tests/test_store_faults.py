@@ -246,7 +246,7 @@ def test_a_file_swapped_for_a_fifo_or_growing_while_read_never_hangs_the_run(tmp
 
 def test_a_damaged_write_ahead_log_opens_sound_or_is_refused_in_one_line(tmp_path):
     "Issue 32.10: a killed writer's -wal, cut, emptied or flipped: sound, or one StoreError line; nothing else."
-    r = faults.wal_damage(workdir=tmp_path, churn_s=1.5)
+    r = faults.wal_damage(workdir=tmp_path, commits=20)
     assert r['lost'] == 0 and r['wal_bytes'] > 0, r['outcomes']
 
 
