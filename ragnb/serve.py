@@ -16,7 +16,7 @@ from .eval import EvalQuestion, eval_retrieval as evaluate_retrieval
 from .index import Store, StoreError
 
 log = logging.getLogger(__name__)
-from .retrieve import SEARCH_MODES, RetrieveOpts, retrieve
+from .retrieve import SEARCH_MODES, RetrieveOpts, retrieve, rrf_fuse
 from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
@@ -114,10 +114,10 @@ def _check_options(self:RetrievalService, k:int, mode:str, threshold:Any, window
     raise RequestError("threshold must be a cosine in [-1, 1] or 'auto'")
 
 # %% ../nbs/08_serve.ipynb #9d795ec3
-def _rank_scores(chunks:list[dict], k:int=60):
-    """Scores that say only the rank (one list's RRF), for lexical results under a pin: a BM25 score's idf counts the
-    chunks of every tenant, so its value would tell a pinned client how often a word occurs in the others' data."""
-    for r, c in enumerate(chunks, 1): c['score'] = 1 / (k + r)
+def _rank_scores(chunks:list[dict], k:int):
+    """Scores that say only the rank (`rrf_fuse` of this one list), for lexical results under a pin: a BM25 score's
+    idf counts the chunks of every tenant, so its value would tell a pinned client how often a word occurs in theirs."""
+    for i, score, _ in rrf_fuse({'lexical': list(range(len(chunks)))}, k): chunks[i]['score'] = score
 
 _CHUNK_KEYS = ('cite', 'display_path', 'start_line', 'end_line', 'page_start', 'page_end', 'anchor', 'section',
                'score', 'metadata', 'text', 'tokens_before', 'tokens_after')
@@ -145,7 +145,7 @@ def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold
     if policy is not None: opts.trim_policy = policy
     with self.lock: res = retrieve(self.store, question, top_k=k, opts=opts, filters=filters)
     d = res.to_dict()
-    if self.pins and res.info.get('score') == 'bm25': _rank_scores(d['chunks'])
+    if self.pins and res.info.get('score') == 'bm25': _rank_scores(d['chunks'], opts.rrf_k)
     out = dict(question=question, chunks=[{k: c[k] for k in _CHUNK_KEYS if k in c} for c in d['chunks']],
                tokens_before=res.tokens_before, tokens_after=res.tokens_in_context, mode=mode)
     if 'trim' in res.info:
