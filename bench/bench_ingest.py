@@ -7,10 +7,19 @@
 2. PDF text extraction on the installed Debian Reference PDFs: ragnb's reader (pypdfium2) against pypdf.
 3. Retrieval: three stores of the same manual, from the markdown corpus, from the HTML pages, and from the PDFs, and
    hit@5 / MRR on our 56 labelled questions (bench/debian_questions.jsonl), hybrid search.
+4. Fidelity (issue 33): what `ragnb index` would store from real folders, read and chunked as it does (no model):
+   the installed Spanish Debian Handbook folder (DocBook HTML, with its images, stylesheets and Makefile), 46 pages of
+   the Python library docs (Sphinx), and 7 PDFs shipped by Debian packages. Per corpus: files indexed and skipped,
+   the share of the pages' visible text kept, chunks holding navigation (DocBook banner or footer links, Sphinx's
+   "Previous topic"/"Show Source"/pilcrows), chunks with an identifier split at `_`, chunks from image, stylesheet
+   or build files, chunks holding a PDF running head ("CHAPTER 1. ..."), and for the handbook, chunks holding two
+   answers that live in its sidebars (`cron.allow`, `@reboot`).
 
-Prints one table per part. Needs debian-reference-es/-en (and python3-doc for the Sphinx pages) installed.
+Prints one table per part. Needs debian-reference-es/-en (and python3-doc for the Sphinx pages) installed; part 4
+needs debian-handbook, debian-faq, maint-guide-es, bzip2-doc, fontconfig, shared-mime-info, libtasn1-doc and
+camlidl-doc (the PDFs it finds are used; the table names them).
 
-    python bench/bench_ingest.py [--keep DIR]   # DIR: keep the three stores there, and reuse them next time
+    python bench/bench_ingest.py [--keep DIR] [--parts html,pdf,retrieval,fidelity]
 """
 import argparse, json, os, pathlib, re, shutil, sys, tempfile, time
 
@@ -187,16 +196,77 @@ def part_retrieval(keep):
     print(f'\n{os.cpu_count()} cores; {len(qs)} questions; answer = the command in the top-5 chunks')
 
 
+HANDBOOK = pathlib.Path('/usr/share/doc/debian-handbook/html/es-ES')
+DEBIAN_PDFS = ['/usr/share/doc/bzip2/manual.pdf.gz', '/usr/share/doc/fontconfig/fontconfig-user.pdf.gz',
+               '/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf',
+               '/usr/share/doc/debian/FAQ/debian-faq.en.pdf.gz', '/usr/share/doc/libtasn1-doc/libtasn1.pdf',
+               '/usr/share/doc/camlidl/camlidl-1.04.doc.pdf', '/usr/share/doc/maint-guide-es/maint-guide.es.pdf']
+NAVIGATION = re.compile(r'Download the ebook|\bAnterior\b[^\n]{0,300}\bSiguiente\b|\bPrevious topic\b|\bShow Source\b'
+                        r'|¶')
+SPLIT_ID = re.compile(r'[A-Za-z0-9] _[ \t]*\n|[A-Za-z0-9]_[ \t]*\n\n')   # `FONTCONFIG _` + `FILE`, `social_` + fence
+JUNK = re.compile(r'<svg\b|Created with Inkscape|/\* XPM \*/|^\s*[.#]?[\w-]+\s*\{[^}]*:[^}]*;', re.M)
+RUNNING_HEAD = re.compile(r'^CHAPTER \d+\.', re.M)
+
+
+def fidelity_corpora(work):
+    "{name: folder}: the handbook as installed, 46 Sphinx pages and the Debian PDFs copied (unzipped) to `work`."
+    import gzip
+    out = {}
+    if HANDBOOK.is_dir(): out['Debian Handbook es-ES (DocBook folder)'] = HANDBOOK
+    if SPHINX.is_dir():
+        d = work / 'sphinx'
+        d.mkdir()
+        for p in sorted(SPHINX.glob('*.html'))[:46]: shutil.copy(p, d / p.name)
+        out['Python library docs, 46 pages (Sphinx)'] = d
+    d = work / 'pdfs'
+    d.mkdir()
+    for p in map(pathlib.Path, DEBIAN_PDFS):
+        if p.exists():
+            data = p.read_bytes()
+            (d / p.name.removesuffix('.gz')).write_bytes(gzip.decompress(data) if p.suffix == '.gz' else data)
+    if any(d.iterdir()): out[f'Debian PDFs ({len(list(d.iterdir()))}: ' + ', '.join(sorted(
+        p.stem.split('.')[0] for p in d.iterdir())) + ')'] = d
+    return out
+
+
+def part_fidelity():
+    from ragnb.ingest import IndexReport, changed_sources, chunk_sources, listed_files
+    work = pathlib.Path(tempfile.mkdtemp())
+    print('## Fidelity: what a folder gives the store (read and chunked as `ragnb index` does)\n')
+    print('| corpus | files indexed | skipped as not text | visible text kept | chunks | with navigation | '
+          'identifiers split at `_` | from image/style/build files | PDF running heads | `cron.allow` / `@reboot` |')
+    print('|---|---|---|---|---|---|---|---|---|---|')
+    for name, folder in fidelity_corpora(work).items():
+        rep = IndexReport()
+        files = list(changed_sources(listed_files([folder], rep, {}), rep, {}, '{}'))
+        chunks, _ = chunk_sources(files, None)
+        texts = [c.text for c in chunks]
+        junk = sum(pathlib.Path(c.source).suffix.lower() in ('.svg', '.css', '.xpm') or
+                   pathlib.Path(c.source).name == 'Makefile' or bool(JUNK.search(c.text)) for c in chunks)
+        chrome = getattr(rep, 'chrome', [])                  # (a ragnb before issue 33 does not count it)
+        vis = sum(v for _, _, v in chrome)
+        kept = f'{1 - sum(d for _, d, _ in chrome) / vis:.1%}' if vis else 'n/a'
+        answers = (f"{sum('cron.allow' in t for t in texts)} / {sum('@reboot' in t for t in texts)}"
+                   if 'Handbook' in name else '-')
+        skipped = rep.binary_summary().removeprefix('skipped ') or '0'
+        print(f'| {name} | {len(files)} | {skipped} | {kept} | {len(chunks)} | '
+              f'{sum(bool(NAVIGATION.search(t)) for t in texts)} | {sum(bool(SPLIT_ID.search(t)) for t in texts)} | '
+              f'{junk} | {sum(bool(RUNNING_HEAD.search(t)) for t in texts)} | {answers} |')
+    shutil.rmtree(work)
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument('--keep', help='keep the stores in this folder and reuse them')
-    ap.add_argument('--parts', default='html,pdf,retrieval')
+    ap.add_argument('--parts', default='html,pdf,retrieval,fidelity')
     args = ap.parse_args()
     if not DEBIAN.is_dir(): sys.exit('apt-get install -y debian-reference-es debian-reference-en python3-doc')
     parts = args.parts.split(',')
     if 'html' in parts: part_html()
     if 'pdf' in parts: part_pdf()
     if 'retrieval' in parts: part_retrieval(args.keep)
+    if 'fidelity' in parts: part_fidelity()
 
 
 if __name__ == '__main__':

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_chunking.ipynb #5671c76d
 from __future__ import annotations
-import ast, bisect, logging, os, re, stat, unicodedata, warnings
+import ast, bisect, logging, mimetypes, os, re, stat, unicodedata, warnings
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable
@@ -14,11 +14,11 @@ from .sentences import sentence_spans, split_chunk_prefix, FENCE_OPEN, fence_clo
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'MAX_HEADING_CHARS', 'CODIGO_VERSION', 'CHUNKERS',
-           'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError', 'read_text_file', 'read_file_bytes',
-           'decode_text', 'normalize_markdown', 'normalize_code', 'chunk_markdown', 'chunk_code', 'rst_as_markdown',
-           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
-           'chunk_file', 'mode_for', 'strategy_version']
+__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'MAX_HEADING_CHARS',
+           'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
+           'not_text_kind', 'sniffed_kind', 'read_text_file', 'read_file_bytes', 'decode_text', 'normalize_markdown',
+           'normalize_code', 'chunk_markdown', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax',
+           'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 @dataclass
@@ -82,16 +82,47 @@ BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides tex
     'compiled or data': '.so .o .a .dll .exe .pyc .class .bin .dat .db .sqlite .pkl .npy .parquet'}
 BINARY_KIND = {ext: kind for kind, exts in BINARY_EXTS.items() for ext in exts.split()}
 
+# %% ../nbs/01_chunking.ipynb #30db2345
+_MIME = mimetypes.MimeTypes(filenames=())     # Python's own table: the same answer on every machine
+TEXT_APPLICATIONS = {f'application/{t}' for t in (
+    'json xml javascript x-sh x-csh x-tex x-latex x-texinfo x-troff x-troff-man x-troff-me x-troff-ms x-perl '
+    'yaml toml sql x-httpd-php x-python-code-source x-ruby ecmascript').split()}
+BUILD_FILES = {'makefile', 'gnumakefile', 'makefile.am', 'makefile.in', 'cmakelists.txt', 'meson.build',
+               'build.ninja', 'configure.ac', 'sconstruct'}
+_BY_MAJOR = {'image': 'images', 'audio': 'media', 'video': 'media', 'font': 'fonts', 'model': 'other'}
+_SIGNATURES = [(re.compile(rb'\s*(<\?xml[^>]*>\s*)?(<!--.*?-->\s*|<!DOCTYPE[^>]*>\s*)*<svg\b', re.S), 'images'),
+               (re.compile(rb'/\* XPM \*/'), 'images'), (re.compile(rb'%!PS'), 'documents')]
+
+def not_text_kind(path:str|Path) -> str|None:
+    "What `path` is, by its name, when it is not text to read ('images', 'stylesheets', 'build files'...); else None."
+    p = Path(path)
+    ext = p.suffix.lower()
+    if p.name.lower() in BUILD_FILES or ext in ('.mk', '.ninja', '.cmake'): return 'build files'
+    if ext in TEXT_EXTS or ext in CODE_EXTS: return None
+    if ext in BINARY_KIND: return BINARY_KIND[ext]
+    mime = _MIME.guess_type(p.name, strict=False)[0]
+    if mime is None: return None
+    major = mime.split('/')[0]
+    if major in _BY_MAJOR: return _BY_MAJOR[major]
+    if mime == 'text/css': return 'stylesheets'
+    return 'documents' if major == 'application' and mime not in TEXT_APPLICATIONS else None
+
+def sniffed_kind(head:bytes) -> str|None:
+    "What a file of no known type is, by its first bytes, when it is not text to read: an SVG, an XPM, PostScript."
+    return next((kind for sig, kind in _SIGNATURES if sig.match(head[:2048])), None)
+
 # %% ../nbs/01_chunking.ipynb #ee77a0a4
 def read_text_file(path:str|Path, # file to read
                    max_bytes:int|None=None, # refuse a file larger than this when it is opened
                   ) -> str:
     "Read `path` as UTF-8 (a BOM is allowed) or BOM-marked UTF-16; raise `ChunkingError` for anything else."
     path = Path(path)
-    kind = BINARY_KIND.get(path.suffix.lower())
-    if kind: raise BinaryFileError(f'{path}: binary file ({kind}), not text; skipped', kind)
+    kind = not_text_kind(path)
+    if kind: raise BinaryFileError(f'{path}: not text to index ({kind}); skipped', kind)
     try: data = read_file_bytes(path, max_bytes)
     except OSError as e: raise ChunkingError(f'{path}: cannot read ({e.strerror})') from None
+    if kind := sniffed_kind(data):
+        raise BinaryFileError(f'{path}: not text to index ({kind}, by its content); skipped', kind)
     return decode_text(data, str(path))
 
 def read_file_bytes(path:str|Path, max_bytes:int|None=None) -> bytes:

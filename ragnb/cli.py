@@ -140,6 +140,7 @@ def _print_index_report(path, rep, st, verbose):
           f"store has {st['chunks']} chunks")
     if rep.kind_summary(): print('by kind: ' + rep.kind_summary())
     if rep.binary: print(rep.binary_summary() + ('' if verbose else ' (list them with --verbose)'))
+    if rep.chrome: print(rep.chrome_summary())
     for f, why in rep.skipped:
         print(f'  skipped {why}' if why.startswith(f) else f'  skipped {f}: {why}', file=sys.stderr)
     if verbose:

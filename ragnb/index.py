@@ -26,10 +26,11 @@ FORMAT_VERSION = 1
 # %% auto #0
 __all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'VERIFIED', 'DELTA_MAX_ROWS', 'UNLINK_ON_THREAD', 'READERS_LOCK',
            'LEXICAL_VERSION', 'FILTER_INDEX_VERSION', 'SHARDS_FILE', 'EXACT_BELOW', 'EXACT_ALL_BELOW', 'BM25_K1',
-           'BM25_B', 'StoreError', 'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError',
+           'BM25_B', 'POSTINGS_CACHED', 'StoreError', 'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError',
            'StoreDiskFullError', 'check_hnsw_file', 'FileVectors', 'chunk_sentence_spans', 'sentence_texts',
            'SentenceVectorFile', 'Store', 'readers_lock', 'store_exists', 'store_model', 'text_hash',
-           'informative_terms', 'bm25_idf', 'bm25_score', 'SourceRecord']
+           'informative_terms', 'bm25_idf', 'bm25_scores', 'bm25_score', 'narrowed_filters', 'ScopedStore',
+           'SourceRecord']
 
 # %% ../nbs/03_index.ipynb #9d57735f
 class StoreError(RuntimeError): "Base class of store errors."
@@ -307,6 +308,7 @@ class Store:
             "select value from meta where key='filter_index'").fetchone() or [None])[0] == FILTER_INDEX_VERSION
         if self._lexical:                               # FTS5's term counts, outside any transaction, once
             db.execute("create virtual table if not exists temp.lexical_vocab using fts5vocab(main, lexical, row)")
+            db.execute("create virtual table if not exists temp.lexical_inst using fts5vocab(main, lexical, instance)")
 
     def __repr__(self):
         return f"Store({str(self.path)!r}, model={self.manifest['model']!r}, {'writer' if self._lock else 'reader'})"
@@ -1330,13 +1332,18 @@ def get_chunks(self:Store, ids:list[int], scores:list[float]|None=None) -> list[
 # %% ../nbs/03_index.ipynb #f15b3f3a
 @patch
 def search_lexical(self:Store, query:str, # the question's text
-                   k:int=5, filters:dict|None=None) -> list[tuple[int, float]]:
-    "The `k` best chunks for `query` by BM25: `[(chunk id, score)]`, best first, satisfying `filters` exactly."
+                   k:int=5, filters:dict|None=None,
+                   scope:dict|None=None, # filters whose chunks alone give BM25 its statistics (a tenant's pin)
+                  ) -> list[tuple[int, float]]:
+    "The `k` best chunks for `query` by BM25: `[(chunk id, score)]`, best first, satisfying `filters` (and `scope`)."
     terms = query_terms(query)
     if k <= 0 or not terms: return []
     with self._snapshot():
         self._check_lexical()
-        return self._lexical_hits(*self._informative_terms(terms), k, filters)
+        if scope: return self._counted_hits(terms, k, filters, scope, self._scoped_counts(terms, scope))
+        if filters:
+            return self._counted_hits(terms, k, None, filters, (*self._term_counts(terms), self.lexical_tokens()))
+        return self._lexical_hits(*self._informative_terms(terms), k, None)
 
 @patch
 def _lexical_hits(self:Store, found:list[str], informative:list[str], k:int, filters:dict|None):
@@ -1374,34 +1381,43 @@ def _informative_terms(self:Store, terms:list[str]) -> tuple[list[str], list[str
 
 # %% ../nbs/03_index.ipynb #6f7a8b9c
 @patch
-def term_counts(self:Store, terms:list[str]) -> tuple[dict, int]:
+def term_counts(self:Store, terms:list[str],
+                scope:dict|None=None, # count only the chunks these filters allow
+               ) -> tuple[dict, int]:
     "How many chunks hold each of `terms` (those found), and how many chunks there are (`({}, 0)`: no lexical index)."
     if not terms or not self._lexical: return {}, 0
     with self._snapshot():
         if self._read_meta().get('lexical_version') != LEXICAL_VERSION: return {}, 0
-        return self._term_counts(terms)
+        return self._scoped_counts(terms, scope)[:2] if scope else self._term_counts(terms)
 
 def bm25_idf(df:dict, n:int) -> dict[str, float]:
     "BM25's idf, ln(1 + (N − df + 0.5) / (df + 0.5)), of each term counted in `df` among `n` chunks."
     return {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items() if d}
 
 @patch
-def term_idf(self:Store, terms:list[str]) -> dict[str, float]:
-    "BM25's idf of each of `terms` found in the lexical index (`{}` without one)."
-    return bm25_idf(*self.term_counts(terms))
+def term_idf(self:Store, terms:list[str], scope:dict|None=None) -> dict[str, float]:
+    "BM25's idf of each of `terms` found in the lexical index (`{}` without one), counting only `scope`'s chunks."
+    return bm25_idf(*self.term_counts(terms, scope))
 
 # %% ../nbs/03_index.ipynb #74a417cd
 BM25_K1, BM25_B = 1.2, 0.75   # FTS5's bm25() constants
 
-def bm25_score(tf:dict[str, int], dl:int, # a chunk's term frequencies (of the query's terms) and length
-               df:dict[str, int], n:int, tokens:int) -> float: # the corpus's term counts, chunks and tokens
-    "BM25 as FTS5's `bm25()` computes it (its sign flipped), from statistics given rather than one table's."
-    avgdl, score = tokens / max(n, 1), 0.0
+def bm25_scores(tf:dict[str, np.ndarray], dl:np.ndarray, # per term, how often each chunk holds it; their lengths
+                df:dict[str, int], n:int, tokens:int) -> np.ndarray: # the corpus's term counts, chunks and tokens
+    "BM25 as FTS5's `bm25()` computes it (its sign flipped), for many chunks at once, from statistics given."
+    dl = np.asarray(dl, float)
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * dl / (tokens / max(n, 1) or 1.0))
+    score = np.zeros(len(dl))
     for t, f in tf.items():
         idf = math.log((n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
-        idf = idf if idf > 0 else 1e-6
-        score += idf * f * (BM25_K1 + 1) / (f + BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl))
+        f = np.asarray(f, float)
+        score += (idf if idf > 0 else 1e-6) * f * (BM25_K1 + 1) / (f + norm)
     return score
+
+def bm25_score(tf:dict[str, int], dl:int, # a chunk's term frequencies (of the query's terms) and length
+               df:dict[str, int], n:int, tokens:int) -> float:
+    "`bm25_scores` of one chunk."
+    return float(bm25_scores({t: [f] for t, f in tf.items()}, [dl], df, n, tokens)[0])
 
 # %% ../nbs/03_index.ipynb #584f249a
 @patch
@@ -1444,6 +1460,126 @@ def lexical_stats(self:Store, terms:list[str]) -> tuple[dict, int, int]:
     with self._snapshot():
         df, n = self.term_counts(terms)
         return df, n, self.lexical_tokens() if self._lexical else 0
+
+# %% ../nbs/03_index.ipynb #9058bca9
+def _first_varint(b:bytes) -> int:
+    "The first of SQLite's varints in `b`: a `lexical_docsize` record starts with the first column's token count."
+    v = 0
+    for i, c in enumerate(b[:9]):
+        if i == 8: return (v << 8) | c
+        v = (v << 7) | (c & 0x7F)
+        if c < 0x80: break
+    return v
+
+def _scope_key(scope:dict) -> str: return json.dumps(scope, sort_keys=True, default=str)
+
+# %% ../nbs/03_index.ipynb #77583cd6
+@patch
+def _scope_lengths(self:Store, scope:dict) -> tuple[np.ndarray, np.ndarray]:
+    "The sorted ids of the chunks in the lexical index that `scope` allows, and their lengths (per generation)."
+    def lengths():
+        where, args = self._where(scope)
+        rows = self.db.execute(f'select id, sz from lexical_docsize where id in (select id from chunks where {where}) '
+                               'order by id', args).fetchall()
+        return np.array([r[0] for r in rows], np.int64), np.array([_first_varint(r[1]) for r in rows], np.int64)
+    return self._per_generation(('scope-lengths', _scope_key(scope)), lengths)
+
+@patch
+def _scope_postings(self:Store, terms:list[str], scope:dict) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    "For each of `terms`: the ids of the chunks in `scope` that hold it, sorted, and how often (per generation)."
+    ids, key = self._scope_lengths(scope)[0], _scope_key(scope)
+    seen = self._per_generation('scope-postings', dict)       # {(scope, term): (ids, counts)}, for this generation
+    for t in dict.fromkeys(terms):
+        if (key, t) in seen: continue
+        rows = np.array(self.db.execute('select doc, count(*) from temp.lexical_inst where term = ? group by doc',
+                                        (t,)).fetchall(), np.int64).reshape(-1, 2)
+        rows = rows[np.isin(rows[:, 0], ids)]
+        if sum(len(d) for d, _ in seen.values()) + len(rows) > POSTINGS_CACHED: seen.clear()
+        seen[key, t] = rows[:, 0], rows[:, 1].astype(np.int32)
+    return {t: seen[key, t] for t in terms}
+
+POSTINGS_CACHED = 8_000_000   # the most (chunk, count) pairs kept per generation, over all scopes: about 100 MB
+
+@patch
+def _scoped_counts(self:Store, terms:list[str], scope:dict) -> tuple[dict, int, int]:
+    "BM25's statistics over the chunks `scope` allows: `(chunks holding each term found, chunks, tokens)`."
+    ids, lengths = self._scope_lengths(scope)
+    post = self._scope_postings(terms, scope)
+    return {t: len(post[t][0]) for t in terms if len(post[t][0])}, len(ids), int(lengths.sum())
+
+# %% ../nbs/03_index.ipynb #02376276
+def _frequencies(docs:np.ndarray, counts:np.ndarray, ids:np.ndarray) -> np.ndarray:
+    "How often each of `ids` holds a term that chunks `docs` (sorted) hold `counts` times; 0 for the others."
+    at = np.minimum(np.searchsorted(docs, ids), max(len(docs) - 1, 0))
+    return np.where(docs[at] == ids, counts[at], 0) if len(docs) else np.zeros(len(ids), np.int64)
+
+@patch
+def _counted_hits(self:Store, terms:list[str], k:int, filters:dict|None, rows:dict,
+                  stats:tuple) -> list[tuple[int, float]]:
+    "`_lexical_hits`, counted here: the chunks `rows` (and `filters`) allow, BM25 with `stats` = (df, chunks, tokens)."
+    found, informative = informative_terms(terms, *stats[:2])
+    hits = self._counted_round(informative, k, filters, rows, stats) if informative else []
+    if len(hits) < k and len(informative) < len(found):
+        hits = self._counted_round(found, k, filters, rows, stats)
+    return hits
+
+@patch
+def _counted_round(self:Store, terms:list[str], k:int, filters:dict|None, rows:dict,
+                   stats:tuple) -> list[tuple[int, float]]:
+    "Every chunk of `rows` (and `filters`) holding any of `terms`, scored by `bm25_scores` with `stats`; the `k` best."
+    ids, lengths = self._scope_lengths(rows)
+    post = self._scope_postings(terms, rows)
+    cand = np.unique(np.concatenate([post[t][0] for t in terms]))
+    if filters: cand = cand[np.isin(cand, self.allowed_ids(filters))]
+    if not len(cand): return []
+    score = bm25_scores({t: _frequencies(*post[t], cand) for t in terms}, lengths[np.searchsorted(ids, cand)], *stats)
+    best = np.lexsort((cand, -score))[:k]                       # ties by id, so the order never depends on the run
+    return [(int(cand[i]), float(score[i])) for i in best]
+
+# %% ../nbs/03_index.ipynb #c4462e7a
+def narrowed_filters(filters:dict|None, # a caller's filters
+                     scope:dict[str, list], # e.g. {'tenant': ['acme']}
+                    ) -> dict|None:
+    "`filters` narrowed to `scope`: per scoped key, the values both allow; None when they allow nothing in common."
+    out = dict(filters or {})
+    for k, allowed in scope.items():
+        allowed = allowed if isinstance(allowed, list) else [allowed]
+        asked = out.get(k, allowed)
+        asked = {str(x) for x in (asked if isinstance(asked, list) else [asked])}
+        keep = [v for v in allowed if str(v) in asked]
+        if not keep: return None
+        out[k] = keep
+    return out
+
+# %% ../nbs/03_index.ipynb #c1b7d077
+class ScopedStore:
+    """A store seen from inside `scope`: searches, listings and BM25's statistics count only the chunks that `scope`
+    allows, so no other chunk changes an answer, a score or an order. Reads by id (`get_chunks`, `chunks_before`,
+    `sentence_vectors`) are the store's own. Thread-safety: that of the store it wraps; it holds nothing else."""
+    def __init__(self, store, # a `Store`
+                 scope:dict): # filters, e.g. {'tenant': ['acme']}
+        if not scope: raise ValueError('ScopedStore: the scope needs at least one filter, e.g. {"tenant": ["acme"]}')
+        self.store, self.scope = store, {k: v if isinstance(v, list) else [v] for k, v in scope.items()}
+    def __getattr__(self, name): return getattr(self.store, name)
+    def __repr__(self): return f'ScopedStore({self.store!r}, scope={self.scope})'
+
+    def search(self, query_vec, k:int=5, filters:dict|None=None, **kw):
+        f = narrowed_filters(filters, self.scope)
+        return [] if f is None else self.store.search(query_vec, k, f, **kw)
+    def search_ids(self, query_vec, k:int=5, filters:dict|None=None, **kw):
+        f = narrowed_filters(filters, self.scope)
+        return [] if f is None else self.store.search_ids(query_vec, k, f, **kw)
+    def search_lexical(self, query:str, k:int=5, filters:dict|None=None):
+        f = narrowed_filters(filters, self.scope)
+        return [] if f is None else self.store.search_lexical(query, k, f, scope=self.scope)
+    def term_counts(self, terms:list[str]): return self.store.term_counts(terms, scope=self.scope)
+    def term_idf(self, terms:list[str]): return self.store.term_idf(terms, scope=self.scope)
+    def list_sources(self, filters:dict|None=None):
+        f = narrowed_filters(filters, self.scope)
+        return [] if f is None else self.store.list_sources(f)
+    def chunk_sources(self, filters:dict|None=None):
+        f = narrowed_filters(filters, self.scope)
+        return [] if f is None else self.store.chunk_sources(f)
 
 # %% ../nbs/03_index.ipynb #7a8b9c0e
 @patch

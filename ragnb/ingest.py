@@ -13,7 +13,8 @@ from typing import Callable, Iterable
 
 from fastcore.basics import patch
 
-from .chunking import BinaryFileError, Chunk, ChunkingError, chunk_text, read_file_bytes, read_text_file
+from .chunking import (CODE_EXTS, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError, chunk_text, not_text_kind,
+                            read_file_bytes, read_text_file, sniffed_kind)
 from .index import SourceRecord, Store, StoreMismatchError, chunk_sentence_spans, store_exists, text_hash
 from .embed import shows_progress
 from .readers import (Document, document_version, file_kind, locate_chunks, read_document, reader_for,
@@ -21,7 +22,7 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
 
 # %% auto #0
 __all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason',
-           'eval_data_reason', 'source_key', 'display_path', 'SourceFile', 'scan_path', 'listed_files',
+           'eval_data_reason', 'source_key', 'display_path', 'SourceFile', 'not_text', 'scan_path', 'listed_files',
            'changed_sources', 'list_files', 'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths',
            'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks', 'until_interrupted', 'bundled_data_dir',
            'default_corpus', 'default_store_dir', 'open_default_store']
@@ -40,6 +41,7 @@ class IndexReport:
     seconds: float = 0.0
     interrupted: bool = False                       # Ctrl-C: the files done before it were committed
     refused: list = field(default_factory=list)     # (folder, reason): not indexed until the user fixes it
+    chrome: list = field(default_factory=list)      # (path, characters dropped as chrome, visible characters)
     def counts(self):
         return {k: len(getattr(self, k)) for k in ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary')}
     def __repr__(self): return f'IndexReport({self.counts()}, chunks={self.chunks}, {self.seconds:.1f}s)'
@@ -49,7 +51,7 @@ class IndexReport:
 def binary_summary(self:IndexReport) -> str:
     "One line on the binary files skipped: 'skipped 212 binary files: images 209, other 3'; '' when none."
     if not self.binary: return ''
-    kinds = Counter(k for _, k in self.binary).most_common()
+    kinds = sorted(Counter(k for _, k in self.binary).items(), key=lambda kn: (-kn[1], kn[0]))
     return f'skipped {len(self.binary)} binary files: ' + ', '.join(f'{k} {n}' for k, n in kinds)
 
 # %% ../nbs/03a_ingest.ipynb #5b7c31d2
@@ -61,6 +63,16 @@ def kind_summary(self:IndexReport) -> str:
                            ('skipped', [f for f, _ in self.skipped])):
         for f in files: rows.setdefault(file_kind(f), Counter())[outcome] += 1
     return ' · '.join(f'{k}: ' + ', '.join(f'{n} {o}' for o, n in c.items()) for k, c in sorted(rows.items()))
+
+# %% ../nbs/03a_ingest.ipynb #c139a47e
+@patch
+def chrome_summary(self:IndexReport) -> str:
+    "One line on what readers dropped as page chrome: its share of the text, and the page that lost most; or ''."
+    if not self.chrome: return ''
+    dropped, visible = sum(d for _, d, _ in self.chrome), sum(v for _, _, v in self.chrome)
+    f, d, v = max(self.chrome, key=lambda r: r[1] / max(r[2], 1))
+    return (f'dropped as page chrome (navigation, banners, footers): {dropped / max(visible, 1):.1%} of the text of '
+            f'{len(self.chrome)} pages; most: {f} ({d / max(v, 1):.0%})')
 
 # %% ../nbs/03a_ingest.ipynb #8b0727a6
 def ignore_spec(folder:Path):
@@ -177,9 +189,23 @@ def _read_or_report(f:Path, rep:IndexReport, max_bytes:int|None=None) -> tuple[s
 def _document_or_report(f:Path, content:str|bytes, rep:IndexReport) -> Document|None:
     "The file as a `Document` (bytes go through its reader), or None after recording why in `rep`."
     if isinstance(content, str): return Document(content, file_kind(f))
-    try: return read_document(f, content)
-    except ChunkingError as e: rep.skipped.append((str(f), str(e)))
-    return None
+    try: doc = read_document(f, content)
+    except ChunkingError as e:
+        rep.skipped.append((str(f), str(e)))
+        return None
+    if doc.visible_chars: rep.chrome.append((str(f), doc.chrome_chars, doc.visible_chars))
+    return doc
+
+# %% ../nbs/03a_ingest.ipynb #e0e52485
+def not_text(f:Path) -> str|None:
+    "What the listed file `f` is when it is not text to index (a kind for the binary line), by name, else by content."
+    if reader_for(f) is not None: return None
+    if kind := not_text_kind(f): return kind
+    if f.suffix.lower() in TEXT_EXTS or f.suffix.lower() in CODE_EXTS: return None
+    try: fd = os.open(f, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError: return None                      # reading it will say why
+    try: return sniffed_kind(os.read(fd, 2048)) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    finally: os.close(fd)
 
 # %% ../nbs/03a_ingest.ipynb #a3ee8447
 def scan_path(p:Path, # a file or folder given to `index_paths`
@@ -210,6 +236,9 @@ def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
     root, files, seen, unreadable = (p.resolve().as_posix() if p.is_dir() else ''), [], set(), []
     for f in walk_files(p, rep, unreadable):
         why = unreadable_reason(f, p, max_bytes) or eval_data_reason(f, p)
+        if not why and (kind := not_text(f)):        # images, stylesheets, build files: not read, and gone from the
+            rep.binary.append((os.fsdecode(f), kind))  # store if an older ragnb took them for text
+            continue
         if why: rep.skipped.append((os.fsdecode(f), why))
         if isinstance(why, KeptReason): seen.add(source_key(f, p))     # not known to be gone: nothing is removed
         elif not why:

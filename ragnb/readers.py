@@ -28,6 +28,8 @@ class Document:
     title: str|None = None                        # the title the format declares, if any
     anchors: list = field(default_factory=list)   # (line, anchor) in line order: HTML ids, DOCX headings
     pages: list|None = None                       # PDFs: (first, last) page of each line of `text`
+    visible_chars: int = 0                        # letters and digits of the text a reader of the file sees
+    chrome_chars: int = 0                         # of those, the ones dropped as chrome (navigation, headers...)
 
 # %% ../nbs/01a_readers.ipynb #b2ebb0ac
 @dataclass(frozen=True)
@@ -97,13 +99,15 @@ def locate_chunks(chunks:list[Chunk], doc:Document) -> list[Chunk]:
     return chunks
 
 # %% ../nbs/01a_readers.ipynb #8735cc9b
-_CHROME_TAGS = {'script', 'style', 'noscript', 'nav', 'header', 'footer', 'aside', 'form', 'button', 'template',
-                'svg', 'iframe', 'object', 'select', 'input', 'textarea', 'head', 'title'}
-_CHROME_CLASSES = {'navheader', 'navfooter', 'toc', 'sidebar', 'sphinxsidebar', 'sphinxsidebarwrapper', 'related',
+_INVISIBLE = {'script', 'style', 'noscript', 'template', 'head', 'title'}
+_CHROME_TAGS = {'nav', 'header', 'footer', 'form', 'button', 'svg', 'iframe', 'object', 'select', 'input',
+                'textarea', *_INVISIBLE}
+_CHROME_CLASSES = {'navheader', 'navfooter', 'docnav', 'toc', 'sphinxsidebar', 'sphinxsidebarwrapper', 'related',
                    'breadcrumb', 'breadcrumbs', 'headerlink', 'edit-this-page', 'editthispage', 'md-sidebar',
                    'md-header', 'md-footer', 'md-content__button', 'wy-nav-side', 'rst-footer-buttons', 'navbar',
                    'skip-link', 'footer', 'toctree-wrapper', 'mobile-nav', 'cookie-banner'}
-_CHROME_ROLES = {'navigation', 'banner', 'contentinfo', 'complementary', 'search'}
+_CHROME_IDS = {'banner', 'header', 'footer', 'navbar', 'navigation', 'breadcrumbs', 'site-header', 'site-footer'}
+_CHROME_ROLES = {'navigation', 'banner', 'contentinfo', 'search'}
 _EDIT_LINK = re.compile(r'\s*(edit (this page|on github|on gitlab)|editar (esta página|en github)|view page source'
                         r'|ver el código fuente de la página|show source|mostrar el código fuente)\s*$', re.I)
 
@@ -113,12 +117,19 @@ def _tag(el) -> str:
     return el.tag.lower() if isinstance(el.tag, str) else ''
 
 def _is_chrome(el) -> bool:
-    "Is `el` page chrome (navigation, sidebars, scripts, edit links...) rather than content?"
+    "Is `el` page chrome (navigation, banners, scripts, edit links...) rather than content?"
     t = _tag(el)
     if not t or t in _CHROME_TAGS: return True
     if set((el.get('class') or '').split()) & _CHROME_CLASSES: return True
-    if (el.get('role') or '').lower() in _CHROME_ROLES: return True
+    role = (el.get('role') or '').lower()
+    if role in _CHROME_ROLES or (el.get('id') or '').lower() in _CHROME_IDS: return True
+    if t == 'aside' or role == 'complementary': return _links_only(el)
     return t == 'a' and bool(_EDIT_LINK.match(el.text_content() or ''))
+
+def _links_only(el) -> bool:
+    "Is `el` a list of links: at least two, holding 70% of its text?"
+    links = [len(_clean(a.text_content())) for a in el.iter('a')]
+    return len(links) >= 2 and sum(links) >= 0.7 * len(_clean(el.text_content()))
 
 # %% ../nbs/01a_readers.ipynb #71c8a72b
 def _main_content(root):
@@ -128,6 +139,16 @@ def _main_content(root):
         if len(found) == 1: return found[0]
     body = root.find('body')
     return body if body is not None else root
+
+# %% ../nbs/01a_readers.ipynb #c6fef560
+def _visible_text(root) -> str:
+    "The text a browser would show in the page's body: everything but scripts, styles and the head."
+    body = root.find('body')
+    return ''.join((body if body is not None else root).xpath(
+        './/text()[not(ancestor::script or ancestor::style or ancestor::noscript or ancestor::template '
+        'or ancestor::head)]'))
+
+def _alnum(s:str) -> int: return sum(ch.isalnum() for ch in s)
 
 # %% ../nbs/01a_readers.ipynb #70fb753a
 _CODE_INLINE = {'code', 'kbd', 'tt', 'samp'}
@@ -169,7 +190,7 @@ def _fence(code:str, lang:str='') -> str:
 
 # %% ../nbs/01a_readers.ipynb #d8d735a6
 _HEADINGS = {f'h{i}': i for i in range(1, 7)}
-_BLOCKS = {'p', 'div', 'section', 'article', 'main', 'pre', 'ul', 'ol', 'dl', 'table', 'blockquote', 'figure',
+_BLOCKS = {'p', 'div', 'section', 'article', 'aside', 'main', 'pre', 'ul', 'ol', 'dl', 'table', 'blockquote', 'figure',
            'figcaption', 'hr', 'address', 'details', 'summary', 'fieldset', 'center', 'body', 'li', 'dd', 'dt',
            'tr', 'td', 'th', 'tbody', 'thead', 'tfoot', 'caption', 'html', *_HEADINGS}
 
@@ -352,7 +373,10 @@ def html_document(data:bytes, # the page's bytes
     title = root.findtext('.//title') or next((h.text_content() for h in root.iter('h1')), None)
     starts = _block_lines(w.blocks)
     anchors = [(starts[b] + off, a) for b, off, a in w.anchors if b < len(starts)]
-    return Document('\n\n'.join(w.blocks) + '\n', 'html', title=_clean(title or '') or None, anchors=anchors)
+    text = '\n\n'.join(w.blocks) + '\n'
+    visible = _alnum(_visible_text(root))
+    return Document(text, 'html', title=_clean(title or '') or None, anchors=anchors, visible_chars=visible,
+                    chrome_chars=max(0, visible - _alnum(text)))
 
 # %% ../nbs/01a_readers.ipynb #8e71f1c8
 @dataclass
@@ -367,6 +391,8 @@ class _Line:
     bold: bool
     mono: bool
     text: str = ''
+    base: float = 0.0     # the baseline: characters on it belong to the line, whatever their box
+    mono_chars: int = 0   # how many of its characters are monospaced
 
 # %% ../nbs/01a_readers.ipynb #72cfe8e2
 _MONO_FONT = re.compile(r'courier|mono|consol|menlo|code|typewriter|fixed', re.I)
@@ -385,9 +411,12 @@ def _char_font(raw, i:int) -> tuple[float, bool, bool]:
 # %% ../nbs/01a_readers.ipynb #0d0e2fe5
 def _page_lines(page, pno:int) -> list[_Line]:
     "The text runs of one page: a new run at each line break, change of line, or gap wider than 1.5 characters."
+    import ctypes
+    import pypdfium2.raw as pdfc
     tp = page.get_textpage()
     n = tp.count_chars()
     text, lines, cur, joined = (tp.get_text_range(0, n) if n else ''), [], None, False
+    ox, oy = ctypes.c_double(), ctypes.c_double()
     for i, ch in enumerate(text[:n]):
         if ch in '\r\n': cur = None
         elif ch in '\ufffe\u00ad\x02':                      # PDFium found a hyphen at a line end: mark it
@@ -397,13 +426,19 @@ def _page_lines(page, pno:int) -> list[_Line]:
             if cur: cur.text += ' '
         else:
             l, b, r, t = tp.get_charbox(i)
-            if cur is not None and not joined and (b >= cur.y1 or t <= cur.y0 or l - cur.x1 > 1.5 * cur.size):
+            pdfc.FPDFText_GetCharOrigin(tp.raw, i, ctypes.byref(ox), ctypes.byref(oy))
+            if cur is not None and not joined and (abs(oy.value - cur.base) > 0.5 * cur.size
+                                                   or l - cur.x1 > 1.5 * cur.size):
                 cur = None
+            size, bold, mono = _char_font(tp.raw, i)
             if cur is None:
-                cur = _Line(pno, l, b, r, t, *_char_font(tp.raw, i))
+                cur = _Line(pno, l, b, r, t, size, bold, mono, base=oy.value)
                 lines.append(cur)
             cur.x1, cur.y0, cur.y1, cur.text = max(cur.x1, r), min(cur.y0, b), max(cur.y1, t), cur.text + ch
+            cur.mono_chars += mono
+            if joined: cur.base = oy.value                 # the word went on on the next line: so does the line
             joined = False
+    for ln in lines: ln.mono = ln.mono_chars >= 0.8 * sum(not c.isspace() for c in ln.text)
     return [ln for ln in lines if ln.text.strip()]
 
 # %% ../nbs/01a_readers.ipynb #fe951ba2
@@ -412,9 +447,9 @@ _PAGE_NUMBER = re.compile(r'\W*(?:page|página|pág\.?|p\.)?\s*(?:\d+|[ivxlc]+)(
 def _margin_lines(lines:list[_Line], h:float, body:float) -> list[_Line]:
     "The candidates for a running header or footer: the top and bottom row of a page, in its outer tenth, not large."
     if not lines: return []
-    top, bottom = max(ln.y1 for ln in lines), min(ln.y0 for ln in lines)
-    return [ln for ln in lines if ln.size <= body * 1.05 and ((ln.y1 >= top - 2 and ln.y0 > h * 0.9)
-                                                              or (ln.y0 <= bottom + 2 and ln.y1 < h * 0.1))]
+    top, bottom = max(ln.base for ln in lines), min(ln.base for ln in lines)     # rows by baseline, not by box
+    return [ln for ln in lines if ln.size <= body * 1.05 and ((ln.base >= top - 2 and ln.y0 > h * 0.9)
+                                                              or (ln.base <= bottom + 2 and ln.y1 < h * 0.1))]
 
 def _body_size(items) -> float:
     "The font size of the body text: the size (to 0.1 pt) that carries the most characters of `(size, text)` pairs."
@@ -430,6 +465,11 @@ def _drop_running(pages:list[list[_Line]], heights:list[float]) -> list[list[_Li
     seen = Counter(k for cs in cands for k in {key(ln) for ln in cs})
     need = max(2, 0.4 * len(pages))
     drop = {id(ln) for cs in cands for ln in cs if seen[key(ln)] >= need or _PAGE_NUMBER.match(ln.text)}
+    rows = [[ln for ln in cs if seen[key(ln)] >= 2] for cs in cands]        # a head that changes with the chapter
+    if sum(map(bool, rows)) >= need:
+        band = {(round(ln.y0), round(ln.size, 1)) for r in rows for ln in r}
+        drop |= {id(ln) for cs in cands for ln in cs
+                 if any(abs(ln.y0 - y) <= 3 and abs(ln.size - s) <= 0.2 for y, s in band)}
     return [[ln for ln in ls if id(ln) not in drop] for ls in pages]
 
 # %% ../nbs/01a_readers.ipynb #ee24342d
@@ -455,9 +495,14 @@ def _reading_order(lines:list[_Line], width:float) -> list[_Line]:
 _BULLET = re.compile(r'(?:[•●▪◦‣∙·*–-]|\d{1,3}[.)])\s+')
 _DOT_LEADER = re.compile(r'(?:\.\s?){6,}\s*\d*\s*$')
 
+_WRAPPED = re.compile(r'\w[_/]$')   # an identifier or a URL cut at the end of a line
+
 def _continues(p:dict, ln:_Line, gap:float) -> bool:
     "Does line `ln` go on with paragraph `p`?"
     last = p['last']
+    if not p['mono'] and _WRAPPED.search(p['text']) and abs(last.size - ln.size) <= 0.15 * last.size \
+            and ln.page - last.page <= 1:
+        return True                                      # `social_` + `contract`, whatever the font of the rest
     if (abs(last.size - ln.size) > 0.6 or (last.bold, last.mono) != (ln.bold, ln.mono)) or _BULLET.match(ln.text):
         return False
     if ln.page != last.page: return not re.search(r'[.:!?]$', p['text']) and ln.text[:1].islower()
@@ -474,7 +519,8 @@ def _paragraphs(lines:list[_Line]) -> list[dict]:
         if _DOT_LEADER.search(text): continue
         if paras and _continues(p := paras[-1], ln, gap):
             sep = '\n' if ln.mono else ''
-            if not ln.mono and re.search(r'\w-$', p['text']) and text[:1].islower():
+            if not p['mono'] and _WRAPPED.search(p['text']): sep, text = '', text.strip()
+            elif not ln.mono and re.search(r'\w-$', p['text']) and text[:1].islower():
                 p['text'] = p['text'][:-1] + _SOFT
             elif not ln.mono: sep = ' '
             p['text'], p['last'], p['page1'] = p['text'] + sep + text, ln, ln.page
@@ -487,10 +533,13 @@ _SOFT = '\u00ad'   # a line-end hyphen, until the document's own words decide it
 
 def _resolve_hyphens(paras:list[dict]) -> list[dict]:
     "Decide each line-end hyphen (in place): join the halves, or keep the hyphen if the document writes it so."
-    words = Counter(w.lower() for p in paras for w in re.findall(r'\w[\w-]*\w', p['text']) if _SOFT not in w)
+    whole = lambda t: re.sub(f'\\w+{_SOFT}\\w+', ' ', t)            # the words not cut at a line end
+    words = Counter(w.lower() for p in paras for w in re.findall(r'\w[\w-]*\w', whole(p['text'])))
     def decide(m):
         a, b = m[1], m[2]
-        return a + b if (a + b).lower() in words or (a + '-' + b).lower() not in words else a + '-' + b
+        if (a + b).lower() in words: return a + b
+        if (a + '-' + b).lower() in words: return a + '-' + b
+        return a + '-' + b if min(len(a), len(b)) > 2 and a.lower() in words and b.lower() in words else a + b
     for p in paras:
         p['text'] = (p['text'].replace(_SOFT, '-') if p['mono'] else
                      re.sub(f'(\\w+){_SOFT}(\\w+)', decide, p['text']).replace(_SOFT, '-'))
@@ -534,6 +583,17 @@ def _check_page_count(n:int, name:str):
     if n > cap: raise ChunkingError(f'{name}: {n} pages, over the {cap}-page cap; split it, or raise the cap with '
                                     f'--max-pages (${MAX_PAGES_ENV})')
 
+# %% ../nbs/01a_readers.ipynb #c2352522
+def _check_repeats(pages:list[list], name:str):
+    "A `ChunkingError` when most pages (and over 10) repeat an earlier page's text: a page tree listing one page."
+    texts = [tuple(ln.text for ln in ls) for ls in pages]
+    full = [t for t in texts if t]
+    repeated = len(full) - len(set(full))
+    if repeated > 10 and repeated > len(texts) / 2:
+        raise ChunkingError(f'{name}: {len(texts)} pages, of which {repeated} repeat an earlier page exactly '
+                            f'({len(set(full))} distinct); a page tree that lists the same page again and again: '
+                            'skipped; re-export it from its source')
+
 # %% ../nbs/01a_readers.ipynb #c80f89a3
 def pdf_document(data:bytes, # the PDF's bytes
                  name:str='document.pdf', # for messages
@@ -550,6 +610,7 @@ def pdf_document(data:bytes, # the PDF's bytes
             pages.append(_page_lines(page, i + 1))
         title = (pdf.get_metadata_dict().get('Title') or '').strip() or None
     finally: pdf.close()
+    _check_repeats(pages, name)
     lines = [ln for ls, w in zip(_drop_running(pages, heights), widths) for ln in _reading_order(ls, w)]
     if sum(ch.isalnum() for ln in lines for ch in ln.text) < 20:
         raise ChunkingError(f'{name}: no extractable text in {len(pages)} pages (a scanned PDF?); '
@@ -619,6 +680,6 @@ def docx_document(data:bytes, # the file's bytes
     return Document('\n'.join(text) + '\n', 'docx', title=d.core_properties.title or None, anchors=anchors)
 
 # %% ../nbs/01a_readers.ipynb #361564d1
-register_reader(Reader('html-v1', 'html', html_document), '.html', '.htm', '.xhtml')
-register_reader(Reader('pdf-v1', 'pdf', pdf_document), '.pdf')
+register_reader(Reader('html-v2', 'html', html_document), '.html', '.htm', '.xhtml')
+register_reader(Reader('pdf-v2', 'pdf', pdf_document), '.pdf')
 register_reader(Reader('docx-v1', 'docx', docx_document), '.docx')

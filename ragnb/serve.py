@@ -13,17 +13,16 @@ import anyio
 from pydantic import Field
 
 from .eval import EvalQuestion, eval_retrieval as evaluate_retrieval
-from .index import Store, StoreError
+from .index import ScopedStore, Store, StoreError, narrowed_filters
 
 log = logging.getLogger(__name__)
-from .retrieve import SEARCH_MODES, RetrieveOpts, retrieve, rrf_fuse
+from .retrieve import SEARCH_MODES, RetrieveOpts, retrieve
 from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
 __all__ = ['log', 'Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'Questions', 'ServeLimits',
-           'RequestError', 'parse_pins', 'check_filters', 'pinned_filters', 'RetrievalService', 'argument_error',
-           'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'timed_h11', 'open_service',
-           'serve_banner', 'serve']
+           'RequestError', 'parse_pins', 'check_filters', 'RetrievalService', 'argument_error', 'build_mcp_server',
+           'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'timed_h11', 'open_service', 'serve_banner', 'serve']
 
 # %% ../nbs/08_serve.ipynb #530ef99e
 @dataclass(frozen=True)
@@ -65,18 +64,6 @@ def check_filters(filters:Any, limits:ServeLimits=ServeLimits()) -> dict:
             raise RequestError(f'filter {k!r}: values must be strings or numbers')
     return dict(filters)
 
-# %% ../nbs/08_serve.ipynb #2a06d836
-def pinned_filters(client:dict, pins:dict[str, list[str]]) -> dict|None:
-    "The filters a call runs with: the client's, narrowed to the pins; None when they contradict a pin."
-    out = dict(client)
-    for k, allowed in pins.items():
-        asked = client.get(k, allowed)
-        asked = [str(x) for x in (asked if isinstance(asked, list) else [asked])]
-        keep = [v for v in allowed if v in asked]
-        if not keep: return None
-        out[k] = keep
-    return out
-
 # %% ../nbs/08_serve.ipynb #91993d2a
 class RetrievalService:
     "Retrieval over one read-only store, for concurrent callers: pins, limits and a lock. Thread-safe."
@@ -85,6 +72,7 @@ class RetrievalService:
                  limits:ServeLimits=ServeLimits(),
                  hyde_options:dict|None=None): # for HyDE (generator, model...); the key comes from the env
         self.store, self.pins, self.limits = store, dict(pins or {}), limits
+        self.view = ScopedStore(store, self.pins) if self.pins else store      # what every call reads
         self.hyde_options = dict(hyde_options or {})
         self.lock = threading.Lock()
 
@@ -114,11 +102,6 @@ def _check_options(self:RetrievalService, k:int, mode:str, threshold:Any, window
     raise RequestError("threshold must be a cosine in [-1, 1] or 'auto'")
 
 # %% ../nbs/08_serve.ipynb #9d795ec3
-def _rank_scores(chunks:list[dict], k:int):
-    """Scores that say only the rank (`rrf_fuse` of this one list), for lexical results under a pin: a BM25 score's
-    idf counts the chunks of every tenant, so its value would tell a pinned client how often a word occurs in theirs."""
-    for i, score, _ in rrf_fuse({'lexical': list(range(len(chunks)))}, k): chunks[i]['score'] = score
-
 _CHUNK_KEYS = ('cite', 'display_path', 'start_line', 'end_line', 'page_start', 'page_end', 'anchor', 'section',
                'score', 'metadata', 'text', 'tokens_before', 'tokens_after')
 
@@ -137,15 +120,14 @@ def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold
     question = self._check_question(question)
     threshold = self._check_options(k, mode, threshold, window)
     _check_trim_choice(policy, budget)
-    filters = pinned_filters(check_filters(filters, self.limits), self.pins)
+    filters = narrowed_filters(check_filters(filters, self.limits), self.pins)
     if filters is None: return dict(question=question, chunks=[], tokens_before=0, tokens_after=0)
     opts = RetrieveOpts(trim=bool(trim) or policy is not None or budget is not None, trim_threshold=threshold,
                         trim_window=window, hyde=bool(hyde), hyde_options=self.hyde_options, mode=mode,
                         trim_budget=budget)
     if policy is not None: opts.trim_policy = policy
-    with self.lock: res = retrieve(self.store, question, top_k=k, opts=opts, filters=filters)
+    with self.lock: res = retrieve(self.view, question, top_k=k, opts=opts, filters=filters)
     d = res.to_dict()
-    if self.pins and res.info.get('score') == 'bm25': _rank_scores(d['chunks'], opts.rrf_k)
     out = dict(question=question, chunks=[{k: c[k] for k in _CHUNK_KEYS if k in c} for c in d['chunks']],
                tokens_before=res.tokens_before, tokens_after=res.tokens_in_context, mode=mode)
     if 'trim' in res.info:
@@ -178,11 +160,11 @@ def eval_retrieval(self:RetrievalService, questions:list, trim_threshold:float|s
     qs = [_eval_question(q, i) for i, q in enumerate(questions)]
     for q in qs: self._check_question(q.question)
     threshold = self._check_options(k, mode, trim_threshold, trim_window)
-    filters = pinned_filters(check_filters(filters, self.limits), self.pins)
+    filters = narrowed_filters(check_filters(filters, self.limits), self.pins)
     if filters is None: filters = {'source': []}                 # a contradiction: run, and find nothing
     with self.lock:
-        rep = evaluate_retrieval(self.store, qs, top_k=k, trim=True, trim_threshold=threshold, trim_window=trim_window,
-                             filters=filters, progress=False, mode=mode)
+        rep = evaluate_retrieval(self.view, qs, top_k=k, trim=True, trim_threshold=threshold, trim_window=trim_window,
+                                 filters=filters, progress=False, mode=mode)
     config = {c: rep.config[c] for c in ('top_k', 'trim_threshold', 'trim_window', 'mode')}
     out = dict(summary=rep.summary, config=config)
     if not self.pins: out['labelling_errors'] = rep.labelling_errors
@@ -192,9 +174,9 @@ def eval_retrieval(self:RetrievalService, questions:list, trim_threshold:float|s
 @patch
 def sources(self:RetrievalService, filters:dict|None=None) -> dict:
     "The indexed documents that the (pinned) filters let through, with their chunk counts."
-    filters = pinned_filters(check_filters(filters, self.limits), self.pins)
+    filters = narrowed_filters(check_filters(filters, self.limits), self.pins)
     if filters is None: return dict(sources=[], chunks=0)
-    with self.lock: rows = self.store.list_sources(filters)
+    with self.lock: rows = self.view.list_sources(filters)
     return dict(sources=rows, chunks=sum(r['chunks'] for r in rows), model=self.store.manifest['model'])
 
 # %% ../nbs/08_serve.ipynb #2dc48e97

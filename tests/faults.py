@@ -702,7 +702,10 @@ def hostile_entries(workdir=None):
                'binary by extension': lambda: (d / 'logo.png').write_bytes(b'\x89PNG\r\n\x1a\n' + bytes(99)),
                'binary by content': lambda: (d / 'blob.xyz').write_bytes(b'\x00\x01\x02'),
                'PDF listing one page 100,000 times':
-                   lambda: (d / 'pages.pdf').write_bytes(pdf_listing_one_page(100_000))}
+                   lambda: (d / 'pages.pdf').write_bytes(pdf_listing_one_page(100_000)),
+               'PDF listing one page 1,000 times (under the cap)':
+                   lambda: (d / 'loop.pdf').write_bytes(pdf_listing_one_page(1_000)),
+               'an SVG drawing': lambda: (d / 'net.svg').write_text('<?xml version="1.0"?><svg><text>x</text></svg>')}
     for make in entries.values(): make()
     out = {}
     def run():
@@ -718,7 +721,9 @@ def hostile_entries(workdir=None):
               'non-UTF-8 file name': 'not valid UTF-8; rename', 'latin-1 file': 'latin1.md',
               'file over the size cap': 'big.md', 'bad .ragnbignore (stray \\)': '.ragnbignore',
               'binary by extension': 'logo.png', 'binary by content': 'blob.xyz',
-              'PDF listing one page 100,000 times': 'pages.pdf: 100000 pages, over the 5000-page cap'}
+              'PDF listing one page 100,000 times': 'pages.pdf: 100000 pages, over the 5000-page cap',
+              'PDF listing one page 1,000 times (under the cap)': 'loop.pdf: 1000 pages, of which 999 repeat',
+              'an SVG drawing': 'net.svg'}
     res = {k: (v in said) for k, v in checks.items()}
     res['UTF-16 file (read)'] = any(s.endswith('/docs/wide.md') for s in rep.added)
     good = any(s.endswith('/docs/good.md') for s in rep.added)

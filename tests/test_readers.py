@@ -26,7 +26,18 @@ HTML_CASES = [  # (html body, markdown)
     ('<table><caption>Tabla 1</caption><tr><th>k</th></tr><tr><td>v</td></tr></table>',
      'Tabla 1\n\n| k |\n|---|\n| v |'),
     ('<div>suelto <b>texto</b><p>párrafo</p>cola</div>', 'suelto texto\n\npárrafo\n\ncola'),
-    ('<aside>anuncio</aside><div role="navigation">menú</div><p>x</p>', 'x'),
+    ('<aside><a href="/">Inicio</a> · <a href="/g">Guía</a></aside><div role="navigation">menú</div><p>x</p>', 'x'),
+    # issue 33: asides, notes and DocBook sidebars are content; banners and DocBook's docnav are navigation
+    ('<aside class="admonition note"><p class="admonition-title">Nota</p><p>Haga copia.</p></aside>',
+     'Nota\n\nHaga copia.'),
+    ('<div class="sidebar"><p class="title"><strong>SEGURIDAD</strong></p><div class="para">Use /etc/cron.allow.</div>'
+     '</div>', 'SEGURIDAD\n\nUse /etc/cron.allow.'),
+    ('<aside class="footnote" id="f1"><span>1</span><p>Véase man 5 crontab.</p></aside>', '1\n\nVéase man 5 crontab.'),
+    ('<div id="banner"><a href="/get"><span>Download the ebook</span></a></div><p>x</p>', 'x'),
+    ('<ul class="docnav top"><li class="previous"><a href="a.html"><strong>Anterior</strong></a></li>'
+     '<li class="home">Manual</li></ul><p>x</p><ul class="docnav"><li><a href="#"><strong>Subir</strong></a></li></ul>',
+     'x'),
+    ('<div role="complementary"><a href="/a">Uno</a><a href="/b">Dos</a><a href="/c">Tres</a></div><p>x</p>', 'x'),
     ('<p>texto <a href="e">Edit on GitHub</a></p><div class="toc">índice</div>', 'texto'),
     ('<p># no es un título</p><p>- ni una lista</p>', '\\# no es un título\n\n\\- ni una lista'),
     ('<pre>a ``` b</pre>', '````\na ``` b\n````'),
@@ -193,11 +204,11 @@ def test_a_new_reader_version_reindexes_only_its_files(tmp_path, monkeypatch):
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
         index_paths(s, [kb])
         old = READERS['.html']
-        monkeypatch.setitem(READERS, '.html', Reader('html-v2', 'html', old.fn))
+        monkeypatch.setitem(READERS, '.html', Reader(old.name + '-next', 'html', old.fn))
         rep = index_paths(s, [kb])
         assert [p.rsplit('/', 1)[-1] for p in rep.updated] == ['b.html'] and len(rep.unchanged) == 1
         c = s.search(HashEmbedder().embed_query('Página'), k=2)
-        assert {x.chunker_version.split('+')[0] for x in c if x.source.endswith('.html')} == {'html-v2'}
+        assert {x.chunker_version.split('+')[0] for x in c if x.source.endswith('.html')} == {old.name + '-next'}
 
 
 def test_locations_survive_the_store_and_older_stores_upgrade(tmp_path):

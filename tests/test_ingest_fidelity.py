@@ -1,0 +1,176 @@
+"""Ingest fidelity on the structures of real manuals (issue 33), as small files written here that copy each structure:
+a DocBook (Publican) page with sidebars, a banner and footer navigation; a Sphinx page; a PDF with identifiers at
+line ends, real compounds and running heads that change with the chapter; a docs folder with drawings, stylesheets,
+icons and a Makefile."""
+import re
+
+import pytest
+
+from faults import HashEmbedder
+from ragnb.chunking import chunk_text
+from ragnb.index import Store
+from ragnb.ingest import index_paths
+from ragnb.readers import html_document, pdf_document
+
+DOCBOOK = '''<?xml version="1.0" encoding="UTF-8" standalone="no"?>
+<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">
+<html xmlns="http://www.w3.org/1999/xhtml"><head><title>9.7. Tareas programadas</title>
+<link rel="stylesheet" href="Common_Content/css/default.css"/></head><body>
+<div id="banner"><a href="http://example.org/get/"><span class="text">Download the ebook</span></a></div>
+<p id="title"><a class="left" href="http://example.org"><img alt="Product Site" src="i/left.png"/></a></p>
+<ul class="docnav top"><li class="previous"><a accesskey="p" href="a.html"><strong>Anterior</strong></a></li>
+<li class="home">El manual del Administrador</li><li class="next"><a href="c.html"><strong>Siguiente</strong></a></li></ul>
+<div class="section"><div class="titlepage"><h2 class="title"><a id="sect.cron"></a>9.7. Tareas con cron</h2></div>
+<div class="para">cron ejecuta órdenes programadas y recurrentes.</div>
+<div class="sidebar"><div class="titlepage"><p class="title"><strong><span class="emphasis"><em>SEGURIDAD</em></span>
+Restricción de <code class="command">cron</code></strong></p></div><a id="id-1.2" class="indexterm"></a>
+<div class="para">Los usuarios autorizados se listan en <code class="filename">/etc/cron.allow</code>.</div></div>
+<div class="sidebar"><div class="titlepage"><p class="title"><strong><span class="emphasis"><em>SUGERENCIA</em></span>
+Ejecutar una orden al arrancar</strong></p></div>
+<div class="para">Para ejecutar una orden una sola vez al arrancar, use <code>@reboot</code> en el crontab.</div></div>
+<div class="para">El usuario root tiene su propio crontab.</div></div>
+<ul class="docnav"><li class="previous"><a accesskey="p" href="a.html"><strong>Anterior</strong>9.6. inetd</a></li>
+<li class="up"><a accesskey="u" href="#"><strong>Subir</strong></a></li><li class="home"><a accesskey="h"
+href="index.html"><strong>Inicio</strong></a></li><li class="next"><a href="c.html"><strong>Siguiente</strong>9.8.
+anacron</a></li></ul></body></html>'''
+
+SPHINX = '''<!DOCTYPE html><html><head><title>tomlparse — Parse TOML files</title><script>x()</script></head><body>
+<div class="related" role="navigation"><ul><li><a href="index.html">index</a></li><li><a href="b.html">next</a></li>
+</ul></div>
+<div class="document"><div class="documentwrapper"><div class="bodywrapper"><div class="body" role="main">
+<section id="module-tomlparse"><h1>tomlparse — Parse TOML files<a class="headerlink" href="#module-tomlparse">¶</a>
+</h1><p>This module parses TOML.</p>
+<div class="admonition note"><p class="admonition-title">Note</p><p>It does not write TOML.</p></div>
+<section id="conversion-table"><h2>Conversion Table<a class="headerlink" href="#conversion-table">¶</a></h2>
+<table class="docutils align-default"><thead><tr class="row-odd"><th class="head"><p>TOML</p></th>
+<th class="head"><p>Python</p></th></tr></thead><tbody><tr class="row-even"><td><p>table</p></td><td><p>dict</p></td>
+</tr><tr class="row-odd"><td><p>string</p></td><td><p>str</p></td></tr></tbody></table>
+<aside class="footnote brackets" id="id2"><span class="label">1</span><p>TOML 1.0.0.</p></aside>
+</section></section></div></div></div>
+<div class="sphinxsidebar" role="navigation"><h3>Previous topic</h3><p><a href="a.html">configparser</a></p>
+<div role="note"><ul class="this-page-menu"><li><a href="_sources/t.rst.txt">Show Source</a></li></ul></div></div>
+</div><div class="footer">© Copyright 2001. Last updated on Dec 02, 2026.</div></body></html>'''
+
+
+def test_a_docbook_page_keeps_its_sidebars_and_drops_its_navigation():
+    doc = html_document(DOCBOOK.encode(), 'sect.cron.html')
+    assert '/etc/cron.allow' in doc.text and '@reboot' in doc.text and 'SEGURIDAD' in doc.text
+    for nav in ('Download the ebook', 'Anterior', 'Siguiente', 'Subir', 'Inicio', 'El manual del Administrador'):
+        assert nav not in doc.text, nav
+    assert doc.text.startswith('## 9.7. Tareas con cron\n') and doc.text.rstrip().endswith('su propio crontab.')
+    dropped = len(re.sub(r'\W', '', 'Download the ebookAnteriorEl manual del AdministradorSiguiente'
+                                    'Anterior9.6.inetdSubirInicioSiguiente9.8.anacron'))
+    assert doc.chrome_chars == pytest.approx(dropped, abs=3) and doc.visible_chars > 3 * dropped
+
+
+def test_a_sphinx_page_keeps_notes_footnotes_and_whole_tables():
+    doc = html_document(SPHINX.encode(), 'tomlparse.html')
+    assert '| TOML | Python |\n|---|---|\n| table | dict |\n| string | str |' in doc.text
+    assert 'It does not write TOML.' in doc.text and 'TOML 1.0.0.' in doc.text
+    for nav in ('Previous topic', 'configparser', 'Show Source', '¶', 'Copyright', 'next', 'x()'):
+        assert nav not in doc.text, nav
+    assert [a for _, a in doc.anchors] == ['module-tomlparse', 'conversion-table', 'id2']
+
+
+def manual_pdf():
+    """Ten pages in three chapters: running heads that name the chapter (and the section) at the top of each page
+    but the first of a chapter, page numbers at the bottom, identifiers with `_` inside lines and at line ends,
+    a URL cut at `_`, a real compound cut at its hyphen, and a word hyphenated across lines."""
+    from fpdf import FPDF
+
+    class Manual(FPDF):
+        chapter, first = '', False
+
+        def header(self):
+            if not self.first:
+                self.set_font('helvetica', size=9)
+                self.cell(0, 5, f'CHAPTER {self.chapter}', align='L')
+                self.ln(10)
+
+        def footer(self):
+            self.set_y(-12)
+            self.set_font('helvetica', size=9)
+            self.cell(0, 5, str(self.page_no()), align='C')
+
+    pdf = Manual()
+    pdf.set_auto_page_break(True, margin=20)
+    names = ['INSTALLING THE PACKAGES', 'CONFIGURING FONTS', 'THE ENVIRONMENT']
+    for n, name in enumerate(names, 1):
+        pdf.chapter, pdf.first = f'{n}. {name}', True
+        pdf.add_page()
+        pdf.set_font('helvetica', 'B', 18)
+        pdf.cell(0, 10, f'Chapter {n}', new_x='LMARGIN', new_y='NEXT')
+        pdf.first = False
+        pdf.set_font('helvetica', size=11)
+        for i in range(3 if n < 3 else 2):
+            pdf.multi_cell(0, 5, f'Section {n}.{i}: set FONTCONFIG_FILE or XDG_DATA_HOME before you run fc_cache, '
+                                 'and keep the list comma separated. The configu-\nration lives in one file. '
+                                 'See https://www.example.org/social_\ncontract for the terms. '
+                                 'The list is comma-\nseparated, as before. ' * 3, new_x='LMARGIN', new_y='NEXT')
+            pdf.ln(3)
+            pdf.set_font('courier', size=10)
+            pdf.multi_cell(0, 5, 'export FONTCONFIG_FILE=/etc/fonts/local_fonts.conf', new_x='LMARGIN', new_y='NEXT')
+            pdf.set_font('helvetica', size=11)
+            pdf.add_page()
+    return bytes(pdf.output())
+
+
+def test_a_pdf_keeps_identifiers_and_compounds_and_drops_chapter_heads():
+    doc = pdf_document(manual_pdf(), 'manual.pdf')
+    assert not re.search(r'\w ?_\s+\w|\w\s+_\w', doc.text), re.search(r'.{30}\w ?_\s+\w.{30}', doc.text)
+    assert doc.text.count('FONTCONFIG_FILE') >= 9 and 'XDG_DATA_HOME' in doc.text and 'fc_cache' in doc.text
+    assert 'social_contract' in doc.text and 'configuration' in doc.text and 'comma-separated' in doc.text
+    assert 'commaseparated' not in doc.text and 'configu-ration' not in doc.text
+    assert 'CHAPTER' not in doc.text and not re.search(r'^\d+$', doc.text, re.M)          # heads and page numbers
+    assert re.findall(r'^# Chapter \d', doc.text, re.M) == ['# Chapter 1', '# Chapter 2', '# Chapter 3']
+    assert '```\nexport FONTCONFIG_FILE=/etc/fonts/local_fonts.conf\n```' in doc.text
+    prose = re.sub(r'```.*?```', '', doc.text, flags=re.S)
+    assert 'set FONTCONFIG_FILE' in prose                                                  # prose stays prose
+
+
+def test_a_docs_folder_indexes_documents_not_drawings_styles_icons_or_makefiles(tmp_path, monkeypatch):
+    docs = tmp_path / 'docs'
+    (docs / 'images').mkdir(parents=True)
+    (docs / 'css').mkdir()
+    (docs / 'sect.cron.html').write_text(DOCBOOK, encoding='utf-8')
+    (docs / 'README').write_text('Este manual explica cron.\n', encoding='utf-8')
+    (docs / 'images' / 'netfilter.svg').write_text('<?xml version="1.0"?>\n<!-- Created with Inkscape -->\n'
+                                                   '<svg width="10"><text>PREROUTING chain</text></svg>\n')
+    (docs / 'images' / 'drawing').write_text('<?xml version="1.0"?>\n<svg width="10"><path d="M 1,2"/></svg>\n')
+    (docs / 'images' / 'debian.xpm').write_text('/* XPM */\nstatic char *debian[] = {\n"16 16 2 1",\n};\n')
+    (docs / 'images' / 'Makefile').write_text('all: $(patsubst %.svg,%.png,$(wildcard *.svg))\n')
+    (docs / 'css' / 'default.css').write_text('body { color: #333; }\n.sidebar { border: 1px solid; }\n')
+    from ragnb import chunking, ingest
+    with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
+        for mod, name in ((ingest, 'not_text'), (chunking, 'not_text_kind'), (chunking, 'sniffed_kind')):
+            monkeypatch.setattr(mod, name, lambda _: None)               # as an older ragnb read them: as text
+        old = index_paths(s, [docs])
+        assert len(old.added) == 7 and not old.binary
+        monkeypatch.undo()
+        rep = index_paths(s, [docs])
+        assert sorted(k for _, k in rep.binary) == ['build files', 'images', 'images', 'images', 'stylesheets']
+        assert sorted(s.rsplit('/', 1)[-1] for s in rep.removed) == ['Makefile', 'debian.xpm', 'default.css',
+                                                                     'drawing', 'netfilter.svg']
+        assert sorted(c.rsplit('/', 1)[-1] for c in s.chunk_sources()) == ['README', 'sect.cron.html']
+        assert rep.binary_summary() == 'skipped 5 binary files: images 3, build files 1, stylesheets 1'
+        texts = [c.text for c in s.get_chunks([i for i, _ in s.search_lexical('cron.allow', 5)])]
+        assert any('/etc/cron.allow' in t for t in texts)
+        assert old.chrome_summary().startswith('dropped as page chrome (navigation, banners, footers): ')
+
+
+@pytest.mark.parametrize('compound,joined,text', [   # (hyphen kept, hyphen dropped) when the document does not say
+    ('comma-separated', None, 'Use a comma. Values are separated. The list is comma-\nseparated here.'),
+    (None, 'configuration', 'The configu-\nration is kept.'),
+    ('dpkg-reconfigure', None, 'Run dpkg-\nreconfigure now. Then dpkg-reconfigure again.'),
+    (None, 'everything', 'We keep every-\nthing. Everything stays.'),
+])
+def test_line_end_hyphens_follow_the_document(compound, joined, text):
+    from fpdf import FPDF
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font('helvetica', size=11)
+    pdf.multi_cell(0, 5, text)
+    out = pdf_document(bytes(pdf.output())).text
+    if compound: assert compound in out
+    if joined: assert joined in out and joined[:4] + '-' not in out.lower()
+    assert chunk_text(out, 'h.pdf')                                             # and it chunks
