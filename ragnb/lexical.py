@@ -19,12 +19,33 @@ def _langid():
     return ident
 
 # %% ../nbs/02b_lexical.ipynb #4ebcfb72
+_ES_WORDS = set('''de la que el en y los del se las por un una para con su al lo como más pero sus le ya este
+esta porque entre cuando muy sin sobre también hasta hay donde desde todo nos durante todos les ni contra otros ese
+eso ante ellos esto antes algunos qué unos otro otras otra él tanto esa estos mucho quienes nada muchos cual poco
+ella estas algunas algo cómo cuál cuándo dónde quién puedo puede hacer tiene están está son fue ser es hace cada
+mediante'''.split())
+_EN_WORDS = set('''the of and to in is that it was for on are as with they at be this have from or had by but not
+what all were we when your can there an each which she do how their if will up about out many then them these so
+some her would make like him into has more could my than been who its now did get may should does where why
+using'''.split())
+_LETTERS = re.compile(r'[^\W\d_]+')
+
+def _function_words(text:str) -> str|None:
+    "'es' or 'en' when the text's function words (and accents) clearly say which; None when they do not."
+    head = text[:4000]
+    words = [w.lower() for w in _LETTERS.findall(head)]
+    es = sum(w in _ES_WORDS for w in words) + min(3, len(re.findall(r'[áéíóúÁÉÍÓÚ]', head)))
+    en = sum(w in _EN_WORDS for w in words)
+    if es >= 2 and es > 2 * en: return 'es'
+    if en >= 2 and en > 2 * es: return 'en'
+    return None
+
 def detect_language(text:str) -> str:
     "'es' or 'en' for a question or a chunk; English when there is nothing to tell."
     if not isinstance(text, str): raise TypeError(f'text must be str, not {type(text).__name__}')
     if re.search(r'[¿¡ñÑ]', text): return 'es'
     if not re.search(r'\w', text): return 'en'
-    return _langid().classify(text)[0]
+    return _function_words(text) or _langid().classify(text)[0]
 
 # %% ../nbs/02b_lexical.ipynb #f700f504
 def fold(text:str) -> str:
