@@ -1455,11 +1455,22 @@ def lexical_tokens(self:Store) -> int:
             'select coalesce(sum(cnt), 0) from temp.lexical_vocab').fetchone()[0])
 
 @patch
-def lexical_stats(self:Store, terms:list[str]) -> tuple[dict, int, int]:
-    "`term_counts` and `lexical_tokens` at once, from one snapshot: what BM25 needs of a corpus."
+def lexical_stats(self:Store, terms:list[str],
+                  scope:dict|None=None, # count only the chunks these filters allow
+                 ) -> tuple[dict, int, int]:
+    "`term_counts` and `lexical_tokens` at once, from one snapshot: what BM25 needs of a corpus (or of `scope`)."
     with self._snapshot():
-        df, n = self.term_counts(terms)
-        return df, n, self.lexical_tokens() if self._lexical else 0
+        if not self._lexical or self._read_meta().get('lexical_version') != LEXICAL_VERSION: return {}, 0, 0
+        if scope: return self._scoped_counts(terms, scope)
+        return *self._term_counts(terms), self.lexical_tokens()
+
+@patch
+def lexical_scored(self:Store, terms:list[str], k:int, filters:dict|None, rows:dict,
+                   stats:tuple) -> list[tuple[int, float]]:
+    "The `k` best chunks that `rows` (and `filters`) allow holding any of `terms`, by BM25 with `stats` given."
+    with self._snapshot():
+        self._check_lexical()
+        return self._counted_round(terms, k, filters, rows, stats)
 
 # %% ../nbs/03_index.ipynb #9058bca9
 def _first_varint(b:bytes) -> int:

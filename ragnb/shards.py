@@ -203,9 +203,9 @@ def search(self:ShardedStore, query_vec:np.ndarray, k:int=5, filters:dict|None=N
 
 # %% ../nbs/03b_shards.ipynb #cfef9d18
 @patch
-def term_counts(self:ShardedStore, terms:list[str]) -> tuple[dict, int]:
-    "The shards' term counts and chunk counts, summed."
-    return _summed(self._each(lambda _, s: s.term_counts(terms)))
+def term_counts(self:ShardedStore, terms:list[str], scope:dict|None=None) -> tuple[dict, int]:
+    "The shards' term counts and chunk counts (only `scope`'s chunks, if given), summed."
+    return _summed(self._each(lambda _, s: s.term_counts(terms, scope)))
 
 def _summed(parts:list[tuple]) -> tuple:
     "Shards' `(term counts, count, ...)` tuples summed: the dicts term by term, the rest as numbers."
@@ -215,27 +215,39 @@ def _summed(parts:list[tuple]) -> tuple:
     return df, *(sum(x) for x in list(zip(*parts))[1:])
 
 @patch
-def term_idf(self:ShardedStore, terms:list[str]) -> dict[str, float]:
-    "BM25's idf over the whole corpus."
-    return bm25_idf(*self.term_counts(terms))
+def term_idf(self:ShardedStore, terms:list[str], scope:dict|None=None) -> dict[str, float]:
+    "BM25's idf over the whole corpus (or `scope`'s chunks)."
+    return bm25_idf(*self.term_counts(terms, scope))
 
 # %% ../nbs/03b_shards.ipynb #ea86b064
 LEXICAL_POOL = 2   # the 2k best by each shard's own BM25 are scored again on the whole corpus, for the k best
 
 @patch
-def search_lexical(self:ShardedStore, query:str, k:int=5, filters:dict|None=None) -> list[tuple[int, float]]:
-    "BM25 over all shards with the whole corpus's statistics: `[(chunk id, score)]`, best first."
+def search_lexical(self:ShardedStore, query:str, k:int=5, filters:dict|None=None,
+                   scope:dict|None=None, # filters whose chunks alone give BM25 its statistics (a tenant's pin)
+                  ) -> list[tuple[int, float]]:
+    "BM25 over all shards with the whole corpus's statistics (or `scope`'s): `[(chunk id, score)]`, best first."
     terms = query_terms(query)
     if k <= 0 or not terms: return []
-    stats = self._each(lambda _, s: s.lexical_stats(terms))
+    stats = self._each(lambda _, s: s.lexical_stats(terms, scope))
     df, n, tokens = _summed(stats)
     found, informative = informative_terms(terms, df, n)
-    score = lambda tf, dl: bm25_score(tf, dl, df, n, tokens)
     holding = lambda ts: [i for i, (d, _, _) in enumerate(stats) if any(d.get(t) for t in ts)]  # others match none
-    hits = self._lexical_round(informative, k, filters, score, holding(informative)) if informative else []
-    if len(hits) < k and len(informative) < len(found):
-        hits = self._lexical_round(found, k, filters, score, holding(found))
+    if scope or filters:                               # every match of the rows allowed, scored with the totals
+        rows, also = (scope, filters) if scope else (filters, None)
+        rnd = lambda ts: self._counted_round(ts, k, also, rows, (df, n, tokens), holding(ts))
+    else: rnd = lambda ts: self._lexical_round(ts, k, None, lambda tf, dl: bm25_score(tf, dl, df, n, tokens),
+                                               holding(ts))
+    hits = rnd(informative) if informative else []
+    if len(hits) < k and len(informative) < len(found): hits = rnd(found)
     return hits
+
+@patch
+def _counted_round(self:ShardedStore, terms:list[str], k:int, filters:dict|None, rows:dict, stats:tuple,
+                   which:list[int]) -> list[tuple[int, float]]:
+    "Each of shards `which`' `k` best of `rows` (and `filters`) for `terms`, scored with the totals `stats`: merged."
+    return _best(self._each(lambda i, s: [(self._global(i, c), sc) for c, sc in
+                                          s.lexical_scored(terms, k, filters, rows, stats)], which), k)
 
 @patch
 def _lexical_round(self:ShardedStore, terms:list[str], k:int, filters:dict|None, score,

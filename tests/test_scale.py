@@ -7,7 +7,7 @@ import pytest
 
 from ragnb.embed import runs_in_bf16
 from ragnb.eval import bundled_questions, load_questions
-from ragnb.index import Store
+from ragnb.index import ScopedStore, Store
 from ragnb.ingest import bundled_data_dir, index_paths
 from ragnb.retrieve import RetrieveOpts, retrieve
 from ragnb.shards import shard_of
@@ -59,11 +59,13 @@ def questions():
 
 
 def rankings(s, q, k=20):
-    """Dense and lexical scores of the top `k` (as hybrid search asks for them), unfiltered and filtered to the
-    Spanish docs, and the trimmed top-5's chunks, from the open store `s`."""
+    """Dense and lexical scores of the top `k` (as hybrid search asks for them), unfiltered, filtered to the Spanish
+    docs and (lexical) scoped to them, and the trimmed top-5's chunks, from the open store `s`."""
     qv, es = s.embedder.embed_query(q), {'source': [x for x in s.chunk_sources() if '/docs/es/' in x]}
     dense = [[x for _, x in s.search_ids(qv, k, f)] for f in (None, es)]
     lexical = [[x for _, x in s.search_lexical(q, k, f)] for f in (None, es)]
+    lexical.append([x for _, x in s.search_lexical(q, k, scope=es)])                 # BM25 inside a scope (a pin)
+    lexical.append([x for _, x in ScopedStore(s, es).search_lexical(q, k, {'source': es['source'][:2]})])
     top = {(c.cite, c.start_char) for c in retrieve(s, q, top_k=5, opts=RetrieveOpts(trim=True)).chunks}
     return dense, lexical, top
 
