@@ -17,7 +17,8 @@ Cases (tests/faults.py holds them; tests/test_store_faults.py runs each with few
 - `Store.verify` (`ragnb check`) while another process commits: no false alarm;
 - a file swapped for a FIFO right after the listing checked it, and a file that grows while it is read;
 - kill -9 of `ragnb index --ray --shards 2`; a killed writer's -wal cut, emptied or flipped; the MCP tools while a
-  writer churns; a disk that fills at each step of a commit.
+  writer churns; a disk that fills at each step of a commit;
+- a client pinned to one tenant asking with another tenant's words: every answer equals a store of its own.
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -85,6 +86,8 @@ def main():
     run('a folder that cannot be read', faults.unreadable_folders,
         lambda r: r.get('skipped') or ', '.join(f"{m}: {'kept' if c['kept'] else 'LOST'}"
                                                 for m, c in r['cases'].items()))
+    run('a pinned client asks with another tenant\'s words', faults.pinned_tenant_oracle,
+        lambda r: f"{r['words']} words of tenant globex's files; answers unlike a store of acme's own: {r['lost']}")
     run('one reader, RSS and fds', lambda: faults.reader_resources(queries=a.resource_queries),
         lambda r: f"RSS growth {r['rss_growth_mb']} MB, fds {r['fds_before']} → {r['fds_after']}")
     print('\n| case | tried | survived | lost | notes | seconds |')

@@ -662,6 +662,41 @@ if __name__ == '__main__':
 
 # --- hostile entries in an indexed folder, and a hostile HyDE endpoint ----------------------------------------
 
+def pinned_tenant_oracle(questions=200, seed=0, workdir=None):
+    """Issue 32.2: a client pinned to tenant acme asks questions made of words from tenant globex's files (and a few
+    found nowhere): each whole answer (lexical and hybrid, trimmed or not) must equal the answer of a store holding
+    only acme's files, so nothing in it tells whether globex's files hold those words. `lost`: answers that differ."""
+    import re
+    from ragnb.index import Store
+    from ragnb.ingest import bundled_data_dir, index_paths
+    from ragnb.serve import RetrievalService
+    work = Path(workdir or tempfile.mkdtemp())
+    docs = bundled_data_dir() / 'docs'
+    with Store.open(work / 'shared', embedder=HashEmbedder()) as w:
+        index_paths(w, [docs / 'es'], metadata={'tenant': 'acme'})
+        index_paths(w, [docs / 'en'], metadata={'tenant': 'globex'})
+    with Store.open(work / 'own', embedder=HashEmbedder()) as w:
+        index_paths(w, [docs / 'es'], metadata={'tenant': 'acme'})
+    theirs = sorted({w.lower() for f in (docs / 'en').glob('*.md') for w in re.findall(r'[A-Za-z]{4,}', f.read_text())})
+    rng = random.Random(seed)
+    lost, tried = [], 0
+    with Store.open(work / 'shared', readonly=True, embedder=HashEmbedder()) as shared, \
+            Store.open(work / 'own', readonly=True, embedder=HashEmbedder()) as own:
+        pinned, alone = RetrievalService(shared, pins={'tenant': ['acme']}), RetrievalService(own)
+        for i in range(questions):
+            words = rng.sample(theirs, 2) + ([f'zzq{i}'] if i % 5 == 0 else []) + [rng.choice(['rollback', 'logs'])]
+            q = ' '.join(words)
+            mode, trim = ('lexical', 'hybrid')[i % 2], bool(i // 2 % 2)
+            tried += 1
+            a = pinned.ask(q, k=5, mode=mode, trim=trim)
+            b = alone.ask(q, k=5, mode=mode, trim=trim)
+            same = [(c['cite'], c['text'], round(c['score'], 6)) for c in a['chunks']] == \
+                   [(c['cite'], c['text'], round(c['score'], 6)) for c in b['chunks']]
+            if not same: lost.append(q)
+    shutil.rmtree(work, ignore_errors=True)
+    return dict(tried=tried, survived=tried - len(lost), lost=len(lost), differ=lost[:5], words=len(theirs))
+
+
 def pdf_listing_one_page(n:int) -> bytes:
     "A valid PDF whose page tree lists one small page object `n` times (issue 32.7: 800 KB, 100,000 pages)."
     objs = ['<< /Type /Catalog /Pages 2 0 R >>', '<< /Type /Pages /Kids [' + '3 0 R ' * n + f'] /Count {n} >>',

@@ -204,6 +204,12 @@ def test_the_bench_cases_for_hostile_entries_and_hyde_pass(tmp_path):
         assert r['lost'] == 0, r
 
 
+def test_a_pinned_client_asking_with_another_tenants_words_gets_its_own_stores_answers(tmp_path):
+    "Issue 32.2: 60 questions of globex's words (and unknown ones) under an acme pin; each answer as acme's own store's."
+    r = faults.pinned_tenant_oracle(questions=60, workdir=tmp_path)
+    assert r['lost'] == 0 and r['tried'] == 60, r
+
+
 def test_a_folder_that_cannot_be_read_keeps_its_sources_and_says_so():
     "Issue 32.1: 644/600 (listable, not searchable), 000 and 311: nothing under it is removed, and each run says why."
     r = faults.unreadable_folders()
