@@ -295,9 +295,18 @@ def _markdown_table(rows:list[list[str]]) -> str:
     return '\n'.join(lines[:1] + ['|' + '---|' * w] + lines[1:]) if rows else ''
 
 def _layout_table(el) -> bool:
-    "A table used for layout (blocks in its cells, or a DocBook admonition), walked as a container."
+    """A table used for layout, walked as a container: a DocBook admonition, or blocks in its cells. A table with a
+    header row is data even with a note or a list in a cell (Sphinx's "New in version 3.4."); only a table, code
+    block or heading inside makes it layout."""
     if (el.get('summary') or '').lower() in ('note', 'tip', 'warning', 'caution', 'important'): return True
-    return any(_tag(d) in ('pre', 'table', 'ul', 'ol', 'div', *_HEADINGS) for d in el.iterdescendants())
+    inside = {_tag(d) for d in el.iterdescendants()}
+    if 'th' in inside: return bool(inside & {'pre', 'table', *_HEADINGS})
+    return bool(inside & {'pre', 'table', 'ul', 'ol', 'div', *_HEADINGS})
+
+def _cell(c) -> str:
+    "A table cell's text on one line, a space after each block inside it (`German` + `New in version 3.4.`)."
+    return (c.text or '') + ''.join(_inline_element(ch) + (' ' if _tag(ch) in _BLOCKS else '') + (ch.tail or '')
+                                    for ch in c)
 
 @patch
 def table(self:HtmlWalker, el):
@@ -305,7 +314,7 @@ def table(self:HtmlWalker, el):
     self.note_ids(el, deep=True)
     cap = el.find('caption')
     if cap is not None: self.emit(_paragraph(_clean(_inline(cap))))
-    self.emit(_markdown_table([[_inline(c) for c in r if _tag(c) in ('td', 'th')] for r in el.iter('tr')]))
+    self.emit(_markdown_table([[_cell(c) for c in r if _tag(c) in ('td', 'th')] for r in el.iter('tr')]))
 
 # %% ../nbs/01a_readers.ipynb #99b4e79e
 @patch

@@ -38,6 +38,10 @@ HTML_CASES = [  # (html body, markdown)
      '<li class="home">Manual</li></ul><p>x</p><ul class="docnav"><li><a href="#"><strong>Subir</strong></a></li></ul>',
      'x'),
     ('<div role="complementary"><a href="/a">Uno</a><a href="/b">Dos</a><a href="/c">Tres</a></div><p>x</p>', 'x'),
+    ('<table><thead><tr><th><p>Codec</p></th><th><p>Languages</p></th></tr></thead><tr><td><p>cp273</p></td>'
+     '<td><p>German</p><div class="versionadded"><p>New in 3.4.</p></div></td></tr></table>',
+     '| Codec | Languages |\n|---|---|\n| cp273 | German New in 3.4. |'),           # a note in a cell: still data
+    ('<table><tr><td><ul><li>menu</li></ul></td><td><p>texto</p></td></tr></table>', '- menu\n\ntexto'),  # layout
     ('<p>texto <a href="e">Edit on GitHub</a></p><div class="toc">índice</div>', 'texto'),
     ('<p># no es un título</p><p>- ni una lista</p>', '\\# no es un título\n\n\\- ni una lista'),
     ('<pre>a ``` b</pre>', '````\na ``` b\n````'),
