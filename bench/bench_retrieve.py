@@ -4,6 +4,14 @@ The lexical side is SQLite FTS5 inside the store; bm25s and tantivy, fed the ver
 Prints one table.
 
     python bench/bench_retrieve.py [--store DIR]   # DIR: keep the built store there, and reuse it next time
+
+With `--signals` (issue 34), it prints instead one table per language for each model (MiniLM, the packaged default,
+and multilingual-e5-small, built offline): dense, lexical and hybrid as `retrieve` runs them, then the stored
+sentence vectors as a ranking (max-sim: a chunk's best sentence cosine, over every stored sentence, no model
+call), and RRF fusions of dense, BM25 and max-sim. Cross-language rows ask the Spanish questions of the English
+half of the corpus (a filter on the `en/` sources) and the reverse. Search p50 per question (the query embedded).
+
+    python bench/bench_retrieve.py --signals [--store PREFIX] [--questions FILE]
 """
 import argparse, json, os, pathlib, shutil, sqlite3, sys, tempfile, time
 
@@ -37,7 +45,10 @@ def main():
     from ragnb.retrieve import RetrieveOpts, retrieve
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument('--store', help='where to keep the built store (reused when it is there)')
+    ap.add_argument('--signals', action='store_true', help='per-language tables of dense, BM25, max-sim and fusions')
+    ap.add_argument('--questions', default='debian_questions.jsonl', help='a file in bench/ (the dev set by default)')
     args = ap.parse_args()
+    if args.signals: return signals(args.store, args.questions)
     qs = [json.loads(l) for l in (ROOT / 'bench' / 'debian_questions.jsonl').read_text().splitlines()]
     work = pathlib.Path(tempfile.mkdtemp())
     sdir = pathlib.Path(args.store) if args.store else work / 'store'
@@ -130,6 +141,95 @@ def _tantivy(ids, terms, texts, qs, query_terms):
             lat.append((time.perf_counter() - t) * 1e3)
             if not rnd: ranks[q['lang']].append(first_answer_rank([texts[i] for i in found], q['answer']))
     return ranks, lat
+
+
+MODELS = ('sentence-transformers/all-MiniLM-L6-v2', 'intfloat/multilingual-e5-small')
+
+
+def _maxsim_index(store):
+    "Every stored sentence vector of `store` (float32) and the chunk it belongs to, sorted by chunk."
+    import numpy as np
+    ids = [r[0] for r in store.db.execute('select id from chunks order by id')]
+    sv = store.sentence_vectors(ids)
+    owners = [int(i) for i in ids if str(i) in sv for _ in range(len(sv[str(i)][1]))]
+    vecs = np.concatenate([sv[str(i)][1] for i in ids if str(i) in sv]).astype(np.float32)
+    return np.array(owners), vecs
+
+
+def _maxsim(owners, vecs, qv, allowed=None, k=50):
+    "Chunks ranked by their best sentence's cosine with `qv` (only `allowed` chunks, if given)."
+    import numpy as np
+    sims = vecs @ qv
+    if allowed is not None: sims = np.where(np.isin(owners, allowed), sims, -2.0)
+    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+    best = np.maximum.reduceat(sims, starts)
+    top = np.argsort(-best)[:k]
+    return [int(owners[starts[i]]) for i in top if best[i] > -2]
+
+
+def signals(store_prefix, qfile):
+    "Per-language answer@5 / MRR@10 of each retriever and fusion, for MiniLM and e5, and across languages."
+    import numpy as np
+    from ragnb.embed import Embedder
+    from ragnb.index import Store
+    from ragnb.ingest import index_paths
+    from ragnb.retrieve import RetrieveOpts, _dense_weight, retrieve, rrf_fuse
+    qs = [json.loads(l) for l in (ROOT / 'bench' / qfile).read_text().splitlines()]
+    work = pathlib.Path(tempfile.mkdtemp())
+    table = {}                                                  # (set, model, retriever) -> (ranks, ms)
+    for model in MODELS:
+        short = model.split('/')[-1]
+        sdir = pathlib.Path(f'{store_prefix}-{short}') if store_prefix else work / short
+        if not (sdir / 'manifest.json').exists():
+            with Store.open(sdir, embedder=Embedder.from_pretrained(model)) as s: index_paths(s, [corpus_dir()],
+                                                                                              progress=False)
+        store = Store.open(sdir, readonly=True)
+        owners, vecs = _maxsim_index(store)
+        halves = {lang: [x for x in store.chunk_sources() if f'/{lang}/' in x] for lang in ('es', 'en')}
+        for q in qs: store.embedder.embed_query(q['question'])
+        for q in qs:
+            for crossed in (False, True):
+                other = 'en' if q['lang'] == 'es' else 'es'
+                f = {'source': halves[other]} if crossed else None
+                allowed = np.array([r[0] for r in store.db.execute(
+                    f"select id from chunks where source in ({','.join('?' * len(halves[other]))})",
+                    halves[other])]) if crossed else None
+                key = f"{q['lang']} over {other}" if crossed else q['lang']
+                rank = lambda ids: first_answer_rank([c.text for c in store.get_chunks(ids[:10])], q['answer'])
+                for mode in ('dense', 'lexical', 'hybrid'):
+                    t = time.perf_counter()
+                    r = retrieve(store, q['question'], top_k=10, opts=RetrieveOpts(mode=mode), filters=f)
+                    ms = (time.perf_counter() - t) * 1e3
+                    table.setdefault((key, short, mode), ([], []))[0].append(
+                        first_answer_rank([c.text for c in r.chunks], q['answer']))
+                    table[key, short, mode][1].append(ms)
+                t = time.perf_counter()
+                qv = store.embedder.embed_query(q['question'])
+                dense = [i for i, _ in store.search_ids(qv, 50, f)]
+                lexical = [i for i, _ in store.search_lexical(q['question'], 50, f)]
+                ms_rank = _maxsim(owners, vecs, qv, allowed)
+                base = (time.perf_counter() - t) * 1e3
+                w = _dense_weight(store, q['question'], RetrieveOpts())
+                fused = {'max-sim': {'max-sim': ms_rank},
+                         'RRF dense + BM25 + max-sim': {'dense': dense, 'lexical': lexical, 'max-sim': ms_rank},
+                         'RRF BM25 + max-sim': {'lexical': lexical, 'max-sim': ms_rank}}
+                for name, rankings in fused.items():
+                    ids = [i for i, _, _ in rrf_fuse(rankings, 60, {'dense': w, 'max-sim': w})]
+                    table.setdefault((key, short, name), ([], []))[0].append(rank(ids))
+                    table[key, short, name][1].append(base)
+        store.close()
+    shutil.rmtree(work)
+    print(f'Debian Reference (es + en); {len(qs)} questions from bench/{qfile}; answer = the command in the top '
+          f'chunks; {os.cpu_count()} cores\n')
+    for key in dict.fromkeys(k for k, _, _ in table):
+        print(f'### {key}\n')
+        print('| model | retriever | answer@5 | MRR@10 | p50 ms |')
+        print('|---|---|---|---|---|')
+        for (k, model, name), (ranks, ms) in table.items():
+            if k != key: continue
+            hit, mrr = quality(ranks)
+            print(f'| {model} | {name} | {hit:.2f} | {mrr:.3f} | {pct(ms, .5):.1f} |')
+        print()
 
 
 if __name__ == '__main__':
