@@ -80,13 +80,21 @@ def _open_store(args, create_from_data=False):
     except (StoreError, FileNotFoundError) as e: raise UserError(str(e)) from None
 
 # %% ../nbs/09_cli.ipynb #67d1f23c
+def _model_for_new_store(paths) -> str|None:
+    "The model of a store that this run creates without `--model` (`ingest.new_store_model`), said on stderr."
+    from ragnb.ingest import new_store_model
+    name, why = new_store_model(paths)
+    if name: print(f'model for the new store: {name} ({why}; --model chooses another)', file=sys.stderr)
+    return name
+
 def cmd_index(args) -> int:
-    from ragnb.index import Store, StoreError
+    from ragnb.index import Store, StoreError, store_exists
     from ragnb.ingest import index_paths
     path = _store_dir(args)
     meta = _parse_kv(args.meta, '--meta')
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
+    if not args.model and not store_exists(path): args.model = _model_for_new_store(args.paths)
     if args.ray or args.address or args.workers: return _index_on_ray(args, path, meta)
     try:
         with Store.open(path, embedder=_load_embedder(args.model, path), shards=args.shards) as store:

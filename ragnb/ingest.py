@@ -16,7 +16,8 @@ from fastcore.basics import patch
 from .chunking import (CODE_EXTS, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError, chunk_text, not_text_kind,
                             read_file_bytes, read_text_file, sniffed_kind)
 from .index import SourceRecord, Store, StoreMismatchError, chunk_sentence_spans, store_exists, text_hash
-from .embed import shows_progress
+from .embed import Embedder, model_for_languages, resolve_model, shows_progress
+from .lexical import detect_language
 from .readers import (Document, document_version, file_kind, locate_chunks, read_document, reader_for,
                            reader_version)
 
@@ -24,8 +25,8 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
 __all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason',
            'eval_data_reason', 'source_key', 'display_path', 'SourceFile', 'not_text', 'scan_path', 'listed_files',
            'changed_sources', 'list_files', 'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths',
-           'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks', 'until_interrupted', 'bundled_data_dir',
-           'default_corpus', 'default_store_dir', 'open_default_store']
+           'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks',
+           'until_interrupted', 'bundled_data_dir', 'default_corpus', 'default_store_dir', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -302,6 +303,30 @@ def checked_paths(paths:list|str|Path) -> list[Path]:
     if missing: raise FileNotFoundError(f"no such file or folder: {', '.join(missing)}")
     return paths
 
+# %% ../nbs/03a_ingest.ipynb #1feb43a7
+def corpus_languages(paths:list|str|Path, # files and folders, as `index_paths` takes them
+                     max_files:int=60, # the sample, spread over the listing
+                     max_chars:int=4000, # read of each file
+                    ) -> dict[str, float]:
+    "Each language's share of the text of a sample of the files under `paths`; `{}` when there is no text."
+    rep = IndexReport()
+    listed = [f for f, _ in listed_files(checked_paths(paths), rep, {}) if file_kind(f) != 'code']
+    light = [f for f in listed if file_kind(f) in ('text', 'html')] or listed[:5]
+    sizes = Counter()
+    for f in light[::max(1, len(light) // max_files)][:max_files]:
+        got = _read_or_report(f, rep, MAX_FILE_BYTES)
+        doc = got and _document_or_report(f, got[0], rep)
+        if doc:
+            text = doc.text[:max_chars]
+            sizes[detect_language(text)] += len(text)
+    total = sum(sizes.values())
+    return {k: round(v / total, 3) for k, v in sizes.most_common()} if total else {}
+
+def new_store_model(paths:list|str|Path) -> tuple[str|None, str]:
+    "The model for a store made now from `paths`: None when `resolve_model` has a reason (RAGNB_MODEL...), else the corpus's."
+    if not resolve_model()[1].startswith('offline default'): return None, resolve_model()[1]
+    return model_for_languages(corpus_languages(paths))
+
 # %% ../nbs/03a_ingest.ipynb #2601fff4
 def index_paths(store:Store, # a store opened for writing
                 paths:list|str|Path, # files and folders
@@ -405,6 +430,8 @@ def open_default_store(path:str|Path|None=None, # default: `default_store_dir()`
     if not store_exists(path):
         if not bundled_data_dir().is_dir(): raise FileNotFoundError(f'no store at {path} and no bundled data/')
         if log: log(f'building the default store at {path} from {bundled_data_dir()} (first use) ...')
+        if embedder is None and (model := new_store_model(default_corpus())[0]):
+            embedder = Embedder.from_pretrained(model)
         with Store.open(path, embedder=embedder) as store:
             rep = index_paths(store, default_corpus())
             embedder = store.embedder                     # loaded once: the reader below reuses it

@@ -237,6 +237,7 @@ def hash_model(monkeypatch):
     "In-process CLI runs with the model-free embedder, for new stores and for stores that load their model."
     monkeypatch.setattr('ragnb.index._default_embedder', HashEmbedder)
     monkeypatch.setattr('ragnb.embed.Embedder.for_queries', classmethod(lambda *_, **__: HashEmbedder()))
+    monkeypatch.setattr('ragnb.ingest.new_store_model', lambda _: (None, 'the test model'))   # no corpus choice
 
 
 def bundled_copy(tmp_path):
@@ -308,3 +309,22 @@ def test_a_model_that_does_not_match_the_store_is_refused_before_loading(tmp_pat
     assert main(['ask', 'x', '--store', str(tmp_path / 's'), '--model', 'intfloat/multilingual-e5-small']) == 2
     assert ('was built with test/hash-embedder, not intfloat/multilingual-e5-small: leave out --model'
             in capsys.readouterr().err)
+
+
+def test_a_new_store_gets_the_model_of_its_corpus_languages(tmp_path, capsys):
+    "Issue 34.1: English text gets all-MiniLM-L6-v2, text that is not English multilingual-e5-small; said on stderr."
+    from ragnb.index import store_model
+    (tmp_path / 'es').mkdir()
+    (tmp_path / 'es' / 'guardia.md').write_text('# Guardia\n\nLa persona de guardia atiende las alertas de la noche '
+                                                'y avisa al equipo de plataforma.', encoding='utf-8')
+    for folder, model in [(ingest.bundled_data_dir() / 'docs' / 'en', 'sentence-transformers/all-MiniLM-L6-v2'),
+                          (tmp_path / 'es', 'intfloat/multilingual-e5-small')]:
+        store = tmp_path / f'store-{folder.name}'
+        assert main(['index', str(folder), '--store', str(store), '--quiet']) == 0
+        assert f'model for the new store: {model} (' in capsys.readouterr().err and store_model(store) == model
+        assert main(['index', str(folder), '--store', str(store), '--quiet']) == 0      # an existing store: its own
+        assert 'model for the new store' not in capsys.readouterr().err
+    assert main(['index', str(tmp_path / 'es'), '--store', str(tmp_path / 'chosen'), '--quiet',
+                 '--model', 'sentence-transformers/all-MiniLM-L6-v2']) == 0
+    assert 'model for the new store' not in capsys.readouterr().err
+    assert store_model(tmp_path / 'chosen') == 'sentence-transformers/all-MiniLM-L6-v2'
