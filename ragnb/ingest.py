@@ -430,7 +430,9 @@ def open_default_store(path:str|Path|None=None, # default: `default_store_dir()`
     if not store_exists(path):
         if not bundled_data_dir().is_dir(): raise FileNotFoundError(f'no store at {path} and no bundled data/')
         if log: log(f'building the default store at {path} from {bundled_data_dir()} (first use) ...')
-        if embedder is None and (model := new_store_model(default_corpus())[0]):
+        model, why = new_store_model(default_corpus()) if embedder is None else (None, '')
+        if model:
+            if log: log(f'model: {model} ({why})')
             embedder = Embedder.from_pretrained(model)
         with Store.open(path, embedder=embedder) as store:
             rep = index_paths(store, default_corpus())
