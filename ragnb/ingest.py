@@ -323,9 +323,9 @@ def corpus_languages(paths:list|str|Path, # files and folders, as `index_paths` 
     return {k: round(v / total, 3) for k, v in sizes.most_common()} if total else {}
 
 def new_store_model(paths:list|str|Path) -> tuple[str|None, str]:
-    "The model for a store made now from `paths`: None when `resolve_model` has a reason (RAGNB_MODEL...), else the corpus's."
-    if not resolve_model()[1].startswith('offline default'): return None, resolve_model()[1]
-    return model_for_languages(corpus_languages(paths))
+    "The model for a new store of `paths`: the corpus's; None when `resolve_model` has a reason (`RAGNB_MODEL`...)."
+    why = resolve_model()[1]
+    return (None, why) if not why.startswith('offline default') else model_for_languages(corpus_languages(paths))
 
 # %% ../nbs/03a_ingest.ipynb #2601fff4
 def index_paths(store:Store, # a store opened for writing

@@ -19,7 +19,8 @@ DOCBOOK = '''<?xml version="1.0" encoding="UTF-8" standalone="no"?>
 <div id="banner"><a href="http://example.org/get/"><span class="text">Download the ebook</span></a></div>
 <p id="title"><a class="left" href="http://example.org"><img alt="Product Site" src="i/left.png"/></a></p>
 <ul class="docnav top"><li class="previous"><a accesskey="p" href="a.html"><strong>Anterior</strong></a></li>
-<li class="home">El manual del Administrador</li><li class="next"><a href="c.html"><strong>Siguiente</strong></a></li></ul>
+<li class="home">El manual del Administrador</li>
+<li class="next"><a href="c.html"><strong>Siguiente</strong></a></li></ul>
 <div class="section"><div class="titlepage"><h2 class="title"><a id="sect.cron"></a>9.7. Tareas con cron</h2></div>
 <div class="para">cron ejecuta órdenes programadas y recurrentes.</div>
 <div class="sidebar"><div class="titlepage"><p class="title"><strong><span class="emphasis"><em>SEGURIDAD</em></span>
