@@ -12,6 +12,9 @@ call), and RRF fusions of dense, BM25 and max-sim. Cross-language rows ask the S
 half of the corpus (a filter on the `en/` sources) and the reverse. Search p50 per question (the query embedded).
 
     python bench/bench_retrieve.py --signals [--store PREFIX] [--questions FILE]
+
+`--questions debian_questions_cross.jsonl`: 20 questions (10 topics in Spanish and in English) written for the
+cross-language rows, reported separately from the dev set.
 """
 import argparse, json, os, pathlib, shutil, sqlite3, sys, tempfile, time
 
