@@ -1574,23 +1574,21 @@ class ScopedStore:
     def __getattr__(self, name): return getattr(self.store, name)
     def __repr__(self): return f'ScopedStore({self.store!r}, scope={self.scope})'
 
+    def _within(self, method:str, filters:dict|None, *args, **kw):
+        "The store's `method` with `filters` narrowed to the scope; `[]` when they allow nothing in it."
+        f = narrowed_filters(filters, self.scope)
+        return [] if f is None else getattr(self.store, method)(*args, filters=f, **kw)
+
     def search(self, query_vec, k:int=5, filters:dict|None=None, **kw):
-        f = narrowed_filters(filters, self.scope)
-        return [] if f is None else self.store.search(query_vec, k, f, **kw)
+        return self._within('search', filters, query_vec, k, **kw)
     def search_ids(self, query_vec, k:int=5, filters:dict|None=None, **kw):
-        f = narrowed_filters(filters, self.scope)
-        return [] if f is None else self.store.search_ids(query_vec, k, f, **kw)
+        return self._within('search_ids', filters, query_vec, k, **kw)
     def search_lexical(self, query:str, k:int=5, filters:dict|None=None):
-        f = narrowed_filters(filters, self.scope)
-        return [] if f is None else self.store.search_lexical(query, k, f, scope=self.scope)
+        return self._within('search_lexical', filters, query, k, scope=self.scope)
+    def list_sources(self, filters:dict|None=None): return self._within('list_sources', filters)
+    def chunk_sources(self, filters:dict|None=None): return self._within('chunk_sources', filters)
     def term_counts(self, terms:list[str]): return self.store.term_counts(terms, scope=self.scope)
     def term_idf(self, terms:list[str]): return self.store.term_idf(terms, scope=self.scope)
-    def list_sources(self, filters:dict|None=None):
-        f = narrowed_filters(filters, self.scope)
-        return [] if f is None else self.store.list_sources(f)
-    def chunk_sources(self, filters:dict|None=None):
-        f = narrowed_filters(filters, self.scope)
-        return [] if f is None else self.store.chunk_sources(f)
 
 # %% ../nbs/03_index.ipynb #7a8b9c0e
 @patch
