@@ -15,12 +15,19 @@ half of the corpus (a filter on the `en/` sources) and the reverse. Search p50 p
 
 `--questions debian_questions_cross.jsonl`: 20 questions (10 topics in Spanish and in English) written for the
 cross-language rows, reported separately from the dev set.
+
+`--corpus html`: the quality issue's second kind of set, real HTML as a user indexes it: the Spanish Debian Handbook
+and Python's tutorial with 12 library pages (`corpus.html_corpus_dir`, 156 pages), with `html_questions.jsonl`
+(20 + 20, dev) or `html_questions_heldout.jsonl` (10 + 10, looked at once). No cross-language rows there.
+
+`hybrid` is `retrieve`'s default (dense, BM25 and the candidates' best stored sentence, fused by RRF); `hybrid,
+two rankings` is the same with `sentence_rank=False`.
 """
 import argparse, json, os, pathlib, shutil, sqlite3, sys, tempfile, time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'bench'))
-from corpus import corpus_dir  # noqa: E402
+from corpus import corpus_dir, html_corpus_dir  # noqa: E402
 
 
 ROUNDS = 5   # each question's search is timed this many times
@@ -49,9 +56,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument('--store', help='where to keep the built store (reused when it is there)')
     ap.add_argument('--signals', action='store_true', help='per-language tables of dense, BM25, max-sim and fusions')
-    ap.add_argument('--questions', default='debian_questions.jsonl', help='a file in bench/ (the dev set by default)')
+    ap.add_argument('--questions', help='a file in bench/ (the corpus\'s dev set by default)')
+    ap.add_argument('--corpus', choices=('debian', 'html'), default='debian', help='--signals: which documents')
     args = ap.parse_args()
-    if args.signals: return signals(args.store, args.questions)
+    if args.signals:
+        default = 'html_questions.jsonl' if args.corpus == 'html' else 'debian_questions.jsonl'
+        return signals(args.store, args.questions or default, args.corpus)
     qs = [json.loads(l) for l in (ROOT / 'bench' / 'debian_questions.jsonl').read_text().splitlines()]
     work = pathlib.Path(tempfile.mkdtemp())
     sdir = pathlib.Path(args.store) if args.store else work / 'store'
@@ -170,13 +180,15 @@ def _maxsim(owners, vecs, qv, allowed=None, k=50):
     return [int(owners[starts[i]]) for i in top if best[i] > -2]
 
 
-def signals(store_prefix, qfile):
+def signals(store_prefix, qfile, corpus='debian'):
     "Per-language answer@5 / MRR@10 of each retriever and fusion, for MiniLM and e5, and across languages."
     import numpy as np
     from ragnb.embed import Embedder
     from ragnb.index import Store
     from ragnb.ingest import index_paths
     from ragnb.retrieve import RetrieveOpts, _dense_weight, retrieve, rrf_fuse
+    RETRIEVERS = {'dense': RetrieveOpts(mode='dense'), 'lexical': RetrieveOpts(mode='lexical'),
+                  'hybrid, two rankings': RetrieveOpts(sentence_rank=False), 'hybrid': RetrieveOpts()}
     qs = [json.loads(l) for l in (ROOT / 'bench' / qfile).read_text().splitlines()]
     work = pathlib.Path(tempfile.mkdtemp())
     table = {}                                                  # (set, model, retriever) -> (ranks, ms)
@@ -184,14 +196,14 @@ def signals(store_prefix, qfile):
         short = model.split('/')[-1]
         sdir = pathlib.Path(f'{store_prefix}-{short}') if store_prefix else work / short
         if not (sdir / 'manifest.json').exists():
-            with Store.open(sdir, embedder=Embedder.from_pretrained(model)) as s: index_paths(s, [corpus_dir()],
-                                                                                              progress=False)
+            docs = html_corpus_dir() if corpus == 'html' else corpus_dir()
+            with Store.open(sdir, embedder=Embedder.from_pretrained(model)) as s: index_paths(s, [docs], progress=False)
         store = Store.open(sdir, readonly=True)
         owners, vecs = _maxsim_index(store)
         halves = {lang: [x for x in store.chunk_sources() if f'/{lang}/' in x] for lang in ('es', 'en')}
         for q in qs: store.embedder.embed_query(q['question'])
         for q in qs:
-            for crossed in (False, True):
+            for crossed in (False, True)[:1 if corpus == 'html' else 2]:
                 other = 'en' if q['lang'] == 'es' else 'es'
                 f = {'source': halves[other]} if crossed else None
                 allowed = np.array([r[0] for r in store.db.execute(
@@ -199,9 +211,9 @@ def signals(store_prefix, qfile):
                     halves[other])]) if crossed else None
                 key = f"{q['lang']} over {other}" if crossed else q['lang']
                 rank = lambda ids: first_answer_rank([c.text for c in store.get_chunks(ids[:10])], q['answer'])
-                for mode in ('dense', 'lexical', 'hybrid'):
+                for mode, opts in RETRIEVERS.items():
                     t = time.perf_counter()
-                    r = retrieve(store, q['question'], top_k=10, opts=RetrieveOpts(mode=mode), filters=f)
+                    r = retrieve(store, q['question'], top_k=10, opts=opts, filters=f)
                     ms = (time.perf_counter() - t) * 1e3
                     table.setdefault((key, short, mode), ([], []))[0].append(
                         first_answer_rank([c.text for c in r.chunks], q['answer']))
@@ -222,8 +234,10 @@ def signals(store_prefix, qfile):
                     table[key, short, name][1].append(base)
         store.close()
     shutil.rmtree(work)
-    print(f'Debian Reference (es + en); {len(qs)} questions from bench/{qfile}; answer = the command in the top '
-          f'chunks; {os.cpu_count()} cores\n')
+    docs = 'Debian Handbook (es) + Python tutorial and library (en), HTML' if corpus == 'html' else \
+        'Debian Reference (es + en)'
+    print(f'{docs}; {len(qs)} questions from bench/{qfile}; answer = its string in the top chunks; '
+          f'p50 ms: the whole `retrieve` call, query embedded; {os.cpu_count()} cores\n')
     for key in dict.fromkeys(k for k, _, _ in table):
         print(f'### {key}\n')
         print('| model | retriever | answer@5 | MRR@10 | p50 ms |')

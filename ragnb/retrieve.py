@@ -20,7 +20,7 @@ from .lexical import detect_language
 
 # %% auto #0
 __all__ = ['SEARCH_MODES', 'SCORE_KINDS', 'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult',
-           'rrf_fuse', 'retrieve']
+           'rrf_fuse', 'sentence_ranking', 'retrieve']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -69,6 +69,9 @@ class RetrieveOpts:
     rrf_k: int = 60                                    # reciprocal rank fusion's constant
     foreign_dense_weight: float = 0.2                  # the dense ranking's weight for a language the model lacks
     candidates: int = 4                                # hybrid: each side ranks candidates × top_k chunks
+    sentence_rank: bool = True                         # hybrid: rank the candidates by their best stored sentence too
+    sentence_pool: int = 50                            # hybrid with sentence_rank: each side ranks at least this many
+    sentence_weight: float = 1.0                       # the sentence ranking's weight in the fusion
 
 # %% ../nbs/06_retrieve.ipynb #1ca05d8e
 @dataclass
@@ -122,6 +125,16 @@ def _dense_weight(store:Store, query:str, opts:RetrieveOpts) -> float:
     langs = model_languages(store.manifest['model'])
     return 1.0 if langs is None or detect_language(query) in langs else opts.foreign_dense_weight
 
+# %% ../nbs/06_retrieve.ipynb #4296b202
+def sentence_ranking(store:Store, # an open store; without sentence vectors the ranking is empty
+                     qvec:np.ndarray, # the question's vector, from the store's model
+                     ids:list[int], # the candidates
+                    ) -> list[int]:
+    "`ids` ordered by their best stored sentence's cosine with `qvec` (max-sim); chunks without vectors left out."
+    best = {int(i): float(np.max(v.astype(np.float32) @ qvec))
+            for i, (_, v, _) in store.sentence_vectors(ids).items() if len(v)}
+    return sorted(best, key=lambda i: (-best[i], i))
+
 # %% ../nbs/06_retrieve.ipynb #3a9b0b12
 def _check_request(query, opts:RetrieveOpts, threshold):
     "Refuse, before any work, what cannot be answered: an empty question, an unknown mode, text-less hybrid search."
@@ -157,27 +170,33 @@ def _query_vectors(store:Store, query, opts:RetrieveOpts, info:dict, timings:dic
 # %% ../nbs/06_retrieve.ipynb #9c0802f0
 SCORE_KINDS = dict(dense='cosine', lexical='bm25', hybrid='rrf')   # what a chunk's score is, by search mode
 
+
 def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, info:dict, timings:dict) -> list[Chunk]:
-    "The chunks of the mode asked for: dense, lexical, or both fused by RRF; `info['ranks']` says how each ranked."
+    "The chunks of the mode asked for: dense, lexical, or hybrid's RRF; `info['ranks']` says how each ranked."
     t = time.perf_counter()
     info['score'] = SCORE_KINDS[opts.mode]
     if opts.mode == 'dense':
         chunks = store.search(qvec, k=top_k, filters=filters)
         timings['search'] = (time.perf_counter() - t) * 1e3
         return chunks
-    n = top_k if opts.mode == 'lexical' else max(top_k, opts.candidates * top_k)
+    w = _dense_weight(store, query, opts) if opts.mode == 'hybrid' else 1.0
+    sentences = opts.mode == 'hybrid' and opts.sentence_rank and w == 1.0   # only where the model reads the question
+    n = top_k if opts.mode == 'lexical' else max(top_k, opts.candidates * top_k, opts.sentence_pool * sentences)
     lexical = store.search_lexical(query, k=n, filters=filters)
     timings['lexical'] = (time.perf_counter() - t) * 1e3
     if opts.mode == 'lexical': fused = [(i, s, {'lexical': r}) for r, (i, s) in enumerate(lexical, 1)]
     else:
         dense = store.search_ids(qvec, k=n, filters=filters)
         rankings = {'dense': [i for i, _ in dense], 'lexical': [i for i, _ in lexical]}
-        info['fusion'] = dict(k=opts.rrf_k, dense_weight=_dense_weight(store, query, opts))
-        fused = rrf_fuse(rankings, opts.rrf_k, {'dense': info['fusion']['dense_weight']})[:top_k]
+        if sentences:
+            rankings['sentences'] = sentence_ranking(store, qvec, list(dict.fromkeys(rankings['dense'] +
+                                                                                     rankings['lexical'])))
+        info['fusion'] = dict(k=opts.rrf_k, dense_weight=w, sentences=bool(rankings.get('sentences')))
+        fused = rrf_fuse(rankings, opts.rrf_k, {'dense': w, 'sentences': opts.sentence_weight})[:top_k]
     have = {int(c.id): c for c in store.get_chunks([i for i, *_ in fused])}     # a writer may have removed one
     chunks = [replace(have[i], score=s) for i, s, _ in fused if i in have]
-    info['ranks'] = [dict(id=str(i), dense_rank=r.get('dense'), lexical_rank=r.get('lexical'), score=s)
-                     for i, s, r in fused if i in have]
+    info['ranks'] = [dict(id=str(i), dense_rank=r.get('dense'), lexical_rank=r.get('lexical'),
+                          sentence_rank=r.get('sentences'), score=s) for i, s, r in fused if i in have]
     timings['search'] = (time.perf_counter() - t) * 1e3 - timings['lexical']
     return chunks
 
