@@ -92,9 +92,9 @@ def make_corpus(dst, copies):
 def child_index(mode, workers, corpus, store):
     t = time.perf_counter()
     if mode == 'single':
-        from ragnb.index import Store
+        from ragnb.stores import open_store
         from ragnb.ingest import index_paths
-        with Store.open(store) as s: rep = index_paths(s, [corpus], progress=False)
+        with open_store(store) as s: rep = index_paths(s, [corpus], progress=False)
     else:
         from ragnb.scale import index_with_ray, ray_session
         cpus = os.cpu_count()
@@ -133,14 +133,15 @@ def embedding_ceiling(corpus, n, env):
 
 def copy_into_shards(single, dst, n):
     "The chunks, vectors and sentence vectors of the store `single`, added to a new store of `n` shards."
-    from ragnb.index import Store, chunk_sentence_spans
-    with Store.open(single, readonly=True) as one:
+    from ragnb.index import chunk_sentence_spans
+    from ragnb.stores import open_store
+    with open_store(single, readonly=True) as one:
         with one._snapshot(): ids = [r[0] for r in one.db.execute('select id from chunks order by id')]
         chunks, vecs, sent = one.get_chunks(ids), one._vectors(np.array(ids)), one.sentence_vectors(ids)
         emb = one.embedder
     sv = np.concatenate([sent[str(i)][1].astype(np.float32) for i in ids
                          if len(chunk_sentence_spans(chunks[ids.index(i)]))])
-    with Store.open(dst, shards=n, embedder=emb) as st:
+    with open_store(dst, shards=n, embedder=emb) as st:
         st.add_documents(chunks, vecs, sentence_vectors=sv)
 
 
@@ -155,7 +156,7 @@ def timed(fn, items, repeat=1):
 
 
 def query_latency(single, work, shard_counts, n_queries):
-    from ragnb.index import Store
+    from ragnb.stores import open_store
     from ragnb.retrieve import RetrieveOpts, retrieve
     qs = [json.loads(l)['question'] for f in ('debian_questions.jsonl', 'debian_questions_heldout.jsonl')
           for l in (HERE / f).read_text(encoding='utf-8').splitlines() if l.strip()][:n_queries]
@@ -163,7 +164,7 @@ def query_latency(single, work, shard_counts, n_queries):
     for n in shard_counts:
         path = single if n == 1 else work / f'shards{n}'
         if n > 1: copy_into_shards(single, path, n)
-        with Store.open(path, readonly=True) as st:
+        with open_store(path, readonly=True) as st:
             qv = [st.embedder.embed_query(q) for q in qs]
             for q in qs[:10]: retrieve(st, q, opts=RetrieveOpts(trim=True))           # warm caches
             r50, r95 = timed(lambda q: retrieve(st, q, opts=RetrieveOpts(trim=True)), qs)
@@ -177,7 +178,7 @@ def query_latency(single, work, shard_counts, n_queries):
 def fanout(shard_counts, n, n_queries, work):
     from bench_store import dataset
     from ragnb.chunking import Chunk
-    from ragnb.index import Store
+    from ragnb.stores import open_store
     x, tenant, queries, _ = dataset(n, n_queries)
     chunks = [Chunk(f'[Doc: s{i // 10}]\nchunk {i}', f'/s/{i // 10}.md', 'documental', '', 1, 1, 0, 9, 'v',
                     {'tenant': f't{tenant[i]}'}) for i in range(n)]
@@ -187,10 +188,10 @@ def fanout(shard_counts, n, n_queries, work):
     for s in shard_counts:
         path = work / f'fan{s}'
         t = time.perf_counter()
-        with Store.open(path, embedder=Named(), sentence_vectors=False, shards=None if s == 1 else s) as st:
+        with open_store(path, embedder=Named(), sentence_vectors=False, shards=None if s == 1 else s) as st:
             for lo in range(0, n, 20_000): st.add_documents(chunks[lo:lo + 20_000], x[lo:lo + 20_000])
         build = time.perf_counter() - t
-        with Store.open(path, readonly=True, embedder=Named()) as st:
+        with open_store(path, readonly=True, embedder=Named()) as st:
             timed(lambda v: st.search_ids(v, 10), queries[:20])
             u50, u95 = timed(lambda v: st.search_ids(v, 10), queries, repeat=3)
             f = [{'tenant': f't{i % 100}'} for i in range(len(queries))]

@@ -53,7 +53,7 @@ def _load_embedder(name, store=None): # the store it is for: a model it was not 
     "The embedder of `--model`, or None; a model that cannot be loaded is one line, not a Hugging Face traceback."
     if not name: return None
     from ragnb.embed import Embedder, ModelUnavailable, _known_name
-    from ragnb.index import store_model
+    from ragnb.stores import store_model
     built, asked = store_model(store) if store else None, (_known_name(name) if Path(name).is_dir() else None) or name
     if built and asked != built:
         raise UserError(f'{store} was built with {built}, not {asked}: leave out --model, or index into a new store '
@@ -68,7 +68,8 @@ def _load_embedder(name, store=None): # the store it is for: a model it was not 
 # %% ../nbs/09_cli.ipynb #94c118e1
 def _open_store(args, create_from_data=False):
     "The store of `--store` for reading; with no `--store`, the default one, built on first use."
-    from ragnb.index import Store, StoreError, store_exists
+    from ragnb.index import StoreError
+    from ragnb.stores import open_store, store_exists
     from ragnb.ingest import open_default_store
     path = _store_dir(args)
     emb = _load_embedder(getattr(args, 'model', None), path)
@@ -76,7 +77,7 @@ def _open_store(args, create_from_data=False):
         if create_from_data: return open_default_store(path, embedder=emb, log=lambda m: print(m, file=sys.stderr))
         if not store_exists(path):
             raise UserError(f'{path}: no store here; build one with `ragnb index DOCS --store {path}`')
-        return Store.open(path, embedder=emb, readonly=True)
+        return open_store(path, embedder=emb, readonly=True)
     except (StoreError, FileNotFoundError) as e: raise UserError(str(e)) from None
 
 # %% ../nbs/09_cli.ipynb #67d1f23c
@@ -88,7 +89,8 @@ def _model_for_new_store(paths) -> str|None:
     return name
 
 def cmd_index(args) -> int:
-    from ragnb.index import Store, StoreError, store_exists
+    from ragnb.index import StoreError
+    from ragnb.stores import open_store, store_exists
     from ragnb.ingest import index_paths
     path = _store_dir(args)
     meta = _parse_kv(args.meta, '--meta')
@@ -97,7 +99,7 @@ def cmd_index(args) -> int:
     if not args.model and not store_exists(path): args.model = _model_for_new_store(args.paths)
     if args.ray or args.address or args.workers: return _index_on_ray(args, path, meta)
     try:
-        with Store.open(path, embedder=_load_embedder(args.model, path), shards=args.shards) as store:
+        with open_store(path, embedder=_load_embedder(args.model, path), shards=args.shards) as store:
             rep = index_paths(store, args.paths, metadata=meta, progress=not args.quiet,
                               max_bytes=int(args.max_mb * 2**20))
             st = store.stats()
@@ -110,13 +112,14 @@ RAY_SHARDS = 4   # `ragnb index --ray` builds this many shards unless --shards s
 
 def _index_on_ray(args, path, meta) -> int:
     "`ragnb index --ray`: the same run on Ray Data (`ragnb.scale`), into a sharded store."
-    from ragnb.index import Store, StoreError
+    from ragnb.index import StoreError
+    from ragnb.stores import open_store
     from ragnb.scale import index_with_ray
     try:
         rep = index_with_ray(args.paths, path, shards=args.shards or RAY_SHARDS, workers=args.workers,
                              threads=args.threads or 1, address=args.address, model=args.model, metadata=meta,
                              progress=not args.quiet, max_bytes=int(args.max_mb * 2**20))
-        with Store.open(path, readonly=True) as store: st = store.stats()
+        with open_store(path, readonly=True) as store: st = store.stats()
     except (StoreError, ImportError, ValueError) as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
     return _index_outcome(rep, args.paths)
@@ -224,11 +227,12 @@ def cmd_ask(args) -> int:
 
 # %% ../nbs/09_cli.ipynb #b0135bec
 def cmd_check(args) -> int:
-    from ragnb.index import Store, StoreError
+    from ragnb.index import StoreError
+    from ragnb.stores import open_store
     path = _store_dir(args)
     rows = []
     try:
-        with Store.open(path, readonly=True) as store:
+        with open_store(path, readonly=True) as store:
             rows.append(('opens: manifest, database, index file, sentence file', 'ok'))
             v, st = store.verify(), store.stats()
     except StoreError as e:
@@ -304,11 +308,12 @@ def _sweep_and_calibrate(store, qpath, args, hyde_options) -> int:
 # %% ../nbs/09_cli.ipynb #9fe72a96
 def _forget_calibrations(args) -> int:
     "`ragnb eval --forget`: drop the thresholds `--save` stored, so `--threshold auto` is the model's default again."
-    from ragnb.index import Store, StoreError, store_exists
+    from ragnb.index import StoreError
+    from ragnb.stores import open_store, store_exists
     path = _store_dir(args)
     if not store_exists(path): raise UserError(f'{path}: no store here')
     try:
-        with Store.open(path) as store:
+        with open_store(path) as store:
             saved = list(((store.manifest.get('trim_calibration') or {}).get('windows') or {}))
             for key in saved: store.save_trim_calibration(key, None)
     except StoreError as e: raise UserError(str(e)) from None
@@ -319,7 +324,8 @@ def _forget_calibrations(args) -> int:
 def cmd_eval(args) -> int:
     from ragnb.eval import eval_retrieval, bundled_questions
     from ragnb.trim import DEFAULT_TRIM_POLICY
-    from ragnb.index import Store, StoreError, store_exists
+    from ragnb.index import StoreError
+    from ragnb.stores import open_store, store_exists
     qpath = Path(args.questions) if args.questions else bundled_questions()
     if not qpath.is_file(): raise UserError(f'{qpath}: no such questions file')
     if args.forget: return _forget_calibrations(args)
@@ -328,7 +334,7 @@ def cmd_eval(args) -> int:
     if args.save:
         args.sweep = True
         try:
-            if store_exists(_store_dir(args)): store = Store.open(_store_dir(args))
+            if store_exists(_store_dir(args)): store = open_store(_store_dir(args))
             else: store = _open_store(args, create_from_data=not args.store)
         except StoreError as e: raise UserError(str(e)) from None
     else: store = _open_store(args, create_from_data=not args.store)

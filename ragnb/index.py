@@ -25,12 +25,11 @@ FORMAT_VERSION = 1
 
 # %% auto #0
 __all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'VERIFIED', 'DELTA_MAX_ROWS', 'UNLINK_ON_THREAD', 'READERS_LOCK',
-           'LEXICAL_VERSION', 'FILTER_INDEX_VERSION', 'SHARDS_FILE', 'EXACT_BELOW', 'EXACT_ALL_BELOW', 'BM25_K1',
-           'BM25_B', 'POSTINGS_CACHED', 'StoreError', 'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError',
+           'LEXICAL_VERSION', 'FILTER_INDEX_VERSION', 'EXACT_BELOW', 'EXACT_ALL_BELOW', 'BM25_K1', 'BM25_B',
+           'POSTINGS_CACHED', 'StoreError', 'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError',
            'StoreDiskFullError', 'check_hnsw_file', 'FileVectors', 'chunk_sentence_spans', 'sentence_texts',
-           'SentenceVectorFile', 'Store', 'readers_lock', 'store_exists', 'store_model', 'text_hash',
-           'informative_terms', 'bm25_idf', 'bm25_scores', 'bm25_score', 'narrowed_filters', 'ScopedStore',
-           'SourceRecord']
+           'SentenceVectorFile', 'Store', 'readers_lock', 'text_hash', 'informative_terms', 'bm25_idf', 'bm25_scores',
+           'bm25_score', 'narrowed_filters', 'ScopedStore', 'SourceRecord']
 
 # %% ../nbs/03_index.ipynb #9d57735f
 class StoreError(RuntimeError): "Base class of store errors."
@@ -711,20 +710,6 @@ def _commit_db(db):
     "SQLite's commit: the single atomic step of `Store.commit` (a demo below makes it fail)."
     db.execute('commit')
 
-# %% ../nbs/03_index.ipynb #65aba7e2
-SHARDS_FILE = 'shards.json'   # its presence makes a folder a sharded store (`ragnb.shards`)
-
-# %% ../nbs/03_index.ipynb #14f981a0
-def store_exists(path:str|Path) -> bool:
-    "Is there a store (single or sharded) at `path`?"
-    return (Path(path) / 'manifest.json').exists() or (Path(path) / SHARDS_FILE).exists()
-
-def store_model(path:str|Path) -> str|None:
-    "The model the store at `path` was built with (a sharded store's: its first shard's), read without opening it."
-    for d in (Path(path), Path(path) / 'shard-000'):
-        if (d / 'manifest.json').exists(): return _read_manifest(d)['model']
-    return None
-
 # %% ../nbs/03_index.ipynb #cc0ff8cd
 @patch(cls_method=True)
 def open(cls:Store, path:str|Path, # store directory (created when missing)
@@ -733,15 +718,11 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
          ef:int=128, M:int=32, ef_construction:int=200, # hnswlib parameters for a new store
          sentence_vectors:bool=True, # a new store keeps per-sentence vectors for fast trimming
          compact_min_rows:int=COMPACT_MIN_ROWS, # compact the index and sentence file only past this many dead rows
-         shards:int|None=None, # a new store split by source into this many stores (`ShardedStore`)
         ) -> Store:
-    "Open or create a store (a sharded one where `shards.json` says so); refuse a model mismatch; detect corruption."
+    "Open or create a single store; refuse a model mismatch or a sharded folder; detect corruption."
     path = Path(path)
-    if shards is not None or (path / SHARDS_FILE).exists():
-        from ragnb.shards import ShardedStore   # the sharded layout (nbs/03b_shards), built on this module
-        return ShardedStore.open(path, shards=shards, embedder=embedder, readonly=readonly, ef=ef, M=M,
-                                 ef_construction=ef_construction, sentence_vectors=sentence_vectors,
-                                 compact_min_rows=compact_min_rows)
+    if (path / 'shards.json').exists() and not (path / 'manifest.json').exists():     # `ragnb.shards`' layout
+        raise StoreError(f'{path}: a sharded store; open it with `ragnb.stores.open_store`')
     if readonly and not (path / 'manifest.json').exists():
         raise StoreError(f'{path}: no store here (no manifest.json); build one with `ragnb index`')
     path.mkdir(parents=True, exist_ok=True)

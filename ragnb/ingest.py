@@ -15,7 +15,8 @@ from fastcore.basics import patch
 
 from .chunking import (CODE_EXTS, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError, chunk_text, not_text_kind,
                             read_file_bytes, read_text_file, sniffed_kind)
-from .index import SourceRecord, Store, StoreMismatchError, chunk_sentence_spans, store_exists, text_hash
+from .index import SourceRecord, Store, StoreMismatchError, chunk_sentence_spans, text_hash
+from .stores import StoreAPI, open_store, store_exists
 from .embed import Embedder, model_for_languages, resolve_model, shows_progress
 from .lexical import detect_language
 from .readers import (Document, document_version, file_kind, locate_chunks, read_document, reader_for,
@@ -424,7 +425,7 @@ def default_store_dir() -> Path:
 def open_default_store(path:str|Path|None=None, # default: `default_store_dir()`
                        *, embedder=None, # for a store built now; default: the default model
                        log:Callable[[str], None]|None=None, # told when the store is built, e.g. `print`
-                      ) -> Store:
+                      ) -> StoreAPI:
     "Open the store at `path` for reading; build it from the bundled corpus first if none is there."
     path = Path(path) if path else default_store_dir()
     if not store_exists(path):
@@ -434,8 +435,8 @@ def open_default_store(path:str|Path|None=None, # default: `default_store_dir()`
         if model:
             if log: log(f'model: {model} ({why})')
             embedder = Embedder.from_pretrained(model)
-        with Store.open(path, embedder=embedder) as store:
+        with open_store(path, embedder=embedder) as store:
             rep = index_paths(store, default_corpus())
             embedder = store.embedder                     # loaded once: the reader below reuses it
         if log: log(f'indexed {rep.chunks} chunks from {len(rep.added)} files in {rep.seconds:.1f}s')
-    return Store.open(path, embedder=embedder, readonly=True)
+    return open_store(path, embedder=embedder, readonly=True)

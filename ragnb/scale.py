@@ -12,14 +12,16 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
-from .index import Store, chunk_sentence_spans, store_exists
-from .shards import ShardedStore, shard_count, shard_dirs
+from .index import Store, chunk_sentence_spans
+from .stores import STORE_API, open_store, store_exists
+from .shards import SHARD_READS, ShardedStore, shard_count, shard_dirs
 from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, checked_paths, chunk_sources, embed_chunks
 from .ingest import listed_files, metadata_json, shows_progress, source_key, _check_source_keys
 
 # %% auto #0
-__all__ = ['SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor', 'index_with_ray', 'files_per_call',
-           'RayPlan', 'ShardActor', 'RayShard', 'open_on_ray', 'store_footprint', 'capacity_plan']
+__all__ = ['RAY_LOCAL', 'RAY_FORWARDED', 'SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor',
+           'index_with_ray', 'files_per_call', 'RayPlan', 'ShardActor', 'RayShard', 'open_on_ray', 'store_footprint',
+           'capacity_plan']
 
 # %% ../nbs/13_scale.ipynb #7f4f10e8
 def _ray():
@@ -131,7 +133,7 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
     ray = ray_session(address)
     if workers is None: workers = _default_workers(ray, threads, gpus_per_worker)
     new = not store_exists(store)
-    with Store.open(store, shards=shards if new else None, embedder=_driver_model(new, model)) as st:
+    with open_store(store, shards=shards if new else None, embedder=_driver_model(new, model)) as st:
         if not isinstance(st, ShardedStore): raise ValueError(f'{store}: a single store; give a new folder')
         known = st.sources()
         _check_source_keys(st, known)
@@ -222,14 +224,21 @@ class ShardActor:
 
 # %% ../nbs/13_scale.ipynb #9253e1b0
 class RayShard:
-    "A shard of a `ShardedStore` that a `ShardActor` serves: every `Store` call goes to the actor."
-    def __init__(self, actor, manifest:dict): self.actor, self.manifest, self._embedder = actor, manifest, None
+    """A shard of a `ShardedStore` that a `ShardActor` serves: the names of `StoreAPI` and `SHARD_READS` go to the
+    actor, except the model, `snapshot` and `close`, which run here. Thread-safe: Ray queues each actor's calls."""
+    def __init__(self, actor, manifest:dict, path:Path):
+        self.actor, self.manifest, self.path, self._embedder = actor, manifest, Path(path), None
     def __repr__(self): return f'RayShard({self.actor})'
 
-    def __getattr__(self, name:str):
-        if name.startswith('_'): raise AttributeError(name)
-        ray = _ray()
-        return lambda *args, **kw: ray.get(self.actor.call.remote(name, *args, **kw))
+def _forwarded(name:str):
+    "A method that runs `Store.<name>` in the shard's actor."
+    def call(self:RayShard, *args, **kw): return _ray().get(self.actor.call.remote(name, *args, **kw))
+    call.__name__ = call.__qualname__ = name
+    return call
+
+RAY_LOCAL = ('manifest', 'path', 'embedder', 'embedder_loaded', 'snapshot', 'close')   # answered without the actor
+RAY_FORWARDED = tuple(n for n in (*STORE_API, *SHARD_READS) if n not in RAY_LOCAL)
+for _name in RAY_FORWARDED: setattr(RayShard, _name, _forwarded(_name))
 
 # %% ../nbs/13_scale.ipynb #6973ce66
 @patch(as_prop=True)
@@ -265,7 +274,8 @@ def open_on_ray(path:str|Path, # a sharded store's folder, the same path on ever
     remote = ray.remote(num_cpus=0)(ShardActor)
     actors = [remote.options(resources=(placement or [{}] * n)[i]).remote(str(d))
               for i, d in enumerate(shard_dirs(path, n))]
-    shards = [RayShard(a, m) for a, m in zip(actors, ray.get([a.manifest.remote() for a in actors]))]
+    shards = [RayShard(a, m, d) for a, m, d in zip(actors, ray.get([a.manifest.remote() for a in actors]),
+                                                    shard_dirs(path, n))]
     if embedder is not None:
         for s in shards: s._embedder = embedder
     return ShardedStore(Path(path), shards, threads or n)          # remote calls wait on the network: in parallel
@@ -273,7 +283,7 @@ def open_on_ray(path:str|Path, # a sharded store's folder, the same path on ever
 # %% ../nbs/13_scale.ipynb #9692904f
 def store_footprint(store:str|Path) -> dict:
     "Bytes per chunk of a built store (single or sharded), by file: hnswlib index, SQLite, sentence vectors."
-    with Store.open(store, readonly=True) as s:
+    with open_store(store, readonly=True) as s:
         dirs, n = [x.path for x in getattr(s, 'shards', [s])], s.stats()['chunks']
     size = {'index': 0, 'sqlite': 0, 'sentences': 0}
     for f in (f for d in dirs for f in d.iterdir() if f.is_file()):

@@ -13,7 +13,8 @@ import anyio
 from pydantic import Field
 
 from .eval import EvalQuestion, eval_retrieval as evaluate_retrieval
-from .index import ScopedStore, Store, StoreError, narrowed_filters
+from .index import ScopedStore, StoreError, narrowed_filters
+from .stores import StoreAPI, open_store
 
 log = logging.getLogger(__name__)
 from .retrieve import SEARCH_MODES, RetrieveOpts, retrieve
@@ -67,7 +68,7 @@ def check_filters(filters:Any, limits:ServeLimits=ServeLimits()) -> dict:
 # %% ../nbs/08_serve.ipynb #91993d2a
 class RetrievalService:
     "Retrieval over one read-only store, for concurrent callers: pins, limits and a lock. Thread-safe."
-    def __init__(self, store:Store, # opened read-only, kept open
+    def __init__(self, store:StoreAPI, # opened read-only, kept open
                  pins:dict[str, list[str]]|None=None, # filters fixed by the server
                  limits:ServeLimits=ServeLimits(),
                  hyde_options:dict|None=None): # for HyDE (generator, model...); the key comes from the env
@@ -339,9 +340,9 @@ def timed_h11(request_timeout_s:float):
     return TimedH11
 
 # %% ../nbs/08_serve.ipynb #e084adc4
-def open_service(store:Store|str|Path, pins:dict|None=None, limits:ServeLimits=ServeLimits()) -> RetrievalService:
+def open_service(store:StoreAPI|str|Path, pins:dict|None=None, limits:ServeLimits=ServeLimits()) -> RetrievalService:
     "A service over `store` (or the store at that path, opened read-only), with its model loaded."
-    store = Store.open(store, readonly=True) if isinstance(store, (str, Path)) else store
+    store = open_store(store, readonly=True) if isinstance(store, (str, Path)) else store
     store.embedder.embed_query('warm up')
     return RetrievalService(store, pins=pins, limits=limits)
 
@@ -357,7 +358,7 @@ def serve_banner(service:RetrievalService, http:str|None, token:str|None) -> str
             'no token: any local process can call it (set RAGNB_MCP_TOKEN or --token to require one)')
     return f'ragnb serve: MCP over streamable HTTP at {url}; {auth}; {what}'
 
-def serve(store:Store|str|Path, # a store built by `ragnb index` (its folder, or the store opened read-only)
+def serve(store:StoreAPI|str|Path, # a store built by `ragnb index` (its folder, or the store opened read-only)
           *, http:str|None=None, # 'HOST:PORT' for streamable HTTP; default: stdio
           token:str|None=None, # bearer token for HTTP (default: $RAGNB_MCP_TOKEN)
           pins:dict|None=None, # filters fixed by the server, e.g. {'tenant': ['acme']}

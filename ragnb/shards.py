@@ -14,13 +14,13 @@ import numpy as np
 from fastcore.basics import patch
 
 from .chunking import Chunk
-from .index import EXACT_ALL_BELOW, EXACT_BELOW, SHARDS_FILE, SourceRecord, Store, StoreCorruptedError, StoreError
+from .index import EXACT_ALL_BELOW, EXACT_BELOW, SourceRecord, Store, StoreCorruptedError, StoreError
 from .index import StoreMismatchError, bm25_idf, bm25_score, chunk_sentence_spans, informative_terms
 from .index import _build_fingerprint, _default_embedder, _fsync_write
 from .lexical import query_terms
 
 # %% auto #0
-__all__ = ['SHARD_HASH', 'LEXICAL_POOL', 'shard_of', 'shard_dirs', 'shard_count', 'ShardedStore']
+__all__ = ['SHARD_HASH', 'SHARDS_FILE', 'SHARD_READS', 'LEXICAL_POOL', 'shard_of', 'shard_dirs', 'shard_count', 'ShardedStore']
 
 # %% ../nbs/03b_shards.ipynb #58f1bdc1
 SHARD_HASH = 'sha1-64-mod'    # how a source key picks its shard (recorded in shards.json)
@@ -35,6 +35,10 @@ def shard_dirs(path:str|Path, n:int) -> list[Path]:
     return [Path(path) / f'shard-{i:03d}' for i in range(n)]
 
 # %% ../nbs/03b_shards.ipynb #8ba71cb8
+SHARDS_FILE = 'shards.json'   # its presence makes a folder a sharded store
+SHARD_READS = ('term_counts', 'lexical_stats', 'lexical_scored', 'lexical_hits', 'lexical_counts',  # asked of each
+               'refresh')                                       # shard beyond `stores.StoreAPI` (a remote one too)
+
 def shard_count(path:str|Path) -> int:
     "The shard count that `shards.json` records; a damaged file is an error that names it and the fix."
     f = Path(path) / SHARDS_FILE

@@ -313,7 +313,7 @@ def test_a_model_that_does_not_match_the_store_is_refused_before_loading(tmp_pat
 
 def test_a_new_store_gets_the_model_of_its_corpus_languages(tmp_path, capsys):
     "Issue 34.1: English text gets all-MiniLM-L6-v2, text that is not English multilingual-e5-small; said on stderr."
-    from ragnb.index import store_model
+    from ragnb.stores import store_model
     (tmp_path / 'es').mkdir()
     (tmp_path / 'es' / 'guardia.md').write_text('# Guardia\n\nLa persona de guardia atiende las alertas de la noche '
                                                 'y avisa al equipo de plataforma.', encoding='utf-8')

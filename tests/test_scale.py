@@ -1,5 +1,5 @@
 "Sharded stores, built by `index_paths` and on a real local Ray runtime, against one store built from the same files."
-import json, os, shutil, signal, subprocess, sys
+import inspect, json, os, shutil, signal, subprocess, sys
 from pathlib import Path
 
 import numpy as np
@@ -10,10 +10,12 @@ from ragnb.eval import bundled_questions, load_questions
 from ragnb.index import ScopedStore, Store
 from ragnb.ingest import bundled_data_dir, index_paths
 from ragnb.retrieve import RetrieveOpts, retrieve
-from ragnb.shards import shard_of
+from ragnb.shards import ShardedStore, shard_of
+from ragnb.stores import STORE_API, StoreAPI, open_store
 
 ray = pytest.importorskip('ray')
-from ragnb.scale import index_with_ray, ray_session  # noqa: E402  (after the skip: ragnb[ray] is an extra)
+# after the skip: ragnb[ray] is an extra
+from ragnb.scale import RayShard, index_with_ray, open_on_ray, ray_session  # noqa: E402
 
 
 def placed_corpus(parent:Path, empty_shard:bool, n:int=4) -> Path:
@@ -84,7 +86,7 @@ def compare_with_single(single, other) -> dict:
     """Over the bundled questions: where dense or lexical scores differ (they must not: equal scores mean the same
     ranking up to ties), and the mean overlap of the trimmed top-5 (ties broken by chunk id may swap a chunk)."""
     out = dict(dense_differ=[], lexical_differ=[], overlap=[])
-    with Store.open(single, readonly=True) as one, Store.open(other, readonly=True) as two:
+    with Store.open(single, readonly=True) as one, open_store(other, readonly=True) as two:
         for q in questions():
             (d1, l1, t1), (d2, l2, t2) = rankings(one, q), rankings(two, q)
             if not same_scores(d1, d2): out['dense_differ'].append((q, d1, d2))
@@ -98,10 +100,10 @@ def compare_with_single(single, other) -> dict:
 def test_a_4_shard_store_from_index_paths_answers_as_one_store(single, tmp_path, empty_shard):
     "Wherever the corpus lives: a split that leaves a shard empty answers as one store too."
     corpus = placed_corpus(tmp_path, empty_shard)
-    with Store.open(tmp_path / 'four', shards=4) as s:
+    with open_store(tmp_path / 'four', shards=4) as s:
         rep = index_paths(s, [corpus / 'docs', corpus / 'code'])
         assert (0 in [len(x.sources()) for x in s.shards]) == empty_shard
-    with Store.open(single, readonly=True) as one, Store.open(tmp_path / 'four', readonly=True) as four:
+    with Store.open(single, readonly=True) as one, open_store(tmp_path / 'four', readonly=True) as four:
         assert four.stats()['chunks'] == one.stats()['chunks'] == rep.chunks
         assert four.verify()['problems'] == []
     r = compare_with_single(single, tmp_path / 'four')
@@ -117,6 +119,27 @@ def test_ray_builds_two_shards_that_answer_as_one_store(corpus, single, tmp_path
     r = compare_with_single(single, tmp_path / 'two')
     print(f"2 shards built on Ray against one store: trimmed top-5 overlap {r['overlap']:.3f}")
     assert (r['dense_differ'], r['lexical_differ']) == ([], []) and r['overlap'] >= 0.97, r
+    with Store.open(single, readonly=True) as one, open_on_ray(tmp_path / 'two') as remote:
+        check_protocol(one, remote, remote.shards[0])
+
+
+def check_protocol(store, sharded, ray_shard):
+    """`Store`, `ShardedStore` and `RayShard` against `stores.StoreAPI`: every name is there, each method takes the
+    protocol's parameters in its order, and a Ray shard forwards each name to its actor and answers as the shard."""
+    assert (type(store), type(sharded), type(ray_shard)) == (Store, ShardedStore, RayShard)
+    assert all(isinstance(x, StoreAPI) for x in (store, sharded, ray_shard))
+    for name in STORE_API:
+        want = getattr(StoreAPI, name, None)
+        if not inspect.isfunction(want): continue                     # data and properties: isinstance saw them
+        params = [p for p in inspect.signature(want).parameters if p not in ('self', 'kw')]
+        for cls in (Store, ShardedStore):
+            got = [p for p in inspect.signature(getattr(cls, name)).parameters if p != 'self']
+            assert got[:len(params)] == params, (cls.__name__, name, got, params)
+    local = Store.open(ray_shard.path, readonly=True)
+    try:
+        assert ray_shard.stats() == local.stats() and ray_shard.list_sources() == local.list_sources()
+        assert ray_shard.term_idf(['rollback']) == local.term_idf(['rollback'])
+    finally: local.close()
 
 
 @pytest.mark.slow
@@ -130,7 +153,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_no_chunk_is_duplicated(corpus, 
                          on_batch=kill_first_worker)
     assert len(seen[-1]['workers']) >= 2, seen[-1]          # the killed actor's batches ran on its replacement
     assert seen[0]['done'] < seen[-1]['files']              # it died with files still to embed
-    with Store.open(single, readonly=True) as one, Store.open(tmp_path / 'st', readonly=True) as st:
+    with Store.open(single, readonly=True) as one, open_store(tmp_path / 'st', readonly=True) as st:
         assert st.stats()['chunks'] == one.stats()['chunks'] == rep.chunks
         assert st.verify()['problems'] == []
         per_source = {r['path']: r['chunks'] for r in st.list_sources()}
@@ -148,7 +171,7 @@ def test_reindexing_a_file_touches_only_its_shard(corpus, tmp_path):
     work = tmp_path / 'docs'
     shutil.copytree(corpus / 'docs', work)
     index_with_ray([work], tmp_path / 'st', shards=2, workers=1)
-    with Store.open(tmp_path / 'st', readonly=True) as s:
+    with open_store(tmp_path / 'st', readonly=True) as s:
         srcs = [set(x.sources()) for x in s.shards]
     edited = Path(sorted(srcs[0])[0])
     edited.write_text(edited.read_text(encoding='utf-8') + '\n\nUna frase nueva sobre cuotas.\n', encoding='utf-8')
@@ -158,10 +181,10 @@ def test_reindexing_a_file_touches_only_its_shard(corpus, tmp_path):
     rep = index_with_ray([work], tmp_path / 'st', workers=1)
     assert (rep.updated, rep.removed, rep.added) == ([edited.as_posix()], [gone.as_posix()], [])
     assert len(rep.unchanged) == len(list(work.rglob('*.md'))) - 1            # skipped before any embedding
-    with Store.open(tmp_path / 'st', readonly=True) as s: assert rep.chunks == s.sources()[edited.as_posix()].n_chunks
+    with open_store(tmp_path / 'st', readonly=True) as s: assert rep.chunks == s.sources()[edited.as_posix()].n_chunks
     after = [_generation(tmp_path / 'st' / f'shard-00{i}') for i in range(2)]
     assert after[1] == before[1] and after[0] != before[0]
-    with Store.open(tmp_path / 'st', readonly=True) as s:
+    with open_store(tmp_path / 'st', readonly=True) as s:
         assert gone.as_posix() not in s.sources() and s.verify()['problems'] == []
         hits = s.search_lexical('cuotas frase nueva', k=1)
         assert s.get_chunks([hits[0][0]])[0].source == edited.as_posix()

@@ -198,12 +198,12 @@ def test_store_without_sentence_vectors_trims_on_the_fly(tmp_path, emb):
 @pytest.mark.parametrize('shards', [None, 4])
 def test_a_store_of_code_only_trims(tmp_path, emb, shards):
     "Code chunks have no sentences: the sentence file stays empty, and `ask --trim` returns the code whole."
-    from ragnb.index import Store
     from ragnb.ingest import bundled_data_dir
     from ragnb.retrieve import RetrieveOpts, retrieve
-    with Store.open(tmp_path / 's', embedder=emb, shards=shards) as s:
+    from ragnb.stores import open_store
+    with open_store(tmp_path / 's', embedder=emb, shards=shards) as s:
         index_paths(s, [bundled_data_dir() / 'code'])
-    with Store.open(tmp_path / 's', readonly=True, embedder=emb) as s:
+    with open_store(tmp_path / 's', readonly=True, embedder=emb) as s:
         assert s.stats()['chunks'] > 4 and s.stats()['sentence_vectors'] == 0
         res = retrieve(s, 'how is the retry backoff computed?', opts=RetrieveOpts(trim=True))
         assert res.chunks and all(c.text == c.original_text and '[...]' not in c.text for c in res.chunks)
