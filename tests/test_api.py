@@ -1,0 +1,69 @@
+"The package's face: the public names it supports, what `import ragnb` loads, and an import graph without cycles."
+import ast, json, subprocess, sys
+from pathlib import Path
+
+import ragnb
+
+PKG = Path(ragnb.__file__).parent
+
+PUBLIC = [   # changing this list is an API change: say so in the README and the notebook `00a_api`
+    'StoreAPI', 'open_store', 'Store', 'StoreError', 'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError',
+    'ShardedStore', 'Chunk', 'chunk_text', 'chunk_file', 'Document', 'read_document', 'split_sentences', 'Embedder',
+    'IndexReport', 'index_paths', 'open_default_store', 'retrieve', 'RetrieveOpts', 'RetrievalResult',
+    'TrimmedChunk', 'trim_chunks_by_sentence', 'estimate_tokens', 'build_query_vec', 'EvalQuestion', 'EvalReport',
+    'load_questions', 'eval_retrieval', 'calibrate', 'RetrievalService', 'ServeLimits', 'open_service',
+    'index_with_ray', 'open_on_ray']
+
+
+def test_the_public_names_are_pinned_and_each_is_its_module_s_own():
+    assert ragnb.__all__ == PUBLIC
+    for name in PUBLIC:
+        obj = getattr(ragnb, name)
+        home = f'ragnb.{ragnb._HOME[name]}'
+        assert getattr(sys.modules[home], name) is obj, name
+    assert callable(ragnb.retrieve) and ragnb.retrieve.__module__ == 'ragnb.retrieve'
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    try: ragnb.UNLINK_ON_THREAD
+    except AttributeError as e: assert "has no attribute 'UNLINK_ON_THREAD'" in str(e)
+    else: raise AssertionError('an internal name came through the package')
+
+
+def test_import_ragnb_loads_no_model_runtime_server_or_cluster_code():
+    code = ('import sys, json, ragnb; print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in '
+            '("torch", "transformers", "onnxruntime", "mcp", "ray", "py3langid", "uvicorn") '
+            'or m in ("ragnb.serve", "ragnb.eval", "ragnb.scale", "ragnb.ingest"))))')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []
+
+
+def ragnb_imports(path:Path) -> set[str]:
+    "The ragnb modules one file imports, at any depth (imports inside functions count: they are still arrows)."
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+        if isinstance(node, ast.ImportFrom):
+            mod = node.module or ''
+            if node.level: out.add(mod.split('.')[0] if mod else '__init__')
+            elif mod.split('.')[0] == 'ragnb': out.add(mod.split('.')[1] if '.' in mod else '__init__')
+        elif isinstance(node, ast.Import):
+            out |= {a.name.split('.')[1] for a in node.names if a.name.startswith('ragnb.')}
+    return out - {path.stem}
+
+
+def test_the_package_import_graph_has_no_cycle():
+    graph = {p.stem: ragnb_imports(p) for p in PKG.glob('*.py') if p.stem != '_modidx'}
+    graph['__init__'] = set()   # the package face imports down (retrieve, lazily the rest): never part of a cycle
+    assert graph['index'] >= {'lexical', 'embed'} and 'shards' not in graph['index']
+    state, cycles = {}, []
+
+    def visit(m, trail):
+        state[m] = 'open'
+        for n in sorted(graph.get(m, ())):
+            if state.get(n) == 'open': cycles.append(trail[trail.index(n):] + [n])
+            elif n not in state: visit(n, trail + [n])
+        state[m] = 'done'
+
+    for m in sorted(graph):
+        if m not in state: visit(m, [m])
+    assert cycles == [], cycles
