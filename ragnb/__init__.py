@@ -10,7 +10,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-from .retrieve import retrieve   # before any lazy name: the function, not its module (see above)
+from .retrieve import retrieve as retrieve   # before any lazy name: the function, not its module (see above)
 
 PUBLIC = {   # module: the names it gives the package
     'stores': ('StoreAPI', 'open_store'),
