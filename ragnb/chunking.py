@@ -15,10 +15,11 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'MAX_HEADING_CHARS',
-           'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
+           'CHUNK_SIZES', 'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
            'not_text_kind', 'sniffed_kind', 'read_text_file', 'read_file_bytes', 'decode_text', 'normalize_markdown',
-           'normalize_code', 'chunk_markdown', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax',
-           'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+           'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown', 'chunk_code', 'rst_as_markdown',
+           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
+           'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 @dataclass
@@ -394,17 +395,33 @@ def _doc_prefix(doc_title:str, path:str, dedupe:bool) -> str:
     if dedupe and parts and parts[0] == doc_title: parts = parts[1:]
     return f"[Doc: {' > '.join([doc_title, *parts])}]"
 
+# %% ../nbs/01_chunking.ipynb #8ad06b9f
+@dataclass(frozen=True)
+class ChunkSizes:
+    "Chunk sizes in characters, the defaults of every chunker."
+    target: int = 1500       # a section up to this size is one chunk; pieces are packed up to it
+    max_chars: int = 2200    # no chunk body is longer (a block over it is cut)
+    overlap: int = 200       # characters repeated from the previous chunk of the same section (prose only)
+
+CHUNK_SIZES = ChunkSizes()
+
+def chunker_version(name:str, # the strategy, e.g. 'documental-v2'
+                    target:int, max_chars:int, overlap:int|None=None, # the sizes (no overlap: code)
+                    suffix:str='') -> str:
+    "The version a chunk carries: strategy and sizes, e.g. 'documental-v2:t1500-m2200-o200'."
+    return f'{name}:t{target}-m{max_chars}' + ('' if overlap is None else f'-o{overlap}') + suffix
+
 # %% ../nbs/01_chunking.ipynb #5901456c
 def _chunk_documental(text:str, name:str, dedupe_title:bool, *, source:str|None=None, title:str|None=None,
-                      target:int=1500, max_chars:int=2200, overlap:int=200, metadata:dict|None=None,
-                      atx:re.Pattern=_ATX) -> list[Chunk]:
+                      target:int=CHUNK_SIZES.target, max_chars:int=CHUNK_SIZES.max_chars,
+                      overlap:int=CHUNK_SIZES.overlap, metadata:dict|None=None, atx:re.Pattern=_ATX) -> list[Chunk]:
     "The documental chunker: sections by heading, merged up to `target`, cut into pieces, with overlap."
     if not 0 < target <= max_chars: raise ValueError(f'need 0 < target <= max_chars, got {target} and {max_chars}')
     if not 0 <= overlap < target: raise ValueError(f'need 0 <= overlap < target, got {overlap}')
     norm, line_map = normalize_markdown(text)
     if not norm.strip(): return []
     lines, blocks = _Lines(norm, line_map), _md_blocks(norm, atx)
-    doc_title, version = _doc_title(blocks, title, source), f'{name}:t{target}-m{max_chars}-o{overlap}'
+    doc_title, version = _doc_title(blocks, title, source), chunker_version(name, target, max_chars, overlap)
     chunks = []
     for path, bl in _merged(_sections(blocks), target):
         prefix, prev_end = _doc_prefix(doc_title, path, dedupe_title), None
@@ -423,9 +440,9 @@ def chunk_markdown(text:str, # markdown or plain text
                    *,
                    source:str|None=None, # path or name stored with each chunk
                    title:str|None=None, # document title for the prefix; default: first H1, then file stem
-                   target:int=1500, # a section up to this size is one chunk; pieces are packed up to it
-                   max_chars:int=2200, # no chunk body is longer (a block over it is cut)
-                   overlap:int=200, # characters repeated from the previous chunk of the same section
+                   target:int=CHUNK_SIZES.target, # a section up to this size is one chunk; pieces are packed up to it
+                   max_chars:int=CHUNK_SIZES.max_chars, # no chunk body is longer (a block over it is cut)
+                   overlap:int=CHUNK_SIZES.overlap, # characters repeated from the previous chunk of the same section
                    metadata:dict|None=None, # copied into every chunk
                   ) -> list[Chunk]:
     "Chunk markdown/text by headings, then paragraphs, sentences and length (`documental-v1`, kept for old stores)."
@@ -689,8 +706,8 @@ def chunk_code(text:str, # source code
                *,
                source:str|None=None, # path or name; its extension picks the language when `language` is None
                language:str|None=None, # typescript, tsx, javascript, python, json or yaml
-               target:int=1500, # loose statements (imports, constants) are grouped up to this size
-               max_chars:int=2200, # a block over it is split by members, then lines, then length
+               target:int=CHUNK_SIZES.target, # loose statements (imports, constants) are grouped up to this size
+               max_chars:int=CHUNK_SIZES.max_chars, # a block over it is split by members, then lines, then length
                metadata:dict|None=None, # copied into every chunk
               ) -> list[Chunk]:
     "Chunk source code by top-level blocks (`codigo` v1), falling back to line windows when it does not parse."
@@ -699,7 +716,8 @@ def chunk_code(text:str, # source code
     if not norm.strip(): return []
     lines, offs = norm.split('\n'), _Lines(norm, line_map)
     units, suffix = _code_units(norm, lines, language, source, target)
-    version, name = f'{CODIGO_VERSION}:t{target}-m{max_chars}{suffix}', Path(source).name if source else 'code'
+    version = chunker_version(CODIGO_VERSION, target, max_chars, suffix=suffix)
+    name = Path(source).name if source else 'code'
     size = lambda a, b: offs.starts[b] + len(lines[b]) - offs.starts[a]
     chunks = []
     def emit(a, b, title, extra=''):
@@ -851,9 +869,9 @@ def mode_for(path:str|Path) -> str:
     return 'codigo' if Path(path).suffix.lower() in CODE_EXTS else 'documental'
 
 # %% ../nbs/01_chunking.ipynb #06128173
-def strategy_version(path:str|Path, strategies:dict|None=None, target:int=1500, max_chars:int=2200,
-                     overlap:int=200) -> str:
+def strategy_version(path:str|Path, strategies:dict|None=None, target:int=CHUNK_SIZES.target,
+                     max_chars:int=CHUNK_SIZES.max_chars, overlap:int=CHUNK_SIZES.overlap) -> str:
     "The `chunker_version` that `chunk_file` stamps on the chunks of `path`, without reading it."
     mode = mode_for(path)
     name = (strategies or DEFAULT_CHUNKERS)[mode]
-    return f'{name}:t{target}-m{max_chars}' + (f'-o{overlap}' if mode == 'documental' else '')
+    return chunker_version(name, target, max_chars, overlap if mode == 'documental' else None)

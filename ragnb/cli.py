@@ -159,22 +159,18 @@ def _print_index_report(path, rep, st, verbose):
 
 # %% ../nbs/09_cli.ipynb #42a13ee5
 def _ask_options(args, store):
-    "The `RetrieveOpts` that `ask`'s flags ask for; `--threshold` and `--window` imply `--trim`."
+    "The `RetrieveOpts` that `ask`'s flags ask for (`RetrieveOpts.for_request`: a trim setting implies `--trim`)."
     from ragnb.retrieve import RetrieveOpts
-    opts = RetrieveOpts()
-    if args.trim: opts.trim = True
-    if args.hyde or args.hyde_model or args.hyde_passages is not None:
+    hyde, hyde_options = bool(args.hyde or args.hyde_model or args.hyde_passages is not None), None
+    if hyde:
         from ragnb.hyde import HydeCache, MAX_PASSAGES
         n = 1 if args.hyde_passages is None else args.hyde_passages
         if not 1 <= n <= MAX_PASSAGES: raise UserError(f'--hyde-passages must be from 1 to {MAX_PASSAGES}, got {n}')
-        opts.hyde, opts.hyde_options = True, dict(cache=HydeCache.for_store(store), n_passages=n)
-        if args.hyde_model: opts.hyde_options['model'] = args.hyde_model
-    if args.mode: opts.mode = args.mode
-    if args.threshold is not None: opts.trim, opts.trim_threshold = True, args.threshold
-    if args.window is not None: opts.trim, opts.trim_window = True, args.window
-    if args.policy: opts.trim, opts.trim_policy = True, args.policy
-    if args.budget is not None: opts.trim, opts.trim_budget = True, args.budget
-    return opts
+        hyde_options = dict(cache=HydeCache.for_store(store), n_passages=n)
+        if args.hyde_model: hyde_options['model'] = args.hyde_model
+    return RetrieveOpts.for_request(trim=args.trim, threshold=args.threshold, window=args.window,
+                                    policy=args.policy or None, budget=args.budget, mode=args.mode, hyde=hyde,
+                                    hyde_options=hyde_options)
 
 # %% ../nbs/09_cli.ipynb #745cdf9a
 def _print_hyde(h:dict|None):
@@ -323,13 +319,13 @@ def _forget_calibrations(args) -> int:
 
 def cmd_eval(args) -> int:
     from ragnb.eval import eval_retrieval, bundled_questions
-    from ragnb.trim import DEFAULT_TRIM_POLICY
+    from ragnb.trim import DEFAULT_TRIM_POLICY, TARGET_RETENTION
     from ragnb.index import StoreError
     from ragnb.stores import open_store, store_exists
     qpath = Path(args.questions) if args.questions else bundled_questions()
     if not qpath.is_file(): raise UserError(f'{qpath}: no such questions file')
     if args.forget: return _forget_calibrations(args)
-    if args.target_retention is None: args.target_retention = 0.95
+    if args.target_retention is None: args.target_retention = TARGET_RETENTION
     else: args.sweep = True
     if args.save:
         args.sweep = True
@@ -390,7 +386,7 @@ SERVE_LIMIT_FLAGS = (   # `ragnb serve`'s HTTP limits: flag, `ServeLimits`' defa
 def build_parser() -> argparse.ArgumentParser:
     from ragnb.ingest import MAX_FILE_BYTES
     from ragnb.embed import PACKAGED_MODEL
-    from ragnb.trim import DEFAULT_TRIM_POLICY, TRIM_POLICIES, default_trim_threshold
+    from ragnb.trim import DEFAULT_TRIM_POLICY, TARGET_RETENTION, TRIM_POLICIES, default_trim_threshold
     from ragnb.retrieve import SEARCH_MODES
     p = argparse.ArgumentParser(prog='ragnb', description='Notebook-first retrieval for RAG.')
     sub = p.add_subparsers(dest='command', required=True)
@@ -467,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f'the trim policy to evaluate (default {DEFAULT_TRIM_POLICY}; with --sweep: all of them)')
     s.add_argument('--target-retention', type=_share_arg,
                    help='with --sweep: calibrate to the most aggressive threshold keeping this share of the '
-                        'untrimmed answers (default 0.95; implies --sweep)')
+                        f'untrimmed answers (default {TARGET_RETENTION}; implies --sweep)')
     s.add_argument('--plot', metavar='PNG', help='save the sweep plot (implies --sweep)')
     s.add_argument('--save', action='store_true',
                    help="save the calibrated threshold in the store's manifest (implies --sweep); prints what "

@@ -12,8 +12,9 @@ import numpy as np
 
 from .chunking import Chunk
 from .index import Store
-from .trim import (DEFAULT_TRIM_POLICY, TRIM_POLICIES, TrimmedChunk, calibration_key, check_trim_options,
-                        check_trim_policy, estimate_tokens, trim_chunks_by_sentence, trim_threshold_grid)
+from .trim import (DEFAULT_TRIM_POLICY, TARGET_RETENTION, TRIM_POLICIES, TrimmedChunk, calibration_key,
+                        check_trim_options, check_trim_policy, estimate_tokens, trim_chunks_by_sentence,
+                        trim_threshold_grid)
 from .retrieve import retrieve, RetrieveOpts, RetrievalResult, resolve_trim_threshold
 
 log = logging.getLogger(__name__)
@@ -310,7 +311,7 @@ class SweepResult:
     rows: list
     config: dict
 
-    def best(self, window:int=0, target_retention:float=0.95, policy:str|None=None) -> dict|None:
+    def best(self, window:int=0, target_retention:float=TARGET_RETENTION, policy:str|None=None) -> dict|None:
         "The most aggressive row (of `policy`, or any) whose answers kept / untrimmed reaches `target_retention`."
         ok = [r for r in self.rows if r['window'] == window and (policy is None or r['policy'] == policy)
               and _kept_share(r) is not None and _kept_share(r) >= target_retention - 1e-12]
@@ -381,7 +382,8 @@ def sweep(store:Store, questions, *, thresholds=None, windows=(0, 1), top_k:int=
 
 # %% ../nbs/07_eval.ipynb #09eec366
 def calibrate(store:Store, questions, *, policy:str=DEFAULT_TRIM_POLICY, thresholds=None, window:int=0,
-              target_retention:float=0.95, top_k:int=5, save:bool=True, result:SweepResult|None=None, **kw) -> dict:
+              target_retention:float=TARGET_RETENTION, top_k:int=5, save:bool=True, result:SweepResult|None=None,
+              **kw) -> dict:
     "The most aggressive threshold of `policy` keeping ≥ `target_retention` of the untrimmed answers; saved."
     if not 0 < target_retention <= 1: raise ValueError(f'target_retention must be in (0, 1], got {target_retention!r}')
     res = result or sweep(store, questions, thresholds=thresholds, windows=(window,), top_k=top_k,

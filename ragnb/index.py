@@ -282,7 +282,7 @@ def compact(self:SentenceVectorFile, old:str, rows:int, layout:list, name:str) -
 # %% ../nbs/03_index.ipynb #5a9e8957
 class Store:
     "A directory holding an hnswlib index, a SQLite chunk table and a manifest. Open it with `Store.open`."
-    def __init__(self, path, manifest, db, embedder, lock, compact_min_rows:int=4096):
+    def __init__(self, path, manifest, db, embedder, lock, compact_min_rows:int=COMPACT_MIN_ROWS):
         self.path, self.manifest, self.db, self._embedder, self._lock = path, manifest, db, embedder, lock
         self.index, self._generation = None, None       # loaded by `_sync`, inside a read transaction
         self._sent_pending, self._sent_target = 0, None # uncommitted sentence rows, already in this file's tail

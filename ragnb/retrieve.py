@@ -105,6 +105,24 @@ def to_dict(self:RetrievalResult) -> dict:
     return dict(query=self.query, tokens_before=self.tokens_before, tokens_in_context=self.tokens_in_context,
                 timings_ms=self.timings_ms, info=self.info, chunks=[_chunk_dict(c) for c in self.chunks])
 
+# %% ../nbs/06_retrieve.ipynb #abace28a
+@patch(cls_method=True)
+def for_request(cls:RetrieveOpts, *,
+                trim:bool=False, # trim the chunks to the sentences that answer
+                threshold:float|str|None=None, window:int|None=None, # trim settings: any of them given implies trim
+                policy:str|None=None, budget:int|None=None,
+                mode:str|None=None, # 'hybrid', 'dense' or 'lexical'; None: the default
+                hyde:bool=False, hyde_options:dict|None=None, # search with a hypothetical passage
+               ) -> RetrieveOpts:
+    "The options of one request (CLI flags, MCP arguments): a trim setting given implies trimming."
+    opts, given = cls(), dict(trim_threshold=threshold, trim_window=window, trim_policy=policy, trim_budget=budget)
+    for name, value in given.items():
+        if value is not None: setattr(opts, name, value)
+    opts.trim = bool(trim) or any(v is not None for v in given.values())
+    if mode: opts.mode = mode
+    if hyde: opts.hyde, opts.hyde_options = True, dict(hyde_options or {})
+    return opts
+
 # %% ../nbs/06_retrieve.ipynb #6d11d12e
 def rrf_fuse(rankings:dict[str, list[int]], # each ranking's ids, best first
              k:int=60, # the RRF constant: larger flattens the weight of the first ranks

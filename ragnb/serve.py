@@ -91,13 +91,14 @@ def _check_question(self:RetrievalService, question:Any) -> str:
     return question
 
 @patch
-def _check_options(self:RetrievalService, k:int, mode:str, threshold:Any, window:int) -> float|str:
-    "Validate k, mode and the trim settings; the threshold as a number or 'auto'."
+def _check_options(self:RetrievalService, k:int, mode:str, threshold:Any, window:int|None) -> float|str|None:
+    "Validate k, mode and the trim settings; the threshold as a number, 'auto' or None (not given)."
     if not isinstance(k, int) or not 1 <= k <= self.limits.max_k:
         raise RequestError(f'k must be 1..{self.limits.max_k}')
     if mode not in SEARCH_MODES: raise RequestError(f"mode must be one of {', '.join(SEARCH_MODES)}")
-    if not isinstance(window, int) or not 0 <= window <= 5: raise RequestError('window must be 0..5')
-    if threshold == 'auto': return 'auto'
+    if window is not None and (not isinstance(window, int) or not 0 <= window <= 5):
+        raise RequestError('window must be 0..5')
+    if threshold is None or threshold == 'auto': return threshold
     if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and -1 <= threshold <= 1:
         return float(threshold)
     raise RequestError("threshold must be a cosine in [-1, 1] or 'auto'")
@@ -114,19 +115,17 @@ def _check_trim_choice(policy:str|None, budget:int|None):
     except ValueError as e: raise RequestError(str(e)) from None
 
 @patch
-def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold:float|str='auto',
-        window:int=0, mode:str='hybrid', hyde:bool=False, filters:dict|None=None, policy:str|None=None,
+def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold:float|str|None=None,
+        window:int|None=None, mode:str='hybrid', hyde:bool=False, filters:dict|None=None, policy:str|None=None,
         budget:int|None=None) -> dict:
-    "The top-k chunks for `question` (trimmed if asked, or with a policy or budget), citations, tokens before/after."
+    "The top-k chunks for `question` (trimmed if asked or a trim setting is given), citations, tokens before/after."
     question = self._check_question(question)
     threshold = self._check_options(k, mode, threshold, window)
     _check_trim_choice(policy, budget)
     filters = narrowed_filters(check_filters(filters, self.limits), self.pins)
     if filters is None: return dict(question=question, chunks=[], tokens_before=0, tokens_after=0)
-    opts = RetrieveOpts(trim=bool(trim) or policy is not None or budget is not None, trim_threshold=threshold,
-                        trim_window=window, hyde=bool(hyde), hyde_options=self.hyde_options, mode=mode,
-                        trim_budget=budget)
-    if policy is not None: opts.trim_policy = policy
+    opts = RetrieveOpts.for_request(trim=trim, threshold=threshold, window=window, policy=policy, budget=budget,
+                                    mode=mode, hyde=bool(hyde), hyde_options=self.hyde_options)
     with self.lock: res = retrieve(self.view, question, top_k=k, opts=opts, filters=filters)
     d = res.to_dict()
     out = dict(question=question, chunks=[{k: c[k] for k in _CHUNK_KEYS if k in c} for c in d['chunks']],
@@ -161,6 +160,7 @@ def eval_retrieval(self:RetrievalService, questions:list, trim_threshold:float|s
     qs = [_eval_question(q, i) for i, q in enumerate(questions)]
     for q in qs: self._check_question(q.question)
     threshold = self._check_options(k, mode, trim_threshold, trim_window)
+    threshold, trim_window = 'auto' if threshold is None else threshold, trim_window or 0    # eval always trims
     filters = narrowed_filters(check_filters(filters, self.limits), self.pins)
     if filters is None: filters = {'source': []}                 # a contradiction: run, and find nothing
     with self.lock:
@@ -224,9 +224,10 @@ Filters = Annotated[dict[str, str|int|float|list[str|int|float]]|None,
                     Field(description='Metadata filters, e.g. {"app": "core"} or {"source": "docs/guide.md"}; they '
                                       'can only narrow what the server allows.')]
 Mode = Annotated[str, Field(description="'hybrid' (lexical + dense, best default), 'dense' or 'lexical'.")]
-Threshold = Annotated[float|str, Field(description="Trim cut: a cosine such as 0.38, or 'auto' for the store's "
-                                                   "calibrated value.")]
-Window = Annotated[int, Field(description='Neighbour sentences kept around each kept sentence when trimming.', ge=0)]
+Threshold = Annotated[float|str|None, Field(description="Trim cut (implies trim): a cosine such as 0.38, or 'auto' "
+                                                        "for the store's calibrated value.")]
+Window = Annotated[int|None, Field(description='Neighbour sentences kept around each kept sentence (implies trim).',
+                                   ge=0)]
 Policy = Annotated[str|None, Field(description="Trim policy (implies trim): 'structured' (cosine plus the question's "
                                                "rare words, structure kept, chunks with nothing relevant left out) or "
                                                "'fixed' (a cosine cut per chunk); default: the server's.")]
@@ -238,7 +239,7 @@ def _add_ask(server, service:RetrievalService):
     @server.tool(description='Search the indexed documents; returns the best chunks with their citation (file and '
                              'lines, page or anchor), section, score and text, plus tokens before and after trimming. '
                              'Set trim=true to keep only the sentences that answer.', structured_output=True)
-    async def ask(question:Question, k:K=5, trim:bool=False, threshold:Threshold='auto', window:Window=0,
+    async def ask(question:Question, k:K=5, trim:bool=False, threshold:Threshold=None, window:Window=None,
             mode:Mode='hybrid', hyde:bool=False, filters:Filters=None, policy:Policy=None,
             budget:Budget=None) -> dict[str, Any]:
         call = functools.partial(_tool_errors(service.ask), question, k, trim, threshold, window, mode, hyde, filters,

@@ -17,11 +17,12 @@ from .sentences import sentence_kind
 from .index import Store, chunk_sentence_spans, text_hash
 
 # %% auto #0
-__all__ = ['DEFAULT_TRIM_THRESHOLD', 'TRIM_POLICIES', 'DEFAULT_TRIM_POLICY', 'MODEL_TRIM_DEFAULTS', 'TABLE_LOOKBACK',
-           'SCORE_TOLERANCE', 'estimate_tokens', 'check_trim_options', 'parse_threshold', 'check_trim_policy',
-           'check_trim_budget', 'TrimDefaults', 'trim_defaults', 'default_trim_threshold', 'calibration_key',
-           'trim_threshold_grid', 'select_sentences', 'structure_links', 'with_links', 'headless_rows', 'table_header',
-           'lexical_overlap', 'join_kept', 'TrimmedChunk', 'as_chunk', 'trim_chunks_by_sentence', 'trim_agreement']
+__all__ = ['DEFAULT_TRIM_THRESHOLD', 'TRIM_POLICIES', 'DEFAULT_TRIM_POLICY', 'TARGET_RETENTION', 'MODEL_TRIM_DEFAULTS',
+           'TABLE_LOOKBACK', 'SCORE_TOLERANCE', 'estimate_tokens', 'check_trim_options', 'parse_threshold',
+           'check_trim_policy', 'check_trim_budget', 'TrimDefaults', 'trim_defaults', 'default_trim_threshold',
+           'calibration_key', 'trim_threshold_grid', 'select_sentences', 'structure_links', 'with_links',
+           'headless_rows', 'table_header', 'lexical_overlap', 'join_kept', 'TrimmedChunk', 'as_chunk',
+           'trim_chunks_by_sentence', 'trim_agreement']
 
 # %% ../nbs/04_trim.ipynb #abc94652
 def estimate_tokens(chunks:list[Chunk]|list[str]) -> int:
@@ -51,6 +52,7 @@ def parse_threshold(value:str, what:str='threshold') -> float|str:
 # %% ../nbs/04_trim.ipynb #b0c1d2e3
 TRIM_POLICIES = ('structured', 'fixed')
 DEFAULT_TRIM_POLICY = 'structured'
+TARGET_RETENTION = 0.95   # calibration (`eval.calibrate`) keeps at least this share of the untrimmed answers
 
 def check_trim_policy(policy:str) -> str:
     "`policy` if it is one of `TRIM_POLICIES`, else `ValueError`."

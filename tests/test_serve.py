@@ -67,6 +67,8 @@ def test_stdio_client_lists_tools_and_answers_like_the_library(store_dir, servic
     assert strip(b) == strip(service.ask(QUESTIONS[0], k=4, budget=50, policy='fixed'))
     mine = service.ask(QUESTIONS[0], k=4, trim=True, threshold=0.3)
     assert strip(ask.structured_content) == strip(mine)
+    assert strip(service.ask(QUESTIONS[0], k=4, threshold=0.3)) == strip(mine)     # as `ragnb ask --threshold`: trims
+    assert 'trim' not in service.ask(QUESTIONS[0], k=4) and 'trim' in service.ask(QUESTIONS[0], k=4, window=0)
     assert ask.structured_content['tokens_after'] == mine['tokens_after'] < mine['tokens_before']
     s = ev.structured_content['summary']
     assert s['n_questions'] == 2 and s['avg_tokens_trim'] < s['avg_tokens_baseline']
