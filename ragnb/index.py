@@ -10,6 +10,7 @@ from functools import partial
 from itertools import chain
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,11 +25,12 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 
 # %% auto #0
-__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'VERIFIED', 'DELTA_MAX_ROWS', 'UNLINK_ON_THREAD', 'READERS_LOCK',
-           'LEXICAL_VERSION', 'FILTER_INDEX_VERSION', 'EXACT_BELOW', 'EXACT_ALL_BELOW', 'BM25_K1', 'BM25_B',
-           'POSTINGS_CACHED', 'StoreError', 'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError',
-           'StoreDiskFullError', 'check_hnsw_file', 'FileVectors', 'chunk_sentence_spans', 'sentence_texts',
-           'SentenceVectorFile', 'Store', 'readers_lock', 'text_hash', 'informative_terms', 'bm25_idf', 'bm25_scores',
+__all__ = ['log', 'FORMAT_VERSION', 'COMPACT_MIN_ROWS', 'MIGRATIONS', 'SCHEMA_VERSION', 'MIGRATION_NUMBER', 'VERIFIED',
+           'DELTA_MAX_ROWS', 'UNLINK_ON_THREAD', 'READERS_LOCK', 'LEXICAL_VERSION', 'FILTER_INDEX_VERSION',
+           'EXACT_BELOW', 'EXACT_ALL_BELOW', 'BM25_K1', 'BM25_B', 'POSTINGS_CACHED', 'StoreError', 'StoreLockedError',
+           'StoreMismatchError', 'StoreCorruptedError', 'StoreDiskFullError', 'check_hnsw_file', 'FileVectors',
+           'chunk_sentence_spans', 'sentence_texts', 'SentenceVectorFile', 'Migration', 'present_migrations',
+           'schema_version', 'Store', 'readers_lock', 'text_hash', 'informative_terms', 'bm25_idf', 'bm25_scores',
            'bm25_score', 'narrowed_filters', 'ScopedStore', 'SourceRecord']
 
 # %% ../nbs/03_index.ipynb #9d57735f
@@ -92,12 +94,13 @@ create table if not exists sources (source text primary key, root text, content_
 create table if not exists meta (key text primary key, value text);
 create table if not exists sentences (chunk_id integer primary key, row0 int not null, n int not null,
   spans text not null, crc integer);
-create virtual table if not exists lexical using fts5(terms, lang unindexed, tokenize='unicode61');
-create table if not exists chunk_meta (key text not null, value not null, id integer not null,
-  primary key (key, value, id)) without rowid;
-create index if not exists chunk_meta_id on chunk_meta(id);
-create table if not exists tombstones (id integer primary key);
 '''
+_LEXICAL_DDL = ("create virtual table if not exists lexical using fts5(terms, lang unindexed, tokenize='unicode61')",)
+_FILTERS_DDL = ('create table if not exists chunk_meta (key text not null, value not null, id integer not null, '
+                'primary key (key, value, id)) without rowid',
+                'create index if not exists chunk_meta_id on chunk_meta(id)',
+                'create table if not exists tombstones (id integer primary key)')
+_SCHEMA += ''.join(f'{s};\n' for s in _LEXICAL_DDL + _FILTERS_DDL)   # a new store's database: every migration in
 
 # %% ../nbs/03_index.ipynb #dd403503
 _HNSW_HEADER = struct.Struct('<QQQQQQiIQQQdQ')   # offsetLevel0, max_elements, count, size per element, label offset,
@@ -279,6 +282,55 @@ def compact(self:SentenceVectorFile, old:str, rows:int, layout:list, name:str) -
         os.fsync(f.fileno())
     return moves
 
+# %% ../nbs/03_index.ipynb #9747d690
+def _columns(db, table:str) -> set: return {r[1] for r in db.execute(f'pragma table_info({table})')}
+def _tables(db) -> set: return {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
+
+def _add_column(db, table:str, column:str, decl:str):
+    if column not in _columns(db, table): db.execute(f'alter table {table} add column {column} {decl}')
+
+def _m1_sentence_crc(db): _add_column(db, 'sentences', 'crc', 'integer')     # a054c33
+def _m2_row_crc(db): _add_column(db, 'chunks', 'row_crc', 'integer')         # 5378726
+def _m3_display(db): _add_column(db, 'chunks', 'display', 'text')            # 711ab68
+def _m4_lexical(db):                                                           # d94717c (filled by `_rebuild_lexical`)
+    for s in _LEXICAL_DDL: db.execute(s)
+def _m5_location(db): _add_column(db, 'chunks', 'location', 'text')          # 0d875da
+def _m6_filters(db):                                                           # 3a89f4f (filled by its rebuild)
+    for s in _FILTERS_DDL: db.execute(s)
+
+# %% ../nbs/03_index.ipynb #313573ab
+@dataclass(frozen=True)
+class Migration:
+    "One numbered change of the store's database: its name, how to see it is there, and how to make it."
+    number: int
+    name: str
+    present: Callable   # present(db) -> bool
+    apply: Callable     # apply(db), inside the writer's transaction; nothing to do when present
+
+MIGRATIONS = (
+    Migration(1, 'sentence checksums', lambda db: 'crc' in _columns(db, 'sentences'), _m1_sentence_crc),
+    Migration(2, 'chunk checksums', lambda db: 'row_crc' in _columns(db, 'chunks'), _m2_row_crc),
+    Migration(3, 'display paths', lambda db: 'display' in _columns(db, 'chunks'), _m3_display),
+    Migration(4, 'lexical index', lambda db: 'lexical' in _tables(db), _m4_lexical),
+    Migration(5, 'citations', lambda db: 'location' in _columns(db, 'chunks'), _m5_location),
+    Migration(6, 'filter index', lambda db: {'chunk_meta', 'tombstones'} <= _tables(db), _m6_filters),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+MIGRATION_NUMBER = {m.name: m.number for m in MIGRATIONS}
+
+def present_migrations(db, path:Path|None=None) -> frozenset:
+    "The migrations a database has: those up to its `user_version`; before it was kept (0), those its tables show."
+    v = db.execute('pragma user_version').fetchone()[0]
+    if v > SCHEMA_VERSION:
+        raise StoreError(f'{path}: written by a newer ragnb (schema {v}; this one knows {SCHEMA_VERSION}); '
+                         'upgrade ragnb to read it')
+    return frozenset(range(1, v + 1)) if v else frozenset(m.number for m in MIGRATIONS if m.present(db))
+
+def schema_version(db, path:Path|None=None) -> int:
+    "The store's schema version: how many migrations, in order, its database has."
+    have = present_migrations(db, path)
+    return next((m.number - 1 for m in MIGRATIONS if m.number not in have), SCHEMA_VERSION)
+
 # %% ../nbs/03_index.ipynb #5a9e8957
 class Store:
     "A directory holding an hnswlib index, a SQLite chunk table and a manifest. Open it with `Store.open`."
@@ -290,10 +342,8 @@ class Store:
         self.compact_min_rows = compact_min_rows        # compact the index past this many deleted elements
         self._dirty = False                             # the in-memory index has uncommitted changes
         self._max_label = 0                             # the highest label given out by this writer
-        cols = lambda t: {r[1] for r in db.execute(f'pragma table_info({t})')}
-        self._crc, self._row_crc = 'crc' in cols('sentences'), 'row_crc' in cols('chunks')   # older stores lack them
-        self._display, self._location = 'display' in cols('chunks'), 'location' in cols('chunks')
-        self._lexical = db.execute("select count(*) from sqlite_master where name='lexical'").fetchone()[0] > 0
+        self.migrations = present_migrations(db, path)   # what its database has (a reader reads an older one as is)
+        self.schema = schema_version(db, path)
         self._cache = (None, {})                        # (generation, {key: value}): see `_per_generation`
         self._writing = False                           # this writer's transaction is open (nothing cached then)
         self._removed = False                           # chunks were removed in it (tombstones, no index rewrite)
@@ -301,14 +351,13 @@ class Store:
         self._delta, self._delta_file = _no_delta(manifest['dim']), None   # vectors added since the index file
         self._delta_dirty = False                       # the delta segment has uncommitted changes
         self.delta_max_rows = DELTA_MAX_ROWS            # the most rows it holds (see "The delta segment")
-        tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
-        self._has_tombstones = 'tombstones' in tables
-        self._filter_index = 'chunk_meta' in tables and (db.execute(
+        self._filter_index = self._has('filter index') and (db.execute(   # and built the current way
             "select value from meta where key='filter_index'").fetchone() or [None])[0] == FILTER_INDEX_VERSION
-        if self._lexical:                               # FTS5's term counts, outside any transaction, once
+        if self._has('lexical index'):                  # FTS5's term counts, outside any transaction, once
             db.execute("create virtual table if not exists temp.lexical_vocab using fts5vocab(main, lexical, row)")
             db.execute("create virtual table if not exists temp.lexical_inst using fts5vocab(main, lexical, instance)")
 
+    def _has(self, migration:str) -> bool: return MIGRATION_NUMBER[migration] in self.migrations
     def __repr__(self):
         return f"Store({str(self.path)!r}, model={self.manifest['model']!r}, {'writer' if self._lock else 'reader'})"
     def __enter__(self): return self
@@ -454,7 +503,7 @@ def _load(self:Store, meta:dict):
 @patch
 def _mark_tombstones(self:Store):
     "Mark deleted, in the loaded index, the tombstones not marked yet (labels are never reused)."
-    if not self._has_tombstones: return
+    if not self._has('filter index'): return
     for (i,) in self.db.execute('select id from tombstones'):
         if i in self._tombstoned: continue
         try: self.index.mark_deleted(i)
@@ -651,7 +700,7 @@ def _rebuild_lexical(self:Store):
 @patch
 def _check_lexical(self:Store):
     "`StoreError` unless this store's lexical index exists and was built the current way (read inside a snapshot)."
-    if self._lexical and self._read_meta().get('lexical_version') == LEXICAL_VERSION: return
+    if self._has('lexical index') and self._read_meta().get('lexical_version') == LEXICAL_VERSION: return
     raise StoreError(f'{self.path}: this store has no lexical index yet (it was built before hybrid search); run '
                      f'`ragnb index` on it once to build one, or search with --mode dense')
 
@@ -749,22 +798,21 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
 # %% ../nbs/03_index.ipynb #21b851b7
 @patch
 def _upgrade(self:Store, meta:dict):
-    "Bring an older store's database up to date (a writer, at open): checksums, display paths, the lexical index."
+    "Bring an older store up to date (a writer, at open): the migrations it lacks, in order; then derived indexes."
     lexical_done = meta.get('lexical_version') == LEXICAL_VERSION
     filters_done = meta.get('filter_index') == FILTER_INDEX_VERSION
-    if self._crc and self._row_crc and self._location and 'manifest_sha256' in meta and lexical_done and filters_done:
-        return
+    recorded = self.db.execute('pragma user_version').fetchone()[0]
+    if recorded == SCHEMA_VERSION and 'manifest_sha256' in meta and lexical_done and filters_done: return
     self._begin()
-    if not self._crc: self.db.execute('alter table sentences add column crc integer')
-    if not self._row_crc: self.db.execute('alter table chunks add column row_crc integer')
-    if not self._display: self.db.execute('alter table chunks add column display text')
-    if not self._location: self.db.execute('alter table chunks add column location text')
+    for m in MIGRATIONS:
+        if m.number not in self.migrations: m.apply(self.db)
+    self.migrations, self.schema = frozenset(m.number for m in MIGRATIONS), SCHEMA_VERSION
     if not lexical_done: self._rebuild_lexical()
     if not filters_done: self._rebuild_filter_index()
+    self.db.execute(f'pragma user_version = {SCHEMA_VERSION}')
     self.db.execute("insert or replace into meta values ('manifest_sha256', ?)", (_build_fingerprint(self.manifest),))
     _commit_db(self.db)
-    self._crc = self._row_crc = self._display = self._location = self._lexical = self._filter_index = True
-    self._writing = False
+    self._filter_index, self._writing = True, False
 
 # %% ../nbs/03_index.ipynb #d81771f5
 @patch
@@ -1082,7 +1130,7 @@ def _sentence_rows(self:Store, ids:list) -> tuple:
         meta = self._read_meta()
         fname, nrows = meta.get('sent_file'), int(meta.get('sent_rows') or 0)
         if fname is None: return [], 0, None
-        crc = 's.crc' if self._crc else 'null'
+        crc = 's.crc' if self._has('sentence checksums') else 'null'
         rows = self.db.execute(f'select s.chunk_id, s.row0, s.n, s.spans, c.content_hash, {crc} from sentences s '
                                'join chunks c '
                                f"on c.id = s.chunk_id where s.chunk_id in ({','.join('?' * len(ids))})", ids).fetchall()
@@ -1129,7 +1177,7 @@ def _filter_sql(filters:dict|None, display:bool=True, # the store has display pa
 @patch
 def _where(self:Store, filters:dict|None) -> tuple[str, list]:
     "`_filter_sql` for this store: display paths and the filter index where it has them."
-    return _filter_sql(filters, self._display, self._filter_index)
+    return _filter_sql(filters, self._has('display paths'), self._filter_index)
 
 # %% ../nbs/03_index.ipynb #6a53b337
 @patch
@@ -1277,8 +1325,9 @@ _CHUNK_COLS = ('id, source, mode, section, start_line, end_line, start_char, end
 @patch
 def _chunk_cols(self:Store) -> str:
     "The columns `get_chunks` reads: `_CHUNK_COLS`, the checksum, display path and location (null in older stores)."
-    return (f"{_CHUNK_COLS}, {'row_crc' if self._row_crc else 'null'}, {'display' if self._display else 'null'}, "
-            f"{'location' if self._location else 'null'}")
+    col = lambda name, migration: name if self._has(migration) else 'null'
+    return (f"{_CHUNK_COLS}, {col('row_crc', 'chunk checksums')}, {col('display', 'display paths')}, "
+            f"{col('location', 'citations')}")
 
 # %% ../nbs/03_index.ipynb #41c8e4ff
 def _row_sound(r:tuple) -> bool:
@@ -1366,7 +1415,7 @@ def term_counts(self:Store, terms:list[str],
                 scope:dict|None=None, # count only the chunks these filters allow
                ) -> tuple[dict, int]:
     "How many chunks hold each of `terms` (those found), and how many chunks there are (`({}, 0)`: no lexical index)."
-    if not terms or not self._lexical: return {}, 0
+    if not terms or not self._has('lexical index'): return {}, 0
     with self._snapshot():
         if self._read_meta().get('lexical_version') != LEXICAL_VERSION: return {}, 0
         return self._scoped_counts(terms, scope)[:2] if scope else self._term_counts(terms)
@@ -1441,7 +1490,8 @@ def lexical_stats(self:Store, terms:list[str],
                  ) -> tuple[dict, int, int]:
     "`term_counts` and `lexical_tokens` at once, from one snapshot: what BM25 needs of a corpus (or of `scope`)."
     with self._snapshot():
-        if not self._lexical or self._read_meta().get('lexical_version') != LEXICAL_VERSION: return {}, 0, 0
+        current = self._has('lexical index') and self._read_meta().get('lexical_version') == LEXICAL_VERSION
+        if not current: return {}, 0, 0
         if scope: return self._scoped_counts(terms, scope)
         return *self._term_counts(terms), self.lexical_tokens()
 
@@ -1648,7 +1698,7 @@ def list_sources(self:Store, filters:dict|None=None) -> list[dict]:
     "Each source with chunks that pass `filters`: its display path and how many of its chunks pass, by path."
     with self._snapshot():
         where, args = self._where(filters)
-        shown = 'coalesce(display, source)' if self._display else 'source'
+        shown = 'coalesce(display, source)' if self._has('display paths') else 'source'
         rows = self.db.execute(f'select {shown}, count(*) from chunks where {where} group by source order by 1',
                                args).fetchall()
     return [dict(path=p, chunks=n) for p, n in rows]
@@ -1738,10 +1788,10 @@ def _verify_generation(self:Store) -> dict:
     with readers_lock(self.path, fcntl.LOCK_SH), self._snapshot():      # no pruning until its files are mapped
         meta, ids = self._meta(), {r[0] for r in self.db.execute('select id from chunks')}
         bad_text = [r[0] for r in self.db.execute(f'select {self._chunk_cols()} from chunks') if not _row_sound(r)]
-        crc = 'crc' if self._crc else 'null'
+        crc = 'crc' if self._has('sentence checksums') else 'null'
         sent = self.db.execute(f'select chunk_id, row0, n, spans, {crc} from sentences').fetchall()
-        lex = {r[0] for r in self.db.execute('select rowid from lexical')} if self._lexical else None
-        gone = {r[0] for r in self.db.execute('select id from tombstones')} if self._has_tombstones else set()
+        lex = {r[0] for r in self.db.execute('select rowid from lexical')} if self._has('lexical index') else None
+        gone = {r[0] for r in self.db.execute('select id from tombstones')} if self._has('filter index') else set()
         meta_rows = self._filter_index_problems()
         held = self._held_files(meta)
     live, deleted, problems = set(), 0, []

@@ -83,7 +83,7 @@ def test_a_source_filter_works_on_a_store_from_before_display_paths(tmp_path):
                          Chunk('[Doc: b]\nrollback later', '/b.md', 'documental', '', 1, 1, 0, 1, 'v')])
     with sqlite3.connect(tmp_path / 's' / 'chunks.sqlite') as db:      # as before display paths (and their index)
         db.execute('drop index chunks_shown')
-        db.execute('alter table chunks drop column display')
+        db.executescript('alter table chunks drop column display; pragma user_version = 0')   # and no version
     with Store.open(tmp_path / 's', readonly=True, embedder=HashEmbedder()) as r:
         for mode in ('dense', 'lexical', 'hybrid'):
             res = retrieve(r, 'rollback', opts=RetrieveOpts(mode=mode), filters={'source': '/b.md'})

@@ -223,7 +223,8 @@ def test_locations_survive_the_store_and_older_stores_upgrade(tmp_path):
     (old / 'a.md').write_text('# Copias\n\nLas copias se hacen cada noche.')
     emb = HashEmbedder()
     with Store.open(tmp_path / 's', embedder=emb, sentence_vectors=False) as s: index_paths(s, [old])
-    with sqlite3.connect(tmp_path / 's' / 'chunks.sqlite') as db: db.execute('alter table chunks drop column location')
+    with sqlite3.connect(tmp_path / 's' / 'chunks.sqlite') as db:     # a store from before locations and user_version
+        db.executescript('alter table chunks drop column location; pragma user_version = 0')
     with Store.open(tmp_path / 's', embedder=emb, readonly=True) as r:
         assert [c.cite for c in r.search(emb.embed_query('copias'), k=5)] == ['old/a.md:1-3']
     (kb / 'g.html').write_text('<h1 id="top">Guía</h1><p>Arranque.</p><h2 id="rb">Rollback</h2><p>Vuelta atrás.</p>')
