@@ -137,6 +137,88 @@ def embedder(self:ShardedStore):
 @patch(as_prop=True)
 def embedder_loaded(self:ShardedStore) -> bool: return self.shards[0].embedder_loaded
 
+# %% ../nbs/03b_shards.ipynb #512ef7bc
+@patch
+def _global(self:ShardedStore, shard:int, local) -> int:
+    "The store-wide id of chunk `local` of `shard`."
+    return int(local) * self.n + shard
+
+@patch
+def _by_shard(self:ShardedStore, ids:list) -> dict[int, list[tuple[int, int]]]:
+    "`{shard: [(position in ids, local id)]}` for store-wide chunk ids."
+    out = {}
+    for j, g in enumerate(ids): out.setdefault(int(g) % self.n, []).append((j, int(g) // self.n))
+    return out
+
+# %% ../nbs/03b_shards.ipynb #79a37d3a
+@patch
+def _split(self:ShardedStore, chunks:list[Chunk], vectors, sentence_vectors) -> dict[int, tuple]:
+    "`{shard: (chunks, vectors, sentence vectors)}` of one batch (sentence rows follow their chunks)."
+    where = np.array([shard_of(c.source, self.n) for c in chunks])
+    if (where == where[0]).all(): return {int(where[0]): (chunks, vectors, sentence_vectors)}   # one file, say
+    ends = None
+    if sentence_vectors is not None: ends = np.cumsum([len(chunk_sentence_spans(c)) for c in chunks])
+    out = {}
+    for i in np.unique(where).tolist():
+        pick = np.flatnonzero(where == i)
+        sv = None if ends is None else np.concatenate(
+            [sentence_vectors[(ends[j - 1] if j else 0):ends[j]] for j in pick])
+        out[i] = ([chunks[j] for j in pick], None if vectors is None else np.asarray(vectors)[pick], sv)
+    return out
+
+# %% ../nbs/03b_shards.ipynb #b22885e3
+@patch
+def stage_sources(self:ShardedStore, removed:list[str]=(), # source keys to drop
+                  records:list[SourceRecord]=(), # sources to (re)write: their old chunks go
+                  chunks:list[Chunk]=(), vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None):
+    "Into the shards' open transactions: drop `removed` and the old chunks of `records`, add `chunks`, record them."
+    for s in [*removed, *(r.source for r in records)]: self.shards[shard_of(s, self.n)].remove_source(s, commit=False)
+    for i, (c, v, sv) in (self._split(chunks, vectors, sentence_vectors) if len(chunks) else {}).items():
+        self.shards[i].add_documents(c, v, sentence_vectors=sv, commit=False)
+    for r in records: self.shards[shard_of(r.source, self.n)]._record_sources([r])
+
+@patch
+def commit(self:ShardedStore):
+    "Commit each shard's open transaction, one shard after another."
+    for s in self.shards: s.commit()
+
+@patch
+def rollback(self:ShardedStore):
+    "Drop what the shards have not committed."
+    for s in self.shards: s.rollback()
+
+# %% ../nbs/03b_shards.ipynb #982cce9a
+@patch
+def replace_sources(self:ShardedStore, removed:list[str], records:list[SourceRecord], chunks:list[Chunk]=(),
+                    vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None, *, batches=None):
+    "`Store.replace_sources`, routed by `stage_sources`: one transaction and one commit per shard touched."
+    try:
+        self.stage_sources(removed, records, chunks, vectors, sentence_vectors)
+        for recs, cs, vs, svs in batches or ():
+            self.stage_sources(records=recs, chunks=cs, vectors=vs, sentence_vectors=svs)
+        self.commit()
+    except BaseException:
+        self.rollback()                 # the shards committed already stay so
+        raise
+
+# %% ../nbs/03b_shards.ipynb #8abac5c7
+@patch
+def add_documents(self:ShardedStore, chunks:list[Chunk], vectors:np.ndarray|None=None, *,
+                  sentence_vectors:np.ndarray|None=None) -> list[int]:
+    "Add chunks to their sources' shards (embedded here unless `vectors` are given), committing; their store-wide ids."
+    if not chunks: return []
+    if vectors is None: vectors = self.embedder.embed_documents([c.text for c in chunks])
+    ids = {}
+    for i, (c, v, sv) in self._split(chunks, vectors, sentence_vectors).items():
+        for ch, loc in zip(c, self.shards[i].add_documents(c, v, sentence_vectors=sv)):
+            ids[id(ch)] = self._global(i, loc)
+    return [ids[id(c)] for c in chunks]
+
+@patch
+def remove_source(self:ShardedStore, source:str) -> int:
+    "Remove every chunk of `source` from its shard; how many."
+    return self.shards[shard_of(source, self.n)].remove_source(source)
+
 # %% ../nbs/03b_shards.ipynb #6bdad3d9
 @patch
 @contextmanager
@@ -161,19 +243,6 @@ def _each(self:ShardedStore, fn, # called as fn(shard number, shard)
         with self._locks[i]: return fn(i, self.shards[i])
     if self._pool is None or len(which) < 2: return [run(i) for i in which]
     return list(self._pool.map(run, which))
-
-# %% ../nbs/03b_shards.ipynb #512ef7bc
-@patch
-def _global(self:ShardedStore, shard:int, local) -> int:
-    "The store-wide id of chunk `local` of `shard`."
-    return int(local) * self.n + shard
-
-@patch
-def _by_shard(self:ShardedStore, ids:list) -> dict[int, list[tuple[int, int]]]:
-    "`{shard: [(position in ids, local id)]}` for store-wide chunk ids."
-    out = {}
-    for j, g in enumerate(ids): out.setdefault(int(g) % self.n, []).append((j, int(g) // self.n))
-    return out
 
 # %% ../nbs/03b_shards.ipynb #789ed646
 def _best(parts:list[list[tuple[int, float]]], k:int) -> list[tuple[int, float]]:
@@ -331,72 +400,3 @@ def save_trim_calibration(self:ShardedStore, window:int, calibration:dict|None):
 @patch
 def update_manifest(self:ShardedStore, **entries):
     for s in self.shards: s.update_manifest(**entries)
-
-# %% ../nbs/03b_shards.ipynb #79a37d3a
-@patch
-def _split(self:ShardedStore, chunks:list[Chunk], vectors, sentence_vectors) -> dict[int, tuple]:
-    "`{shard: (chunks, vectors, sentence vectors)}` of one batch (sentence rows follow their chunks)."
-    where = np.array([shard_of(c.source, self.n) for c in chunks])
-    if (where == where[0]).all(): return {int(where[0]): (chunks, vectors, sentence_vectors)}   # one file, say
-    ends = None
-    if sentence_vectors is not None: ends = np.cumsum([len(chunk_sentence_spans(c)) for c in chunks])
-    out = {}
-    for i in np.unique(where).tolist():
-        pick = np.flatnonzero(where == i)
-        sv = None if ends is None else np.concatenate(
-            [sentence_vectors[(ends[j - 1] if j else 0):ends[j]] for j in pick])
-        out[i] = ([chunks[j] for j in pick], None if vectors is None else np.asarray(vectors)[pick], sv)
-    return out
-
-# %% ../nbs/03b_shards.ipynb #b22885e3
-@patch
-def stage_sources(self:ShardedStore, removed:list[str]=(), # source keys to drop
-                  records:list[SourceRecord]=(), # sources to (re)write: their old chunks go
-                  chunks:list[Chunk]=(), vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None):
-    "Into the shards' open transactions: drop `removed` and the old chunks of `records`, add `chunks`, record them."
-    for s in [*removed, *(r.source for r in records)]: self.shards[shard_of(s, self.n)].remove_source(s, commit=False)
-    for i, (c, v, sv) in (self._split(chunks, vectors, sentence_vectors) if len(chunks) else {}).items():
-        self.shards[i].add_documents(c, v, sentence_vectors=sv, commit=False)
-    for r in records: self.shards[shard_of(r.source, self.n)]._record_sources([r])
-
-@patch
-def commit(self:ShardedStore):
-    "Commit each shard's open transaction, one shard after another."
-    for s in self.shards: s.commit()
-
-@patch
-def rollback(self:ShardedStore):
-    "Drop what the shards have not committed."
-    for s in self.shards: s.rollback()
-
-# %% ../nbs/03b_shards.ipynb #982cce9a
-@patch
-def replace_sources(self:ShardedStore, removed:list[str], records:list[SourceRecord], chunks:list[Chunk]=(),
-                    vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None, *, batches=None):
-    "`Store.replace_sources`, routed by `stage_sources`: one transaction and one commit per shard touched."
-    try:
-        self.stage_sources(removed, records, chunks, vectors, sentence_vectors)
-        for recs, cs, vs, svs in batches or ():
-            self.stage_sources(records=recs, chunks=cs, vectors=vs, sentence_vectors=svs)
-        self.commit()
-    except BaseException:
-        self.rollback()                 # the shards committed already stay so
-        raise
-
-# %% ../nbs/03b_shards.ipynb #8abac5c7
-@patch
-def add_documents(self:ShardedStore, chunks:list[Chunk], vectors:np.ndarray|None=None, *,
-                  sentence_vectors:np.ndarray|None=None) -> list[int]:
-    "Add chunks to their sources' shards (embedded here unless `vectors` are given), committing; their store-wide ids."
-    if not chunks: return []
-    if vectors is None: vectors = self.embedder.embed_documents([c.text for c in chunks])
-    ids = {}
-    for i, (c, v, sv) in self._split(chunks, vectors, sentence_vectors).items():
-        for ch, loc in zip(c, self.shards[i].add_documents(c, v, sentence_vectors=sv)):
-            ids[id(ch)] = self._global(i, loc)
-    return [ids[id(c)] for c in chunks]
-
-@patch
-def remove_source(self:ShardedStore, source:str) -> int:
-    "Remove every chunk of `source` from its shard; how many."
-    return self.shards[shard_of(source, self.n)].remove_source(source)
