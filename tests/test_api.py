@@ -67,3 +67,28 @@ def test_the_package_import_graph_has_no_cycle():
     for m in sorted(graph):
         if m not in state: visit(m, [m])
     assert cycles == [], cycles
+
+
+NBS = Path(__file__).resolve().parent.parent / 'nbs'
+SPLIT_LATER = {'03_index.ipynb'}   # its Store becomes parts with their own notebooks (the store-shape issue)
+
+
+def exported_runs(nb:Path) -> list[tuple[int, int]]:
+    "(length, first cell) of each run of exported cells with no demo or test among them; prose does not break one."
+    runs, n, start = [], 0, None
+    for i, c in enumerate(json.loads(nb.read_text(encoding='utf-8'))['cells']):
+        src = ''.join(c['source'])
+        if c['cell_type'] != 'code' or src.startswith(('#| hide', '#| default_exp')) or not src.strip(): continue
+        if src.startswith('#| export'):
+            n, start = n + 1, start if n else i
+        else:
+            if n: runs.append((n, start))
+            n = 0
+    return runs + [(n, start)] * bool(n)
+
+
+def test_notebooks_show_each_exported_cell_within_three():
+    "fastcore's rhythm: no more than three exported cells in a row before a demo or a test."
+    long = {nb.name: [r for r in exported_runs(nb) if r[0] > 3] for nb in sorted(NBS.glob('*.ipynb'))}
+    assert {k: v for k, v in long.items() if v and k not in SPLIT_LATER} == {}
+    assert exported_runs(NBS / '09_cli.ipynb') and max(n for n, _ in exported_runs(NBS / '03_index.ipynb')) > 3
