@@ -20,7 +20,7 @@ PUBLIC = {   # module: the names it gives the package
     'readers': ('Document', 'read_document'),
     'sentences': ('split_sentences',),
     'embed': ('Embedder',),
-    'ingest': ('IndexReport', 'index_paths', 'open_default_store'),
+    'ingest': ('IndexReport', 'index_paths', 'open_for_indexing', 'open_default_store'),
     'retrieve': ('retrieve', 'RetrieveOpts', 'RetrievalResult'),
     'trim': ('TrimmedChunk', 'trim_chunks_by_sentence', 'estimate_tokens'),
     'hyde': ('build_query_vec',),

@@ -27,7 +27,8 @@ __all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_
            'eval_data_reason', 'source_key', 'display_path', 'SourceFile', 'not_text', 'scan_path', 'listed_files',
            'changed_sources', 'list_files', 'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths',
            'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks',
-           'until_interrupted', 'bundled_data_dir', 'default_corpus', 'default_store_dir', 'open_default_store']
+           'until_interrupted', 'bundled_data_dir', 'default_corpus', 'default_store_dir', 'open_for_indexing',
+           'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -421,6 +422,21 @@ def default_store_dir() -> Path:
     "`$RAGNB_STORE`, else `./.ragnb/store`."
     return Path(os.environ.get('RAGNB_STORE') or Path.cwd() / '.ragnb' / 'store')
 
+# %% ../nbs/03a_ingest.ipynb #3053a432
+def open_for_indexing(path:str|Path, # the store's folder: created when missing
+                      paths:list|str|Path, # what will be indexed into it: a new store's model follows its languages
+                      *, embedder=None, # this model instead (an existing store refuses another than its own)
+                      shards:int|None=None, # a new store split by source into this many stores
+                      log:Callable[[str], None]|None=None, # told which model a new store gets, and why
+                     ) -> StoreAPI:
+    "A store opened for writing `paths` into it; a new one gets the model their languages call for."
+    if embedder is None and not store_exists(path):
+        model, why = new_store_model(paths)
+        if model:
+            if log: log(f'model for the new store: {model} ({why})')
+            embedder = Embedder.from_pretrained(model)
+    return open_store(path, embedder=embedder, shards=shards)
+
 # %% ../nbs/03a_ingest.ipynb #9425fff7
 def open_default_store(path:str|Path|None=None, # default: `default_store_dir()`
                        *, embedder=None, # for a store built now; default: the default model
@@ -431,11 +447,7 @@ def open_default_store(path:str|Path|None=None, # default: `default_store_dir()`
     if not store_exists(path):
         if not bundled_data_dir().is_dir(): raise FileNotFoundError(f'no store at {path} and no bundled data/')
         if log: log(f'building the default store at {path} from {bundled_data_dir()} (first use) ...')
-        model, why = new_store_model(default_corpus()) if embedder is None else (None, '')
-        if model:
-            if log: log(f'model: {model} ({why})')
-            embedder = Embedder.from_pretrained(model)
-        with open_store(path, embedder=embedder) as store:
+        with open_for_indexing(path, default_corpus(), embedder=embedder, log=log) as store:
             rep = index_paths(store, default_corpus())
             embedder = store.embedder                     # loaded once: the reader below reuses it
         if log: log(f'indexed {rep.chunks} chunks from {len(rep.added)} files in {rep.seconds:.1f}s')
