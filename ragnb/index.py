@@ -326,10 +326,13 @@ def present_migrations(db, path:Path|None=None) -> frozenset:
                          'upgrade ragnb to read it')
     return frozenset(range(1, v + 1)) if v else frozenset(m.number for m in MIGRATIONS if m.present(db))
 
+def _in_order(have:frozenset) -> int:
+    "How many migrations, in order, `have` holds."
+    return next((m.number - 1 for m in MIGRATIONS if m.number not in have), SCHEMA_VERSION)
+
 def schema_version(db, path:Path|None=None) -> int:
     "The store's schema version: how many migrations, in order, its database has."
-    have = present_migrations(db, path)
-    return next((m.number - 1 for m in MIGRATIONS if m.number not in have), SCHEMA_VERSION)
+    return _in_order(present_migrations(db, path))
 
 # %% ../nbs/03_index.ipynb #5a9e8957
 class Store:
@@ -343,7 +346,7 @@ class Store:
         self._dirty = False                             # the in-memory index has uncommitted changes
         self._max_label = 0                             # the highest label given out by this writer
         self.migrations = present_migrations(db, path)   # what its database has (a reader reads an older one as is)
-        self.schema = schema_version(db, path)
+        self.schema = _in_order(self.migrations)        # its version: probed once, with the migrations
         self._cache = (None, {})                        # (generation, {key: value}): see `_per_generation`
         self._writing = False                           # this writer's transaction is open (nothing cached then)
         self._removed = False                           # chunks were removed in it (tombstones, no index rewrite)
@@ -806,7 +809,8 @@ def _upgrade(self:Store, meta:dict):
     self._begin()
     for m in MIGRATIONS:
         if m.number not in self.migrations: m.apply(self.db)
-    self.migrations, self.schema = frozenset(m.number for m in MIGRATIONS), SCHEMA_VERSION
+    self.migrations = frozenset(m.number for m in MIGRATIONS)
+    self.schema = _in_order(self.migrations)
     if not lexical_done: self._rebuild_lexical()
     if not filters_done: self._rebuild_filter_index()
     self.db.execute(f'pragma user_version = {SCHEMA_VERSION}')

@@ -68,7 +68,9 @@ class StoreAPI(Protocol):
 
 # %% ../nbs/03c_stores.ipynb #1fc3447a
 def _is_member(name:str, value) -> bool:
-    return not name.startswith('_') and (name in StoreAPI.__annotations__ or callable(value) or isinstance(value, property))
+    "A name of the protocol: a data field, a method or a property (not Python's own dunders)."
+    if name.startswith('_'): return False
+    return name in StoreAPI.__annotations__ or callable(value) or isinstance(value, property)
 
 STORE_API = tuple(n for n, v in {**StoreAPI.__annotations__, **vars(StoreAPI)}.items() if _is_member(n, v))  # in order
 
