@@ -45,16 +45,16 @@ def main():
     qvecs = []
     for q in queries:
         t0 = time.perf_counter(); v = emb.embed_queries([q])[0]; t1 = time.perf_counter()
-        lab, dist = store.index.knn_query(v, k=5); t2 = time.perf_counter()
+        lab, dist = store.vectors.index.knn_query(v, k=5); t2 = time.perf_counter()
         store.get_chunks(lab[0].tolist(), (1 - dist[0]).tolist()); t3 = time.perf_counter()
         t_embed.append(t1 - t0); t_search.append(t2 - t1); t_fetch.append(t3 - t2); qvecs.append(v)
     total = np.array(t_embed) + np.array(t_search) + np.array(t_fetch)
     # 4. recall@10 of hnswlib at the default ef vs exact search over the same stored vectors
     ids = np.array([r[0] for r in store.db.execute('select id from chunks')])
-    vecs = np.asarray(store.index.get_items(ids, return_type='numpy'))
+    vecs = np.asarray(store.vectors.index.get_items(ids, return_type='numpy'))
     Q = np.stack(qvecs)
     exact = ids[np.argsort(-(Q @ vecs.T), axis=1)[:, :10]]
-    approx, _ = store.index.knn_query(Q, k=10)
+    approx, _ = store.vectors.index.knn_query(Q, k=10)
     recall = np.mean([len(set(e) & set(h)) / 10 for e, h in zip(exact, approx)])
     size = store.stats()['bytes_on_disk']; store.close(); shutil.rmtree(tmp)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

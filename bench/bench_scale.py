@@ -137,7 +137,7 @@ def copy_into_shards(single, dst, n):
     from ragnb.stores import open_store
     with open_store(single, readonly=True) as one:
         with one._snapshot(): ids = [r[0] for r in one.db.execute('select id from chunks order by id')]
-        chunks, vecs, sent = one.get_chunks(ids), one._vectors(np.array(ids)), one.sentence_vectors(ids)
+        chunks, vecs, sent = one.get_chunks(ids), one.vectors.vectors(np.array(ids)), one.sentence_vectors(ids)
         emb = one.embedder
     sv = np.concatenate([sent[str(i)][1].astype(np.float32) for i in ids
                          if len(chunk_sentence_spans(chunks[ids.index(i)]))])

@@ -99,7 +99,7 @@ def main():
         with Store.open(root / 'all', readonly=True) as s:
             def fts(q):
                 from ragnb.lexical import query_terms
-                with s._snapshot(): return s._lexical_hits(*s._informative_terms(query_terms(q)), 10, scope)
+                with s._snapshot(): return s.lexical._hits(*s.lexical.informative(query_terms(q)), 10, scope)
             fts_got, fts_ms = timed(fts, qs[:20])
             filt_got, filt_ms = timed(lambda q: s.search_lexical(q, 10, filters=scope), qs)
             agree = sum({i: round(x, 6) for i, x in a} == {i: round(x, 6) for i, x in b}

@@ -15,7 +15,8 @@ from fastcore.basics import patch
 
 from .chunking import (CODE_EXTS, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError, chunk_text, not_text_kind,
                             read_file_bytes, read_text_file, sniffed_kind)
-from .index import SourceRecord, Store, StoreMismatchError, chunk_sentence_spans, text_hash
+from .index import SourceRecord, Store, StoreMismatchError, text_hash
+from .sentence_file import chunk_sentence_spans
 from .stores import StoreAPI, open_store, store_exists
 from .embed import Embedder, model_for_languages, resolve_model, shows_progress
 from .lexical import detect_language

@@ -4,11 +4,14 @@
 
 # %% ../nbs/02b_lexical.ipynb #9085bf42
 from __future__ import annotations
-import functools, re, unicodedata
+import functools, math, re, unicodedata
+
+import numpy as np
 
 # %% auto #0
-__all__ = ['STEMMERS', 'detect_language', 'fold', 'identifier_parts', 'lexical_terms', 'query_terms', 'match_expression',
-           'word_terms', 'term_prefix']
+__all__ = ['STEMMERS', 'BM25_K1', 'BM25_B', 'detect_language', 'fold', 'identifier_parts', 'lexical_terms', 'query_terms',
+           'match_expression', 'word_terms', 'term_prefix', 'bm25_idf', 'informative_terms', 'bm25_scores',
+           'bm25_score']
 
 # %% ../nbs/02b_lexical.ipynb #d1d811cd
 @functools.cache
@@ -112,3 +115,34 @@ def word_terms(word:str) -> frozenset:
 def term_prefix(word:str) -> str|None:
     "What every term of `word` starts with: its first two folded letters; None for an identifier (parts anywhere)."
     return fold(word[:2])[:2] if _plain(word) else None
+
+# %% ../nbs/02b_lexical.ipynb #4d8f00c6
+BM25_K1, BM25_B = 1.2, 0.75   # FTS5's bm25() constants
+
+def bm25_idf(df:dict, n:int) -> dict[str, float]:
+    "BM25's idf, ln(1 + (N − df + 0.5) / (df + 0.5)), of each term counted in `df` among `n` chunks."
+    return {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items() if d}
+
+def informative_terms(terms:list[str], df:dict, n:int, # `terms`, how many of `n` chunks hold each
+                      max_share:float=0.5) -> tuple[list[str], list[str]]:
+    "The `terms` found in the index, and those of them in at most `max_share` of the chunks (else the rarest one)."
+    found = [t for t in terms if df.get(t)]
+    return found, [t for t in found if df[t] <= max_share * n] or sorted(found, key=df.get)[:1]
+
+# %% ../nbs/02b_lexical.ipynb #a8739a8f
+def bm25_scores(tf:dict[str, np.ndarray], dl:np.ndarray, # per term, how often each chunk holds it; their lengths
+                df:dict[str, int], n:int, tokens:int) -> np.ndarray: # the corpus's term counts, chunks and tokens
+    "BM25 as FTS5's `bm25()` computes it (its sign flipped), for many chunks at once, from statistics given."
+    dl = np.asarray(dl, float)
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * dl / (tokens / max(n, 1) or 1.0))
+    score = np.zeros(len(dl))
+    for t, f in tf.items():
+        idf = math.log((n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
+        f = np.asarray(f, float)
+        score += (idf if idf > 0 else 1e-6) * f * (BM25_K1 + 1) / (f + norm)
+    return score
+
+def bm25_score(tf:dict[str, int], dl:int, # a chunk's term frequencies (of the query's terms) and length
+               df:dict[str, int], n:int, tokens:int) -> float:
+    "`bm25_scores` of one chunk."
+    return float(bm25_scores({t: [f] for t, f in tf.items()}, [dl], df, n, tokens)[0])

@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_scale.ipynb #5f2bd529
 from __future__ import annotations
-import logging, math, os, pickle, time
+import functools, logging, math, os, pickle, time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
-from .index import Store, chunk_sentence_spans
+from .index import Store
+from .sentence_file import chunk_sentence_spans
 from .stores import STORE_API, open_store, store_exists
 from .shards import SHARD_READS, ShardedStore, shard_count, shard_dirs
 from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, checked_paths, chunk_sources, embed_chunks
@@ -20,8 +21,8 @@ from .ingest import listed_files, metadata_json, shows_progress, source_key, _ch
 
 # %% auto #0
 __all__ = ['RAY_LOCAL', 'RAY_FORWARDED', 'SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor',
-           'index_with_ray', 'files_per_call', 'RayPlan', 'ShardActor', 'RayShard', 'open_on_ray', 'store_footprint',
-           'capacity_plan']
+           'index_with_ray', 'files_per_call', 'RayPlan', 'ShardActor', 'RayShard', 'RayPart', 'open_on_ray',
+           'store_footprint', 'capacity_plan']
 
 # %% ../nbs/13_scale.ipynb #7f4f10e8
 def _ray():
@@ -219,7 +220,8 @@ class ShardActor:
     "Serves one shard: opens it read-only where the actor runs, and answers `Store` calls on it."
     def __init__(self, path:str): self.store = Store.open(path, readonly=True)
     def manifest(self) -> dict: return self.store.manifest
-    def call(self, name:str, *args, **kw): return getattr(self.store, name)(*args, **kw)
+    def call(self, name:str, *args, **kw): # a name of the store, or of one of its parts (`lexical.hits`)
+        return functools.reduce(getattr, name.split('.'), self.store)(*args, **kw)
     def close(self): self.store.close()
 
 # %% ../nbs/13_scale.ipynb #9253e1b0
@@ -228,17 +230,23 @@ class RayShard:
     actor, except the model, `snapshot` and `close`, which run here. Thread-safe: Ray queues each actor's calls."""
     def __init__(self, actor, manifest:dict, path:Path):
         self.actor, self.manifest, self.path, self._embedder = actor, manifest, Path(path), None
+        self.lexical = RayPart(actor)          # `lexical.<name>` of `SHARD_READS`, also run in the actor
     def __repr__(self): return f'RayShard({self.actor})'
 
+class RayPart:
+    "A part of the store a `ShardActor` serves (its `lexical`): the names of `SHARD_READS` under it go to the actor."
+    def __init__(self, actor): self.actor = actor
+    def __repr__(self): return f'RayPart({self.actor})'
+
 def _forwarded(name:str):
-    "A method that runs `Store.<name>` in the shard's actor."
-    def call(self:RayShard, *args, **kw): return _ray().get(self.actor.call.remote(name, *args, **kw))
-    call.__name__ = call.__qualname__ = name
+    "A method that runs `Store.<name>` (or `Store.<part>.<name>`) in the shard's actor."
+    def call(self, *args, **kw): return _ray().get(self.actor.call.remote(name, *args, **kw))
+    call.__name__ = call.__qualname__ = name.split('.')[-1]
     return call
 
 RAY_LOCAL = ('manifest', 'path', 'embedder', 'embedder_loaded', 'snapshot', 'close')   # answered without the actor
 RAY_FORWARDED = tuple(n for n in (*STORE_API, *SHARD_READS) if n not in RAY_LOCAL)
-for _name in RAY_FORWARDED: setattr(RayShard, _name, _forwarded(_name))
+for _name in RAY_FORWARDED: setattr(RayPart if '.' in _name else RayShard, _name.split('.')[-1], _forwarded(_name))
 
 # %% ../nbs/13_scale.ipynb #6973ce66
 @patch(as_prop=True)

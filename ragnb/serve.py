@@ -13,7 +13,8 @@ import anyio
 from pydantic import Field
 
 from .eval import EvalQuestion, eval_retrieval as evaluate_retrieval
-from .index import ScopedStore, StoreError, narrowed_filters
+from .filters import narrowed_filters
+from .index import ScopedStore, StoreError
 from .stores import StoreAPI, open_store
 
 log = logging.getLogger(__name__)

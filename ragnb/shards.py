@@ -9,18 +9,21 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from fastcore.basics import patch
 
 from .chunking import Chunk
-from .index import EXACT_ALL_BELOW, EXACT_BELOW, SourceRecord, Store, StoreCorruptedError, StoreError
-from .index import StoreMismatchError, bm25_idf, bm25_score, chunk_sentence_spans, informative_terms
-from .index import _build_fingerprint, _default_embedder, _fsync_write
-from .lexical import query_terms
+from .index import SourceRecord, Store, _build_fingerprint, _default_embedder, record_sources
+from .lexical import bm25_idf, bm25_score, informative_terms, query_terms
+from .sentence_file import chunk_sentence_spans
+from .storage import Closes, StoreCorruptedError, StoreError, StoreMismatchError, fsync_write
+from .vectors import EXACT_ALL_BELOW, EXACT_BELOW
 
 # %% auto #0
-__all__ = ['SHARD_HASH', 'SHARDS_FILE', 'SHARD_READS', 'LEXICAL_POOL', 'shard_of', 'shard_dirs', 'shard_count', 'ShardedStore']
+__all__ = ['SHARD_HASH', 'SHARDS_FILE', 'SHARD_READS', 'LEXICAL_POOL', 'shard_of', 'shard_dirs', 'shard_count', 'ShardedStore',
+           'ShardedLexical', 'global_id', 'by_shard', 'split_batch']
 
 # %% ../nbs/03b_shards.ipynb #58f1bdc1
 SHARD_HASH = 'sha1-64-mod'    # how a source key picks its shard (recorded in shards.json)
@@ -36,8 +39,8 @@ def shard_dirs(path:str|Path, n:int) -> list[Path]:
 
 # %% ../nbs/03b_shards.ipynb #8ba71cb8
 SHARDS_FILE = 'shards.json'   # its presence makes a folder a sharded store
-SHARD_READS = ('term_counts', 'lexical_stats', 'lexical_scored', 'lexical_hits', 'lexical_counts',  # asked of each
-               'refresh')                                       # shard beyond `stores.StoreAPI` (a remote one too)
+SHARD_READS = ('lexical.term_counts', 'lexical.stats', 'lexical.scored', 'lexical.hits',  # asked of each shard
+               'lexical.counts', 'refresh')                       # beyond `stores.StoreAPI` (a remote one too)
 
 def shard_count(path:str|Path) -> int:
     "The shard count that `shards.json` records; a damaged file is an error that names it and the fix."
@@ -52,17 +55,76 @@ def shard_count(path:str|Path) -> int:
     return n
 
 # %% ../nbs/03b_shards.ipynb #16661ac8
-class ShardedStore:
+class ShardedStore(Closes):
     "Stores split by source (`shard_of`): a query fans out to all of them and merges by score."
     def __init__(self, path:Path, shards:list[Store], threads:int|None=None): # at most this many threads at once
         self.path, self.shards, self.n = Path(path), shards, len(shards)
         self._locks, self._viewer = [threading.RLock() for _ in shards], None
         workers = min(self.n, threads or 1)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix='ragnb-shard') if workers > 1 else None
+        self.lexical = ShardedLexical(lambda *a: self._each(*a), self.n)   # BM25 with the corpus's statistics
 
     def __repr__(self): return f"ShardedStore({str(self.path)!r}, {self.n} shards, model={self.manifest['model']!r})"
-    def __enter__(self): return self
-    def __exit__(self, *a): self.close()
+
+# %% ../nbs/03b_shards.ipynb #cfef9d18
+LEXICAL_POOL = 2   # the 2k best by each shard's own BM25 are scored again on the whole corpus, for the k best
+
+def _summed(parts:list[tuple]) -> tuple:
+    "Shards' `(term counts, count, ...)` tuples summed: the dicts term by term, the rest as numbers."
+    df = {}
+    for d, *_ in parts:
+        for t, c in d.items(): df[t] = df.get(t, 0) + c
+    return df, *(sum(x) for x in list(zip(*parts))[1:])
+
+class ShardedLexical:
+    """The lexical index of a sharded store: BM25 over every shard with the whole corpus's statistics (or a scope's).
+    Thread-safety: that of the `ShardedStore` that owns it (each shard is asked under its lock)."""
+    def __init__(self, each:Callable, # `ShardedStore._each`: fn(shard number, shard) on every shard, in order
+                 n:int): # how many shards
+        self.each, self.n = each, n
+    def __repr__(self): return f'ShardedLexical({self.n} shards)'
+    def term_counts(self, terms:list[str], scope:dict|None=None) -> tuple[dict, int]:
+        "The shards' term counts and chunk counts (only `scope`'s chunks, if given), summed."
+        return _summed(self.each(lambda _, s: s.lexical.term_counts(terms, scope)))
+    def idf(self, terms:list[str], scope:dict|None=None) -> dict[str, float]:
+        "BM25's idf over the whole corpus (or `scope`'s chunks)."
+        return bm25_idf(*self.term_counts(terms, scope))
+
+    def search(self, query:str, k:int=5, filters:dict|None=None,
+               scope:dict|None=None, # filters whose chunks alone give BM25 its statistics (a tenant's pin)
+              ) -> list[tuple[int, float]]:
+        "BM25 over all shards with the whole corpus's statistics (or `scope`'s): `[(chunk id, score)]`, best first."
+        terms = query_terms(query)
+        if k <= 0 or not terms: return []
+        stats = self.each(lambda _, s: s.lexical.stats(terms, scope))
+        df, n, tokens = _summed(stats)
+        found, informative = informative_terms(terms, df, n)
+        holding = lambda ts: [i for i, (d, _, _) in enumerate(stats) if any(d.get(t) for t in ts)]  # others match none
+        if scope or filters:                               # every match of the rows allowed, scored with the totals
+            rows, also = (scope, filters) if scope else (filters, None)
+            rnd = lambda ts: self._counted_round(ts, k, also, rows, (df, n, tokens), holding(ts))
+        else: rnd = lambda ts: self._lexical_round(ts, k, None, lambda tf, dl: bm25_score(tf, dl, df, n, tokens),
+                                                   holding(ts))
+        hits = rnd(informative) if informative else []
+        if len(hits) < k and len(informative) < len(found): hits = rnd(found)
+        return hits
+
+    def _counted_round(self, terms:list[str], k:int, filters:dict|None, rows:dict, stats:tuple,
+                       which:list[int]) -> list[tuple[int, float]]:
+        "Each of shards `which`' `k` best of `rows` (and `filters`) for `terms`, scored with the totals `stats`."
+        return _best(self.each(lambda i, s: [(global_id(i, c, self.n), sc) for c, sc in
+                                             s.lexical.scored(terms, k, filters, rows, stats)], which), k)
+
+    def _lexical_round(self, terms:list[str], k:int, filters:dict|None, score,
+                       which:list[int]) -> list[tuple[int, float]]:
+        "The best for `terms` of shards `which`, read for their term counts, scored by `score`: the `k` best."
+        pool = _best(self.each(lambda i, s: [(global_id(i, c, self.n), sc) for c, sc in
+                                             s.lexical.hits(terms, LEXICAL_POOL * k, filters)], which),
+                     LEXICAL_POOL * k)
+        by = by_shard([g for g, _ in pool], self.n)
+        counted = self.each(lambda i, s: s.lexical.counts([loc for _, loc in by[i]], terms), by)
+        return _best([[(global_id(i, c, self.n), score(tf, dl)) for c, dl, tf in part] for i, part in zip(by, counted)],
+                     k)
 
 # %% ../nbs/03b_shards.ipynb #addfec98
 @patch(cls_method=True)
@@ -77,7 +139,7 @@ def open(cls:ShardedStore, path:str|Path, # the folder holding `shards.json`
     if not (path / SHARDS_FILE).exists():
         if embedder is None: embedder = _default_embedder()
         path.mkdir(parents=True, exist_ok=True)
-        _fsync_write(path / SHARDS_FILE, json.dumps(dict(format_version=1, shards=n, hash=SHARD_HASH)).encode())
+        fsync_write(path / SHARDS_FILE, json.dumps(dict(format_version=1, shards=n, hash=SHARD_HASH)).encode())
     opened = []
     try:
         for d in shard_dirs(path, n): opened.append(Store.open(d, embedder=embedder, readonly=readonly, **store_args))
@@ -138,23 +200,20 @@ def embedder(self:ShardedStore):
 def embedder_loaded(self:ShardedStore) -> bool: return self.shards[0].embedder_loaded
 
 # %% ../nbs/03b_shards.ipynb #512ef7bc
-@patch
-def _global(self:ShardedStore, shard:int, local) -> int:
-    "The store-wide id of chunk `local` of `shard`."
-    return int(local) * self.n + shard
+def global_id(shard:int, local, n:int) -> int:
+    "The store-wide id of chunk `local` of `shard`, of `n` shards."
+    return int(local) * n + shard
 
-@patch
-def _by_shard(self:ShardedStore, ids:list) -> dict[int, list[tuple[int, int]]]:
-    "`{shard: [(position in ids, local id)]}` for store-wide chunk ids."
+def by_shard(ids:list, n:int) -> dict[int, list[tuple[int, int]]]:
+    "`{shard: [(position in ids, local id)]}` for store-wide chunk ids, of `n` shards."
     out = {}
-    for j, g in enumerate(ids): out.setdefault(int(g) % self.n, []).append((j, int(g) // self.n))
+    for j, g in enumerate(ids): out.setdefault(int(g) % n, []).append((j, int(g) // n))
     return out
 
 # %% ../nbs/03b_shards.ipynb #79a37d3a
-@patch
-def _split(self:ShardedStore, chunks:list[Chunk], vectors, sentence_vectors) -> dict[int, tuple]:
-    "`{shard: (chunks, vectors, sentence vectors)}` of one batch (sentence rows follow their chunks)."
-    where = np.array([shard_of(c.source, self.n) for c in chunks])
+def split_batch(chunks:list[Chunk], vectors, sentence_vectors, n:int) -> dict[int, tuple]:
+    "`{shard: (chunks, vectors, sentence vectors)}` of one batch among `n` shards (sentence rows follow their chunks)."
+    where = np.array([shard_of(c.source, n) for c in chunks])
     if (where == where[0]).all(): return {int(where[0]): (chunks, vectors, sentence_vectors)}   # one file, say
     ends = None
     if sentence_vectors is not None: ends = np.cumsum([len(chunk_sentence_spans(c)) for c in chunks])
@@ -173,9 +232,9 @@ def stage_sources(self:ShardedStore, removed:list[str]=(), # source keys to drop
                   chunks:list[Chunk]=(), vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None):
     "Into the shards' open transactions: drop `removed` and the old chunks of `records`, add `chunks`, record them."
     for s in [*removed, *(r.source for r in records)]: self.shards[shard_of(s, self.n)].remove_source(s, commit=False)
-    for i, (c, v, sv) in (self._split(chunks, vectors, sentence_vectors) if len(chunks) else {}).items():
+    for i, (c, v, sv) in (split_batch(chunks, vectors, sentence_vectors, self.n) if len(chunks) else {}).items():
         self.shards[i].add_documents(c, v, sentence_vectors=sv, commit=False)
-    for r in records: self.shards[shard_of(r.source, self.n)]._record_sources([r])
+    for r in records: record_sources(self.shards[shard_of(r.source, self.n)].db, [r])
 
 @patch
 def commit(self:ShardedStore):
@@ -209,9 +268,9 @@ def add_documents(self:ShardedStore, chunks:list[Chunk], vectors:np.ndarray|None
     if not chunks: return []
     if vectors is None: vectors = self.embedder.embed_documents([c.text for c in chunks])
     ids = {}
-    for i, (c, v, sv) in self._split(chunks, vectors, sentence_vectors).items():
+    for i, (c, v, sv) in split_batch(chunks, vectors, sentence_vectors, self.n).items():
         for ch, loc in zip(c, self.shards[i].add_documents(c, v, sentence_vectors=sv)):
-            ids[id(ch)] = self._global(i, loc)
+            ids[id(ch)] = global_id(i, loc, self.n)
     return [ids[id(c)] for c in chunks]
 
 @patch
@@ -253,7 +312,7 @@ def _best(parts:list[list[tuple[int, float]]], k:int) -> list[tuple[int, float]]
 def search_ids(self:ShardedStore, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,
                exact_below:int=EXACT_BELOW) -> list[tuple[int, float]]:
     "Each shard's `k` nearest satisfying `filters`, merged: `[(chunk id, cosine)]`."
-    return _best(self._each(lambda i, s: [(self._global(i, c), sc) for c, sc in
+    return _best(self._each(lambda i, s: [(global_id(i, c, self.n), sc) for c, sc in
                                           s.search_ids(query_vec, k, filters, exact_below=exact_below)]), k)
 
 # %% ../nbs/03b_shards.ipynb #d23eb372
@@ -261,9 +320,9 @@ def search_ids(self:ShardedStore, query_vec:np.ndarray, k:int=5, filters:dict|No
 def get_chunks(self:ShardedStore, ids:list[int], scores:list[float]|None=None) -> list[Chunk]:
     "Chunks by store-wide id, in the order given, each read from its shard."
     if not len(ids): return []
-    by = self._by_shard(ids)
+    by = by_shard(ids, self.n)
     got = self._each(lambda i, s: s.get_chunks([loc for _, loc in by[i]]), by)
-    have = {self._global(i, c.id): c for i, cs in zip(by, got) for c in cs}
+    have = {global_id(i, c.id, self.n): c for i, cs in zip(by, got) for c in cs}
     return [replace(have[int(g)], id=str(int(g)), score=None if scores is None else float(scores[j]))
             for j, g in enumerate(ids) if int(g) in have]
 
@@ -274,78 +333,33 @@ def search(self:ShardedStore, query_vec:np.ndarray, k:int=5, filters:dict|None=N
     hits = self.search_ids(query_vec, k, filters, exact_below=exact_below)
     return self.get_chunks([i for i, _ in hits], [s for _, s in hits])
 
-# %% ../nbs/03b_shards.ipynb #cfef9d18
-@patch
-def term_counts(self:ShardedStore, terms:list[str], scope:dict|None=None) -> tuple[dict, int]:
-    "The shards' term counts and chunk counts (only `scope`'s chunks, if given), summed."
-    return _summed(self._each(lambda _, s: s.term_counts(terms, scope)))
-
-def _summed(parts:list[tuple]) -> tuple:
-    "Shards' `(term counts, count, ...)` tuples summed: the dicts term by term, the rest as numbers."
-    df = {}
-    for d, *_ in parts:
-        for t, c in d.items(): df[t] = df.get(t, 0) + c
-    return df, *(sum(x) for x in list(zip(*parts))[1:])
-
-@patch
-def term_idf(self:ShardedStore, terms:list[str], scope:dict|None=None) -> dict[str, float]:
-    "BM25's idf over the whole corpus (or `scope`'s chunks)."
-    return bm25_idf(*self.term_counts(terms, scope))
-
 # %% ../nbs/03b_shards.ipynb #ea86b064
-LEXICAL_POOL = 2   # the 2k best by each shard's own BM25 are scored again on the whole corpus, for the k best
-
 @patch
 def search_lexical(self:ShardedStore, query:str, k:int=5, filters:dict|None=None,
                    scope:dict|None=None, # filters whose chunks alone give BM25 its statistics (a tenant's pin)
                   ) -> list[tuple[int, float]]:
-    "BM25 over all shards with the whole corpus's statistics (or `scope`'s): `[(chunk id, score)]`, best first."
-    terms = query_terms(query)
-    if k <= 0 or not terms: return []
-    stats = self._each(lambda _, s: s.lexical_stats(terms, scope))
-    df, n, tokens = _summed(stats)
-    found, informative = informative_terms(terms, df, n)
-    holding = lambda ts: [i for i, (d, _, _) in enumerate(stats) if any(d.get(t) for t in ts)]  # others match none
-    if scope or filters:                               # every match of the rows allowed, scored with the totals
-        rows, also = (scope, filters) if scope else (filters, None)
-        rnd = lambda ts: self._counted_round(ts, k, also, rows, (df, n, tokens), holding(ts))
-    else: rnd = lambda ts: self._lexical_round(ts, k, None, lambda tf, dl: bm25_score(tf, dl, df, n, tokens),
-                                               holding(ts))
-    hits = rnd(informative) if informative else []
-    if len(hits) < k and len(informative) < len(found): hits = rnd(found)
-    return hits
+    "`Store.search_lexical` over all shards, with the whole corpus's statistics (`ShardedLexical.search`)."
+    return self.lexical.search(query, k, filters, scope)
 
 @patch
-def _counted_round(self:ShardedStore, terms:list[str], k:int, filters:dict|None, rows:dict, stats:tuple,
-                   which:list[int]) -> list[tuple[int, float]]:
-    "Each of shards `which`' `k` best of `rows` (and `filters`) for `terms`, scored with the totals `stats`: merged."
-    return _best(self._each(lambda i, s: [(self._global(i, c), sc) for c, sc in
-                                          s.lexical_scored(terms, k, filters, rows, stats)], which), k)
-
-@patch
-def _lexical_round(self:ShardedStore, terms:list[str], k:int, filters:dict|None, score,
-                   which:list[int]) -> list[tuple[int, float]]:
-    "The pool of the best for `terms` of shards `which`, read for their term counts, scored by `score`; the `k` best."
-    pool = _best(self._each(lambda i, s: [(self._global(i, c), sc) for c, sc in
-                                          s.lexical_hits(terms, LEXICAL_POOL * k, filters)], which), LEXICAL_POOL * k)
-    by = self._by_shard([g for g, _ in pool])
-    counted = self._each(lambda i, s: s.lexical_counts([loc for _, loc in by[i]], terms), by)
-    return _best([[(self._global(i, c), score(tf, dl)) for c, dl, tf in part] for i, part in zip(by, counted)], k)
+def term_idf(self:ShardedStore, terms:list[str], scope:dict|None=None) -> dict[str, float]:
+    "BM25's idf over the whole corpus (or `scope`'s chunks)."
+    return self.lexical.idf(terms, scope)
 
 # %% ../nbs/03b_shards.ipynb #f236d2a1
 @patch
 def sentence_vectors(self:ShardedStore, ids:list) -> dict:
     "`{id: (spans, vectors, sha256)}` of chunks, each from its shard."
-    by = self._by_shard(ids)
+    by = by_shard(ids, self.n)
     got = self._each(lambda i, s: s.sentence_vectors([loc for _, loc in by[i]]), by)
-    return {str(self._global(i, int(c))): v for i, part in zip(by, got) for c, v in part.items()}
+    return {str(global_id(i, int(c), self.n)): v for i, part in zip(by, got) for c, v in part.items()}
 
 @patch
 def chunks_before(self:ShardedStore, chunk_id, n:int=2) -> list[Chunk]:
     "The chunks of `chunk_id`'s source that start before it, nearest first (a source lives in one shard)."
     i, loc = int(chunk_id) % self.n, int(chunk_id) // self.n
     with self._locks[i]: chunks = self.shards[i].chunks_before(loc, n)
-    return [replace(c, id=str(self._global(i, c.id))) for c in chunks]
+    return [replace(c, id=str(global_id(i, c.id, self.n))) for c in chunks]
 
 # %% ../nbs/03b_shards.ipynb #f532e596
 @patch

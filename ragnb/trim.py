@@ -14,7 +14,8 @@ from .embed import PACKAGED_MODEL
 from .model_build import E5_SMALL
 from .lexical import query_terms, term_prefix, word_terms
 from .sentences import sentence_kind
-from .index import Store, chunk_sentence_spans, text_hash
+from .index import Store, text_hash
+from .sentence_file import chunk_sentence_spans
 
 # %% auto #0
 __all__ = ['DEFAULT_TRIM_THRESHOLD', 'TRIM_POLICIES', 'DEFAULT_TRIM_POLICY', 'TARGET_RETENTION', 'MODEL_TRIM_DEFAULTS',

@@ -211,7 +211,7 @@ def check_during_writer(runs=30, workdir=None, slow_s=0.0, min_generations=4):
     """Issue 32.5: `Store.verify` (what `ragnb check` runs), `runs` times, on a store that another process re-indexes
     and prunes in a loop. The store is sound all along, so any problem reported is a false alarm. `slow_s` makes each
     check spend that long after it has mapped its files, as hashing a large index does, so commits land meanwhile."""
-    import ragnb.index as ix
+    import ragnb.vectors as ix
     from ragnb.index import Store
     real = ix._vector_problems
     if slow_s: ix._vector_problems = lambda *a, **kw: time.sleep(slow_s) or real(*a, **kw)
@@ -227,7 +227,7 @@ def check_during_writer(runs=30, workdir=None, slow_s=0.0, min_generations=4):
         try:
             with Store.open(store, readonly=True) as s:
                 v = s.verify()
-                generations.add(s._generation)
+                generations.add(s.gen.generation)
             if v['problems']: alarms.append(v['problems'][:2])
         except Exception as e: errors.append(f'{type(e).__name__}: {e}')
         if w.poll() is not None: break
@@ -305,7 +305,8 @@ def crafted_index_files(workdir=None):
     """Index files crafted so that hnswlib would read out of bounds (links to huge ids, entry point out of range,
     counts, link-list sizes), with the database's size and SHA-256 updated to match. Each is opened in a child
     process; `survived` counts clean `StoreCorruptedError`s."""
-    from ragnb.index import Store, _HNSW_HEADER
+    from ragnb.index import Store
+    from ragnb.vectors import _HNSW_HEADER
     work = Path(workdir or tempfile.mkdtemp())
     corpus, store = copy_corpus(work / 'corpus'), work / 'store'
     build_fake_store(store, corpus)
@@ -350,7 +351,8 @@ def silent_bit_rot(workdir=None, flips=5):
     """Issue 32.3: 4 bytes flipped in place in the middle of the index file, with its mtime set back, `flips` times:
     a reader must refuse to serve (it has not verified the file since it was written), then serve again once the
     bytes are back. And a vector set to 1e30 in a re-sealed file: `verify` (`ragnb check`) must report it."""
-    from ragnb.index import Store, StoreCorruptedError, check_hnsw_file
+    from ragnb.index import Store, StoreCorruptedError
+    from ragnb.vectors import check_hnsw_file
     work = Path(workdir or tempfile.mkdtemp())
     corpus, store = copy_corpus(work / 'corpus'), work / 'store'
     build_fake_store(store, corpus)
@@ -554,7 +556,7 @@ def server_during_writer(calls=200, clients=4, workdir=None, min_generations=3):
                 done[0] += 1
                 if r.is_error: errors.append(r.content[0].text[:120])
                 elif args.get('k') == 3 and len(r.structured_content['chunks']) != 3: short += 1   # untrimmed
-                generations.add(s._generation)
+                generations.add(s.gen.generation)
     async def run():
         async with anyio.create_task_group() as tg:
             for _ in range(clients): tg.start_soon(client, calls // clients)

@@ -26,7 +26,7 @@ def answers(path:Path) -> dict:
     with open_store(path, readonly=True) as s:
         for q in QUESTIONS:
             dense = [(c.id, c.score) for c in s.search(s.embedder.embed_query(q), k=4)]
-            hybrid = ([c.source for c in retrieve(s, q, top_k=3).chunks] if s._has('lexical index') else None)
+            hybrid = ([c.source for c in retrieve(s, q, top_k=3).chunks] if s.migrations.has('lexical index') else None)
             out[q] = (dense, hybrid)
     return out
 

@@ -219,6 +219,6 @@ def test_lexical_candidates_count_terms_as_fts5_does(single):
         for term, doc in s.db.execute('select term, doc from temp.instances'): fts.setdefault(doc, Counter())[term] += 1
         rows = dict(s.db.execute('select rowid, terms from lexical'))
         terms = sorted({t for c in fts.values() for t in c})
-        got = {i: (dl, tf) for i, dl, tf in s.lexical_candidates(terms, len(rows))}
+        got = {i: (dl, tf) for i, dl, tf in s.lexical.candidates(terms, len(rows))}
     assert set(got) == set(rows) == set(fts)
     assert all(got[i] == (sum(fts[i].values()), dict(fts[i])) for i in rows)

@@ -24,7 +24,7 @@ def built(tmp_path):
     s = Store.open(tmp_path / 's', embedder=VecOnly(), sentence_vectors=False)
     vecs = unit_rows(rng, N)
     vec_of = dict(zip(s.add_documents(make_chunks(0, N), vecs), vecs))
-    s.delta_max_rows = 64
+    s.vectors.delta_max_rows = 64
     yield s, vec_of, rng
     s.close()
 
@@ -60,10 +60,10 @@ def test_a_reader_loads_only_the_delta_when_the_index_file_is_the_same(built):
     s, vec_of, rng = built
     r = Store.open(s.path, readonly=True)
     r.search_ids(vec_of[1], 5)
-    index_before = r.index
+    index_before = r.vectors.index
     new = unit_rows(rng, 5)
     s.add_documents(make_chunks(N, N + 5), new)
-    assert r.refresh() and r.index is index_before and r.search_ids(new[2], 1)[0][0] == N + 3
+    assert r.refresh() and r.vectors.index is index_before and r.search_ids(new[2], 1)[0][0] == N + 3
     r.close()
 
 
@@ -76,7 +76,7 @@ def test_removing_delta_rows_rewrites_only_the_delta(built):
     assert files(s.path, 'index-*.hnsw') == index_files
     with s._snapshot():
         assert s.db.execute('select count(*) from tombstones').fetchone()[0] == 0    # delta rows need no tombstone
-    assert s._delta[0].tolist() == [*range(N + 1, N + 11), *range(N + 21, N + 31)]
+    assert s.vectors.delta[0].tolist() == [*range(N + 1, N + 11), *range(N + 21, N + 31)]
     with Store.open(s.path, readonly=True) as r:
         assert r.search_ids(new[15], 1)[0][0] != N + 16 and r.search_ids(new[25], 1)[0][0] == N + 26
         assert r.verify()['problems'] == []
@@ -88,12 +88,12 @@ def test_an_add_past_the_bound_folds_the_delta_into_a_new_index_file(built):
     s.add_documents(make_chunks(N, N + 40), first)
     index_files = files(s.path, 'index-*.hnsw')
     s.add_documents(make_chunks(N + 40, N + 70), second)  # 70 > 64: everything goes into hnswlib
-    assert files(s.path, 'index-*.hnsw') != index_files and len(s._delta[0]) == 0
+    assert files(s.path, 'index-*.hnsw') != index_files and len(s.vectors.delta[0]) == 0
     with s._snapshot(): assert s._meta()['delta_file'] == ''
     s.add_documents(make_chunks(N + 70, N + 71), unit_rows(rng, 1))   # the next commit forgets the old files
     assert len(files(s.path, 'delta-*.f32')) == 1
     with Store.open(s.path, readonly=True) as r:
-        assert r.index.element_count == N + 70 and len(r._delta[0]) == 1
+        assert r.vectors.index.element_count == N + 70 and len(r.vectors.delta[0]) == 1
         assert [r.search_ids(v, 1)[0][0] for v in (first[0], second[-1])] == [N + 1, N + 70]
         assert r.verify()['problems'] == []
 
@@ -101,15 +101,15 @@ def test_an_add_past_the_bound_folds_the_delta_into_a_new_index_file(built):
 def test_a_failed_commit_leaves_the_previous_delta(built, monkeypatch):
     s, vec_of, rng = built
     s.add_documents(make_chunks(N, N + 10), unit_rows(rng, 10))
-    before = s._delta[0].tolist()
+    before = s.vectors.delta[0].tolist()
     import ragnb.index as ix
     def crash(_): raise RuntimeError('simulated crash before SQLite commits')
     monkeypatch.setattr(ix, '_commit_db', crash)
     with pytest.raises(RuntimeError, match='simulated crash'): s.add_documents(make_chunks(N + 10, N + 15),
                                                                               unit_rows(rng, 5))
     monkeypatch.undo()
-    assert s._delta[0].tolist() == before and len(files(s.path, 'delta-*.f32')) == 1
-    with Store.open(s.path, readonly=True) as r: assert r._delta[0].tolist() == before and r.stats()['chunks'] == N + 10
+    assert s.vectors.delta[0].tolist() == before and len(files(s.path, 'delta-*.f32')) == 1
+    with Store.open(s.path, readonly=True) as r: assert r.vectors.delta[0].tolist() == before and r.stats()['chunks'] == N + 10
 
 
 def test_a_damaged_delta_file_is_refused_with_its_name(built):
@@ -128,12 +128,12 @@ def test_a_damaged_delta_file_is_refused_with_its_name(built):
 
 def test_compaction_keeps_the_delta_rows(built):
     s, vec_of, rng = built
-    s.compact_min_rows = 0
+    s.vectors.compact_min_rows = 0
     new = unit_rows(rng, 20)
     vec_of.update(zip(s.add_documents(make_chunks(N, N + 20), new), new))
     for src in range(160): s.remove_source(f'src{src}', commit=False)    # ids 1..1600, of the index's 3000 rows
     s.commit()
-    assert s.index.element_count == N - 1600 and len(s._delta[0]) == 20
+    assert s.vectors.index.element_count == N - 1600 and len(s.vectors.delta[0]) == 20
     with Store.open(s.path, readonly=True) as r:
         assert r.search_ids(new[7], 1)[0][0] == N + 8 and r.verify()['problems'] == []
         q = unit_rows(rng, 1)[0]
@@ -145,17 +145,17 @@ def test_adds_after_a_fold_in_the_same_transaction_go_into_the_index(built):
     s, vec_of, rng = built
     s.add_documents(make_chunks(N, N + 100), unit_rows(rng, 100), commit=False)   # past the bound: the index
     s.add_documents(make_chunks(N + 100, N + 105), unit_rows(rng, 5), commit=False)
-    assert len(s._delta[0]) == 0
+    assert len(s.vectors.delta[0]) == 0
     s.commit()
     with Store.open(s.path, readonly=True) as r:
-        assert r.index.element_count == N + 105 and r._delta_file is None and r.verify()['problems'] == []
+        assert r.vectors.index.element_count == N + 105 and r.vectors.delta_file is None and r.verify()['problems'] == []
 
 
 def test_big_stale_files_are_removed_on_a_thread(built, monkeypatch):
     import threading, ragnb.index as ix
     s, vec_of, rng = built
     monkeypatch.setattr(ix, 'UNLINK_ON_THREAD', 0)        # every stale file counts as big
-    s.delta_max_rows = 0                                   # every add writes an index file
+    s.vectors.delta_max_rows = 0                                   # every add writes an index file
     for lo in (N, N + 5, N + 10): s.add_documents(make_chunks(lo, lo + 5), unit_rows(rng, 5))
     for t in threading.enumerate():
         if t.name == 'ragnb-unlink': t.join()

@@ -71,7 +71,7 @@ def test_disk_full_while_writing_a_file_says_so_and_rolls_back(tmp_path, monkeyp
 
 def test_a_truncated_index_write_is_caught(tmp_path, monkeypatch):
     "hnswlib writes a short file on a full disk without raising: the size check catches it."
-    import ragnb.index as ix
+    import ragnb.vectors as ix
     with Store.open(tmp_path / 's', embedder=HashEmbedder()) as s:
         s.add_documents([Chunk('[Doc: A]\nOne. Two.', 'a.md', 'documental', 'A', 1, 2, 0, 8, 'v')])
         real_save = ix._save_index
@@ -181,7 +181,7 @@ def test_missing_path_creates_nothing(tmp_path):
 
 
 def test_the_index_file_stays_bounded_over_many_updates(tmp_path):
-    import ragnb.index as ix
+    import ragnb.vectors as vx
     corpus = faults.copy_corpus(tmp_path / 'corpus')
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), compact_min_rows=0) as s:
         index_paths(s, [corpus / 'docs'])
@@ -192,7 +192,7 @@ def test_the_index_file_stays_bounded_over_many_updates(tmp_path):
             for f in sorted((corpus / 'docs').rglob('*.md')): f.write_text(f.read_text() + f'\nEdit {i}.\n')
             index_paths(s, [corpus / 'docs'])
         index_file = tmp_path / 's' / s._meta()['index_file']
-        info = ix.check_hnsw_file(index_file, 32)
+        info = vx.check_hnsw_file(index_file, 32)
         assert info['count'] < 3 * len(ids0) and s.verify()['problems'] == []
         new_ids = {r[0] for r in s.db.execute('select id from chunks')}
         assert min(new_ids) > max(ids0)                      # labels are never reused after a compaction
@@ -226,10 +226,10 @@ def test_silent_bit_rot_is_refused_and_a_crafted_vector_reported(tmp_path):
 
 def test_an_index_file_is_hashed_once_after_a_copy_and_not_when_its_commit_left_it(tmp_path, monkeypatch):
     import shutil
-    import ragnb.index as ix
+    import ragnb.vectors as vx
     faults.build_fake_store(tmp_path / 'a', faults.copy_corpus(tmp_path / 'corpus'))
-    hashed, real = [], ix._sha256
-    monkeypatch.setattr(ix, '_sha256', lambda p: hashed.append(p.name) or real(p))
+    hashed, real = [], vx.sha256_file
+    monkeypatch.setattr(vx, 'sha256_file', lambda p: hashed.append(p.name) or real(p))
     q = faults.unit(np.random.default_rng(0), 32)
     def hits(path):
         with Store.open(path, readonly=True) as s: return len(s.search_ids(q, 3))

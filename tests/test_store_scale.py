@@ -8,7 +8,9 @@ import numpy as np, pytest
 
 import faults
 from ragnb.chunking import Chunk
-from ragnb.index import EXACT_BELOW, Store, StoreCorruptedError, _filter_sql
+from ragnb.filters import _filter_sql
+from ragnb.index import Store, StoreCorruptedError
+from ragnb.vectors import EXACT_BELOW
 from faults import VecOnly, unit_rows
 from ragnb.ingest import index_paths
 
@@ -49,7 +51,7 @@ FILTERS = [{'tenant': 3}, {'tenant': [1, 2, 29]}, {'lang': 'en'}, {'public': Tru
 @pytest.mark.parametrize('filters', FILTERS, ids=[repr(f) for f in FILTERS])
 def test_the_filter_index_admits_exactly_what_json_extract_admits(built, filters):
     s, vec_of, rng = built
-    with s._snapshot(): got = s.allowed_ids(filters).tolist()
+    with s._snapshot(): got = s.filters.allowed_ids(filters).tolist()
     assert got == json_extract_ids(s, filters)
     for q in unit_rows(rng, 5):                           # and the search is brute force over them
         want = sorted(got, key=lambda i: -float(vec_of[i] @ q))[:10]
@@ -63,8 +65,8 @@ def test_filters_follow_removals_and_the_writers_uncommitted_rows(built):
     s.remove_source('src3', commit=False)                 # chunks 30..39: tenant 0..9, so 33 is tenant 3
     s.add_documents(make_chunks(3000, 3010), unit_rows(rng, 10), commit=False)   # tenant 0..9 again
     with s._snapshot():
-        assert s.allowed_ids({'tenant': 3}).tolist() == json_extract_ids(s, {'tenant': 3})
-        assert s._live_count() == 3000 - 10 + 10
+        assert s.filters.allowed_ids({'tenant': 3}).tolist() == json_extract_ids(s, {'tenant': 3})
+        assert s.gen.live_count() == 3000 - 10 + 10
     hits = {i for i, _ in s.search_ids(next(iter(vec_of.values())), 3000, {'tenant': 3})}
     assert 34 not in hits and 3004 in hits and len(hits) == 100          # id 34 is chunk 33; id 3004 is chunk 3003
     s.rollback()
@@ -78,11 +80,11 @@ def test_removing_a_source_writes_no_index_file_and_readers_see_it(built):
     files = sorted(p.name for p in path.glob('index-*.hnsw'))
     r = Store.open(path, readonly=True)
     r.search_ids(vec_of[55], 5)
-    index_before = r.index
+    index_before = r.vectors.index
     assert s.remove_source('src5') == 10                  # ids 51..60
     assert sorted(p.name for p in path.glob('index-*.hnsw')) == files
     with s._snapshot(): assert [x for (x,) in s.db.execute('select id from tombstones')] == list(range(51, 61))
-    assert r.refresh() and r.index is index_before         # same file: the reader only marks the tombstones
+    assert r.refresh() and r.vectors.index is index_before         # same file: the reader only marks the tombstones
     for q in [vec_of[55], *unit_rows(rng, 20)]:
         for store in (s, r):
             assert not {i for i, _ in store.search_ids(q, 50)} & set(range(51, 61))
@@ -93,7 +95,7 @@ def test_removing_a_source_writes_no_index_file_and_readers_see_it(built):
     assert not {i for i, _ in s.search_ids(vec_of[55], 50)} & set(range(51, 61))
     s.add_documents(make_chunks(3000, 3005), unit_rows(rng, 5))   # adding writes a file; the tombstones go into it
     with s._snapshot(): assert s.db.execute('select count(*) from tombstones').fetchone()[0] == 0
-    assert r.refresh() and r.index is not index_before
+    assert r.refresh() and r.vectors.index is not index_before
     assert not {i for i, _ in r.search_ids(vec_of[55], 50)} & set(range(51, 61))
     assert r.verify()['problems'] == [] and r.verify()['index_deleted'] == 10
     r.close()
@@ -111,9 +113,9 @@ def test_an_older_store_gets_its_filter_index_at_the_next_writer_open(built):
     db.commit()
     db.close()
     with Store.open(path, readonly=True) as r:
-        assert not r._filter_index and r.search_ids(q, 10, {'tenant': [5, 6]}) == want
+        assert not r.filters.indexed and r.search_ids(q, 10, {'tenant': [5, 6]}) == want
     with Store.open(path, embedder=VecOnly()) as w:
-        assert w._filter_index and w.search_ids(q, 10, {'tenant': [5, 6]}) == want
+        assert w.filters.indexed and w.search_ids(q, 10, {'tenant': [5, 6]}) == want
         assert w.verify()['problems'] == []
         w.db.execute("insert into chunk_meta values ('tenant', 99, 1)")      # a row the metadata does not give
         assert 'the filter index has 0 entries missing and 1 extra rows' in w.verify()['problems']
@@ -123,10 +125,10 @@ def test_open_hashes_the_index_only_when_its_time_changed(built, monkeypatch):
     s, vec_of, rng = built
     path = s.path
     s.close()
-    import ragnb.index as ix
+    import ragnb.vectors as vx
     calls = []
-    real = ix._sha256
-    monkeypatch.setattr(ix, '_sha256', lambda f: calls.append(f) or real(f))
+    real = vx.sha256_file
+    monkeypatch.setattr(vx, 'sha256_file', lambda f: calls.append(f) or real(f))
     with Store.open(path, readonly=True) as r: r.search_ids(vec_of[1], 5)
     assert calls == []                                    # the file the writer hashed, untouched
     f = next(path.glob('index-*.hnsw'))
@@ -191,7 +193,7 @@ def test_exact_below_is_where_the_exact_search_stops(built):
                          ids=['one tenant', 'three tenants', 'a third', 'the highest labels'])
 def test_hnswlibs_filtered_search_admits_only_the_allowed_ids(built, filters):
     s, vec_of, rng = built
-    with s._snapshot(): allowed = set(s.allowed_ids(filters).tolist())
+    with s._snapshot(): allowed = set(s.filters.allowed_ids(filters).tolist())
     for q in unit_rows(rng, 5):
         got = [i for i, _ in s.search_ids(q, 10, filters, exact_below=0)]     # hnswlib, the allowed set as a byte map
         want = sorted(allowed, key=lambda i: -float(vec_of[i] @ q))[:10]
