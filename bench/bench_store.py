@@ -4,7 +4,8 @@ Usage: python bench/bench_store.py [--sizes 10000,100000] [--engines ragnb,hnswl
        (add 1000000 to --sizes for the 1M row; it needs about 8 GB and 20 minutes per engine)
 
 Every (engine, size) runs in a child process of its own, so peak RSS is that engine's. Data: 384-d unit vectors
-around 256 random centres, 10 chunks per source, 100 tenants (a tenant filter keeps 1%, ten tenants 10%).
+around 256 random centres, 10 chunks per source, 100 tenants (a tenant filter keeps 1%, ten tenants 10%), and
+a `part` key (row number mod 100, spread over the store) for filters of exactly 5,000, 10,000 and 20,000 ids.
 HNSW M=32, efC=200, ef=128 everywhere. Recall@10 is against brute force over the rows that pass the filter.
 Times: build (wall and CPU), open (a new process opens and answers a first query; ragnb: a reader), p50/p95,
 add 1% (persisted), remove one source (persisted). Prints one table.
@@ -28,8 +29,16 @@ def dataset(n, n_queries, seed=0):
     return x, tenant, draw(n_queries), draw(n // 100)
 
 
-def truth(x, tenant, q, allowed_tenants):
-    ids = np.arange(len(x)) if allowed_tenants is None else np.flatnonzero(np.isin(tenant, allowed_tenants))
+GROUPS = 100   # `part` = row number mod GROUPS
+
+
+def column(tenant, key):
+    "The filter key's value per row: the tenant, or the part."
+    return tenant if key == 'tenant' else np.arange(len(tenant)) % GROUPS
+
+
+def truth(x, tenant, q, filt):
+    ids = np.arange(len(x)) if filt is None else np.flatnonzero(np.isin(column(tenant, filt[0]), filt[1]))
     return [set(ids[np.argsort(-(x[ids] @ v))[:K]].tolist()) for v in q]
 
 
@@ -40,7 +49,7 @@ class Ragnb:
     def chunks(self, lo, hi, tenant):
         from ragnb.chunking import Chunk
         return [Chunk(f'chunk {i}', f'src{i // PER_SOURCE}', 'documental', None, 1, 1, 0, 8, 'bench',
-                      metadata=dict(tenant=int(tenant[i]))) for i in range(lo, hi)]
+                      metadata=dict(tenant=int(tenant[i]), part=i % GROUPS)) for i in range(lo, hi)]
 
     def build(self, d, x, tenant):
         from ragnb.index import Store
@@ -66,8 +75,8 @@ class Ragnb:
             self.s = Store.open(path, embedder=self.Emb())
         return self.s
 
-    def query(self, v, tenants):
-        f = None if tenants is None else {'tenant': [int(t) for t in tenants]}
+    def query(self, v, filt):
+        f = None if filt is None else {filt[0]: [int(t) for t in filt[1]]}
         return [i - self.ids[0] for i, _ in self.s.search_ids(v, K, f)]
 
     def add(self, x, tenant, start):
@@ -97,10 +106,10 @@ class Hnswlib:
         self.tenant = np.load(Path(d) / 'tenant.npy')
         self.i.set_ef(EF)
 
-    def query(self, v, tenants):
+    def query(self, v, filt):
         fn = None
-        if tenants is not None:
-            ok, t = set(int(a) for a in tenants), self.tenant
+        if filt is not None:
+            ok, t = set(int(a) for a in filt[1]), column(self.tenant, filt[0])
             fn = lambda j: int(t[j]) in ok
         return self.i.knn_query(v, k=K, filter=fn)[0][0].tolist()
 
@@ -127,8 +136,8 @@ class Chroma:
         self.cl = chromadb.PersistentClient(path=str(d))
         self.c = self.cl.get_collection('bench')
 
-    def query(self, v, tenants):
-        where = None if tenants is None else {'tenant': {'$in': [int(t) for t in tenants]}}
+    def query(self, v, filt):
+        where = None if filt is None else {filt[0]: {'$in': [int(t) for t in filt[1]]}}
         return [int(i) for i in self.c.query(query_embeddings=[v], n_results=K, where=where)['ids'][0]]
 
     def add(self, x, tenant, start):
@@ -136,7 +145,7 @@ class Chroma:
         for a in range(0, len(x), step):
             ids = range(start + a, start + min(a + step, len(x)))
             self.c.add(ids=[str(j) for j in ids], embeddings=x[a:a + step],
-                       metadatas=[dict(tenant=int(tenant[j]), source=j // PER_SOURCE) for j in ids])
+                       metadatas=[dict(tenant=int(tenant[j]), part=j % GROUPS, source=j // PER_SOURCE) for j in ids])
 
     def remove(self, source): self.c.delete(where={'source': source})
 
@@ -161,10 +170,10 @@ class Faiss:
         self.i = faiss.read_index(str(Path(d) / 'index.faiss'))
         self.tenant = np.load(Path(d) / 'tenant.npy')
 
-    def query(self, v, tenants):
+    def query(self, v, filt):
         import faiss
         sel = None
-        if tenants is not None: sel = faiss.IDSelectorBatch(np.flatnonzero(np.isin(self.tenant, tenants)))
+        if filt is not None: sel = faiss.IDSelectorBatch(np.flatnonzero(np.isin(column(self.tenant, filt[0]), filt[1])))
         p = faiss.SearchParametersHNSW(efSearch=EF, sel=sel)
         return [int(j) for j in self.i.search(v[None], K, params=p)[1][0] if j >= 0]
 
@@ -186,8 +195,10 @@ def child(engine, n, n_queries):
     "One engine at one size; prints a JSON row."
     x, tenant, q, extra = dataset(n, n_queries)
     rng = np.random.default_rng(1)
-    one = [[int(t)] for t in rng.integers(0, TENANTS, n_queries)]
-    ten = [rng.choice(TENANTS, 10, replace=False).tolist() for _ in range(n_queries)]
+    one = [('tenant', [int(t)]) for t in rng.integers(0, TENANTS, n_queries)]
+    ten = [('tenant', rng.choice(TENANTS, 10, replace=False).tolist()) for _ in range(n_queries)]
+    ids = {c: [('part', rng.choice(GROUPS, c * GROUPS // n, replace=False).tolist()) for _ in range(n_queries)]
+           for c in (5_000, 10_000, 20_000) if c <= n}
     d = Path(tempfile.mkdtemp(prefix=f'bench-store-{engine}-'))
     e, row = ENGINES[engine](), dict(engine=engine, n=n)
     try:
@@ -197,7 +208,8 @@ def child(engine, n, n_queries):
         row['disk_mb'] = sum(f.stat().st_size for f in d.rglob('*') if f.is_file()) / 2**20
         row['open_s'] = fresh_open(engine, d, n, q[0])
         e.open(d)
-        for name, filt in (('all', [None] * n_queries), ('1%', one), ('10%', ten)):
+        for name, filt in (('all', [None] * n_queries), ('1%', one), ('10%', ten),
+                           *((f'{c // 1000}k', f) for c, f in ids.items())):
             gt = [truth(x, tenant, q[j:j + 1], filt[j])[0] for j in range(n_queries)]
             for j in range(min(5, n_queries)): e.query(q[j], filt[j])            # warm up
             times, hits = [], 0
@@ -276,7 +288,9 @@ def main():
             print(f'  done: {eng} {n}', file=sys.stderr)
     cols = [('n', 'N'), ('engine', 'engine'), ('all_p50_ms', 'p50 ms'), ('all_p95_ms', 'p95'),
             ('all_recall', 'recall'), ('1%_p50_ms', '1% p50'), ('1%_p95_ms', '1% p95'), ('1%_recall', '1% rec'),
-            ('10%_p50_ms', '10% p50'), ('10%_p95_ms', '10% p95'), ('10%_recall', '10% rec'), ('open_s', 'open s'),
+            ('10%_p50_ms', '10% p50'), ('10%_p95_ms', '10% p95'), ('10%_recall', '10% rec'),
+            *((f'{c}k_{m}', f'{c}k ids {h}') for c in (5, 10, 20) for m, h in (('p50_ms', 'p50'), ('recall', 'rec'))),
+            ('open_s', 'open s'),
             ('add_1pct_s', 'add 1% s'), ('remove_s', 'remove s'), ('build_s', 'build s'),
             ('build_cpu_s', 'build CPU s'), ('disk_mb', 'disk MB'), ('peak_rss_mb', 'peak RSS MB')]
     print('| ' + ' | '.join(h for _, h in cols) + ' |')
