@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Callable
 
 from .sentences import sentence_spans, split_chunk_prefix, FENCE_OPEN, fence_closer, fence_end
+from .sentences import ATX_HEADING, ATX_HEADING_COL0, MAX_HEADING_CHARS
 
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'MAX_HEADING_CHARS',
-           'CHUNK_SIZES', 'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
+__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'CHUNK_SIZES',
+           'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
            'not_text_kind', 'sniffed_kind', 'read_text_file', 'read_file_bytes', 'decode_text', 'normalize_markdown',
            'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown', 'chunk_code', 'rst_as_markdown',
            'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
@@ -200,9 +201,7 @@ class _Lines:
     def span(self, s, e): return self.line(s), self.line(max(s, e - 1))
 
 # %% ../nbs/01_chunking.ipynb #dacecd46
-_ATX = re.compile(r' {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$')
-_ATX_COL0 = re.compile(r'(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$')   # rewritten syntaxes: no indented headings
-MAX_HEADING_CHARS = 300     # a longer '#' line is a paragraph that starts with '#', not a title
+_ATX, _ATX_COL0 = ATX_HEADING, ATX_HEADING_COL0   # what a heading is: `ragnb.sentences`, with the splitter's
 
 @dataclass
 class _Block:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 # %% auto #0
-__all__ = ['ABBREVIATIONS', 'SENTENCE_STARTERS', 'FENCE_OPEN', 'add_abbreviations', 'fence_closer', 'fence_end',
-           'split_chunk_prefix', 'sentence_spans', 'split_sentences', 'sentence_kind']
+__all__ = ['ABBREVIATIONS', 'SENTENCE_STARTERS', 'FENCE_OPEN', 'ATX_HEADING', 'ATX_HEADING_COL0', 'MAX_HEADING_CHARS',
+           'add_abbreviations', 'fence_closer', 'fence_end', 'split_chunk_prefix', 'sentence_spans', 'split_sentences',
+           'sentence_kind']
 
 # %% ../nbs/00_sentences.ipynb #70bcfcff
 ABBREVIATIONS = {
@@ -200,10 +201,15 @@ def fence_end(text:str, pos:int, fence:str) -> int:
         if closing.match(text, pos, le): return le
         pos = n if nl < 0 else nl + 1
     return n
-_HEADING = re.compile(r' {0,3}#{1,6}(?:\s|$)')
 _ITEM = re.compile(r'\s*(?:[-*+•]|\d{1,3}(?:\.\)|[.)])|[a-z][.)])(?:\s|$)')
 _RULE = re.compile(r' {0,3}(?:[=\-*_] *){3,}$')
 _PREFIX = re.compile(r'\[Doc:[^\n]*\][ \t]*(?:\n|$)')
+
+# %% ../nbs/00_sentences.ipynb #120babd0
+_HEADING = re.compile(r' {0,3}#{1,6}(?:\s|$)')
+ATX_HEADING = re.compile(r' {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$')
+ATX_HEADING_COL0 = re.compile(r'(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$')   # rewritten syntaxes: no indented headings
+MAX_HEADING_CHARS = 300     # a longer '#' line is a paragraph that starts with '#', not a title
 
 # %% ../nbs/00_sentences.ipynb #d99b6401
 def split_chunk_prefix(content:str, # chunk text, maybe starting with a `[Doc: ...]` line
