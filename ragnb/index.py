@@ -675,7 +675,7 @@ def search_lexical(self:Store, query:str, # the question's text
                    k:int=5, filters:dict|None=None,
                    scope:dict|None=None, # filters whose chunks alone give BM25 its statistics (a tenant's pin)
                   ) -> list[tuple[int, float]]:
-    "The `k` best chunks for `query` by BM25: `[(chunk id, score)]`, best first, satisfying `filters` (and `scope`)."
+    "BM25's `k` best `[(chunk id, score)]` for `query` within `filters` (`LexicalIndex.search`, in its snapshot)."
     return self.lexical.search(query, k, filters, scope)
 
 @patch
