@@ -582,7 +582,7 @@ def rollback(self:Store, remove:list=()):
     self._max_label, self.gen.writing = 0, False
     if changed:
         self.vectors.close()
-        with self._snapshot(): self.vectors.load(self._meta(), self.gen.removed)
+        with self._snapshot(): pass             # a read loads the committed generation's index again
 
 # %% ../nbs/03_index.ipynb #7b3e0aad
 @patch
