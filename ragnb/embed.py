@@ -20,11 +20,11 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES',
            'MULTILINGUAL_MODEL', 'FOREIGN_SHARE', 'DTYPES', 'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV',
-           'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path', 'resolve_model',
+           'TRIM_AFTER', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path', 'resolve_model',
            'model_for_languages', 'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16',
            'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem',
-           'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'OnnxQueryEncoder', 'QueryTokenizer',
-           'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
+           'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'OnnxQueryEncoder',
+           'QueryTokenizer', 'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -346,6 +346,19 @@ def shows_progress(n:int, progress:bool|None=None) -> bool:
     "Show a progress bar: when asked (`progress`), else for 2,000 items or more."
     return progress if progress is not None else n >= 2000
 
+# %% ../nbs/02_embed.ipynb #9892883e
+TRIM_AFTER = 256   # an embedding call of this many texts or more hands the freed heap back afterwards
+
+@functools.cache
+def _libc():
+    import ctypes
+    return ctypes.CDLL('libc.so.6')
+
+def trim_heap() -> bool:
+    "Return the heap's free memory to the OS (glibc's `malloc_trim`); False where there is no glibc."
+    try: return bool(_libc().malloc_trim(0))
+    except (OSError, AttributeError): return False
+
 # %% ../nbs/02_embed.ipynb #9b9bda49
 @patch
 def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='') -> np.ndarray:
@@ -363,6 +376,7 @@ def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='
             part = [prompt + t for t in texts[lo:lo + EMBED_WINDOW]]
             out[lo:lo + len(part)] = self._embed_window(part, bar)
     bar.close()
+    if len(texts) >= TRIM_AFTER: trim_heap()          # a bulk call: its freed batches go back to the OS
     return out
 
 # %% ../nbs/02_embed.ipynb #791e5ad3
