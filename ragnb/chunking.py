@@ -201,8 +201,6 @@ class _Lines:
     def span(self, s, e): return self.line(s), self.line(max(s, e - 1))
 
 # %% ../nbs/01_chunking.ipynb #dacecd46
-_ATX, _ATX_COL0 = ATX_HEADING, ATX_HEADING_COL0   # what a heading is: `ragnb.sentences`, with the splitter's
-
 @dataclass
 class _Block:
     start: int
@@ -213,7 +211,7 @@ class _Block:
     units: list|None = None                  # cut points, computed once by `_units`
 
 # %% ../nbs/01_chunking.ipynb #83e84313
-def _md_blocks(text, atx=_ATX):
+def _md_blocks(text, atx=ATX_HEADING):
     "Blocks of normalised markdown, as offsets; blank lines separate them, fences may contain blank lines."
     blocks, pos, n = [], 0, len(text)
     cur = None
@@ -413,7 +411,8 @@ def chunker_version(name:str, # the strategy, e.g. 'documental-v2'
 # %% ../nbs/01_chunking.ipynb #5901456c
 def _chunk_documental(text:str, name:str, dedupe_title:bool, *, source:str|None=None, title:str|None=None,
                       target:int=CHUNK_SIZES.target, max_chars:int=CHUNK_SIZES.max_chars,
-                      overlap:int=CHUNK_SIZES.overlap, metadata:dict|None=None, atx:re.Pattern=_ATX) -> list[Chunk]:
+                      overlap:int=CHUNK_SIZES.overlap, metadata:dict|None=None,
+                      atx:re.Pattern=ATX_HEADING) -> list[Chunk]:
     "The documental chunker: sections by heading, merged up to `target`, cut into pieces, with overlap."
     if not 0 < target <= max_chars: raise ValueError(f'need 0 < target <= max_chars, got {target} and {max_chars}')
     if not 0 <= overlap < target: raise ValueError(f'need 0 <= overlap < target, got {overlap}')
@@ -818,7 +817,7 @@ def chunk_document(text:str, # markdown, reStructuredText, AsciiDoc or plain tex
     syntax = syntax or markup_syntax(source)
     if syntax == 'markdown': return _chunk_documental(text, 'documental-v2', True, source=source, **kw)
     text = rst_as_markdown(text) if syntax == 'rst' else asciidoc_as_markdown(text)
-    return _chunk_documental(text, 'documental-v2', True, source=source, atx=_ATX_COL0, **kw)
+    return _chunk_documental(text, 'documental-v2', True, source=source, atx=ATX_HEADING_COL0, **kw)
 
 # %% ../nbs/01_chunking.ipynb #9116aaae
 @dataclass(frozen=True)

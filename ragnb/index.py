@@ -493,7 +493,7 @@ def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, 
         sentence_vectors = checked_sentence_vectors(chunks, spans, sentence_vectors, dim,
                                                     lambda texts: self.embedder.embed_documents(texts))
     self._begin()
-    start = self.vectors.next_label(max(int(self._meta().get('max_label', 0)), self._max_label))
+    start = self.vectors.next_label(self._meta(), self._max_label)
     ids = list(range(start, start + len(chunks)))
     try: self._insert_chunks(ids, chunks, vectors, spans, sentence_vectors)
     except BaseException:
@@ -551,8 +551,7 @@ def commit(self:Store):
         return
     old, written = self._meta(), []
     gen = int(old.get('generation', 0)) + 1
-    meta = dict(generation=gen, max_label=self.vectors.next_label(max(int(old.get('max_label', 0)),
-                                                                      self._max_label)) - 1,
+    meta = dict(generation=gen, max_label=self.vectors.next_label(old, self._max_label) - 1,
                 prev_index_file=old.get('index_file', ''), prev_sent_file=old.get('sent_file', ''),
                 prev_delta_file=old.get('delta_file', ''))
     try:
@@ -859,7 +858,8 @@ def _verify_generation(store:Store) -> dict:
         crc = 'crc' if has('sentence checksums') else 'null'
         sent = store.db.execute(f'select chunk_id, row0, n, spans, {crc} from sentences').fetchall()
         lex, gone, meta_rows = store.lexical.rows(), set(store.gen.removed()), store.filters.problems()
-        held, mm = store.vectors.hold(meta), _held_sentences(store, meta)
+        held = store.vectors.hold(meta)
+        mm = store.sentence_file.hold(meta) if store.manifest.get('sentence_vectors') else None
     live, deleted, problems = store.vectors.check(meta, held, gone)
     problems += [f'{len(ids - live)} chunks missing from the index'] * bool(ids - live)
     problems += [f'{len(live - ids)} index labels without a chunk'] * bool(live - ids)
@@ -870,13 +870,6 @@ def _verify_generation(store:Store) -> dict:
     problems += meta_rows
     return dict(chunks=len(ids), index_live=len(live), index_deleted=deleted, sentence_rows=sum(r[2] for r in sent),
                 lexical_rows=None if lex is None else len(lex), problems=problems)
-
-def _held_sentences(store:Store, meta:dict) -> np.ndarray|None:
-    "The generation's sentence file, mapped now: a later commit may unlink it, not take it from the check."
-    nrows = int(meta.get('sent_rows') or 0)
-    if not (store.manifest.get('sentence_vectors') and nrows and meta.get('sent_file')): return None
-    try: return store.sentence_file.mapped(meta['sent_file'], nrows)
-    except FileNotFoundError as e: raise GenerationGone(f'{e.filename}: removed by a later commit') from None
 
 # %% ../nbs/03_index.ipynb #4a5a3a60
 @patch

@@ -234,7 +234,8 @@ class RayShard:
     def __repr__(self): return f'RayShard({self.actor})'
 
 class RayPart:
-    "A part of the store a `ShardActor` serves (its `lexical`): the names of `SHARD_READS` under it go to the actor."
+    """A part of the store a `ShardActor` serves (its `lexical`): `SHARD_READS`' names under it go to the actor.
+    Thread-safe, as `RayShard`: Ray queues each actor's calls."""
     def __init__(self, actor): self.actor = actor
     def __repr__(self): return f'RayPart({self.actor})'
 

@@ -196,6 +196,14 @@ def decode(self:SentenceVectorFile, rows:list, nrows:int, mm:np.ndarray|None) ->
     return out
 
 # %% ../nbs/02e_sentence_file.ipynb #8c5da413
+@patch
+def hold(self:SentenceVectorFile, meta:dict) -> np.ndarray|None:
+    "The generation's file, mapped now (None without rows): a later commit may unlink it, not take it from a check."
+    nrows = int(meta.get('sent_rows') or 0)
+    if not (nrows and meta.get('sent_file')): return None
+    try: return self.mapped(meta['sent_file'], nrows)
+    except FileNotFoundError as e: raise GenerationGone(f'{e.filename}: removed by a later commit') from None
+
 def sentence_problems(meta:dict, ids:set, # the snapshot's meta entries; the live chunk ids
              sent:list, # every `sentences` row: (chunk id, first row, rows, spans, crc)
              mm:np.ndarray|None=None) -> list[str]: # the sentence file, as mapped inside the snapshot

@@ -207,8 +207,8 @@ FILTERED_EF_SHARE = 0.05      # a filtered search explores as much as one at thi
 
 class VectorIndex:
     """The vectors of a store: the hnswlib index of a generation's file, the delta segment beside it, the tombstones
-    marked in it. Thread-safety: `nearest` and `vectors` run concurrently while nothing writes; everything else needs
-    the caller's exclusion (a `Store` reads inside a snapshot and writes inside its writer's transaction)."""
+    marked in it. Thread-safety: none; one call at a time (a filtered search sets hnswlib's `ef` for its query), as
+    a `Store` calls it: reads inside its snapshot, writes inside its writer's transaction."""
     def __init__(self, path:Path, # the store's folder
                  manifest:dict, # the store's manifest: `dim`, `M`, `ef_construction`, `ef`
                  *, live_ids:Callable, # () -> the sorted ids of the live chunks
@@ -288,9 +288,10 @@ def remove(self:VectorIndex, ids:list) -> list:
     return in_index
 
 @patch
-def next_label(self:VectorIndex, given:int) -> int:
-    "The first label never used, `given` being the highest the store gave out: labels are not reused."
-    return max(self.index.element_count, given) + 1
+def next_label(self:VectorIndex, meta:dict, # the meta entries, with the highest label committed (`max_label`)
+               own:int=0) -> int: # the highest label this writer gave out since
+    "The first label never used: labels are not reused, not even after a compaction."
+    return max(self.index.element_count, int(meta.get('max_label', 0)), own) + 1
 
 # %% ../nbs/02d_vectors.ipynb #bd832aa5
 @patch
