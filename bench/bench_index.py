@@ -1,75 +1,149 @@
-"""Index build throughput vs a bare transformers forward loop, ask latency, hnswlib recall@10, store size, peak RSS.
+"""Index build throughput against its ceiling (a bare forward pass over the same chunk texts) and against peers with
+the same model, for MiniLM (the packaged default) and multilingual-e5-small (built offline); then, for the default
+model, ask latency by part, hnswlib recall@10 and store size. One run, the Debian Reference corpus. Prints one table.
 
-Usage: python bench/bench_index.py [--queries 100]
-All measured in this run on the Debian Reference corpus with the default (offline) model.
+Usage: python bench/bench_index.py [--queries 100] [--models minilm,e5]
+
+Rows per model:
+- `forward pass`: the model alone over ragnb's chunk texts, same batch size and dtype (the ceiling);
+- `ragnb index`: walk, read, chunk, embed, hnswlib, SQLite, commit; with sentence vectors (the default) and without;
+- `LlamaIndex IngestionPipeline`: the same chunk texts as `TextNode`s through `IngestionPipeline([embed_model])`
+  into its in-memory vector store (its embedding calls, batched by `embed_batch_size=32`);
+- `chromadb`: the same chunk texts added to a persistent collection with the model as its embedding function.
+Chunks/s counts ragnb's chunks for every row (the peers embed the same texts); `share` is of the forward pass.
 """
 import argparse, resource, shutil, sys, tempfile, time, pathlib
 import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from corpus import corpus_dir
+from bench_trim import llama_embedding
+
+MODELS = dict(minilm=None, e5='intfloat/multilingual-e5-small')
 
 
-def main():
-    ap = argparse.ArgumentParser(); ap.add_argument('--queries', type=int, default=100); a = ap.parse_args()
+def forward_pass(emb, texts):
+    "Seconds for a bare transformers loop: same texts, batch size and dtype, input order, mean pooling."
     import torch
-    from ragnb.embed import Embedder
-    from ragnb.index import Store
-    from ragnb.ingest import index_paths
-    from ragnb.chunking import chunk_file
-    from ragnb.sentences import split_sentences
-    root = corpus_dir()
-    emb = Embedder.from_pretrained()
-    texts = [c.text for f in sorted(root.glob('*/*.md')) for c in chunk_file(f)]
-    emb.embed_documents(texts[:64])                                   # warm up
-    # 1. a bare transformers forward loop: same texts, same batch size, same dtype, input order, mean pooling
     t = time.perf_counter()
     with torch.inference_mode(), torch.autocast('cpu', dtype=torch.bfloat16, enabled=emb.autocast):
         for i in range(0, len(texts), emb.batch_size):
-            b = emb.tokenizer(texts[i:i + emb.batch_size], padding=True, truncation=True, max_length=emb.max_length, return_tensors='pt')
+            b = emb.tokenizer(texts[i:i + emb.batch_size], padding=True, truncation=True, max_length=emb.max_length,
+                              return_tensors='pt')
             h = emb.model(**b).last_hidden_state
             (h * b['attention_mask'].unsqueeze(-1)).sum(1)
-    raw = len(texts) / (time.perf_counter() - t)
-    # 2. index building: walk, read, chunk, embed, hnswlib, SQLite, atomic commit
-    tmp = pathlib.Path(tempfile.mkdtemp())
-    store = Store.open(tmp / 'store', embedder=emb)
-    rep = index_paths(store, [root], progress=False)
-    build = rep.chunks / rep.seconds
-    # 3. ask latency with a warm model, by part
+    return time.perf_counter() - t
+
+
+def ragnb_index(emb, root, tmp, sentences):
+    from ragnb.index import Store
+    from ragnb.ingest import index_paths
+    path = tmp / f'store-{sentences}'
+    with Store.open(path, embedder=emb, sentence_vectors=sentences) as s:
+        rep = index_paths(s, [root], progress=False)
+    return rep.seconds, path
+
+
+def llamaindex_pipeline(emb, texts):
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.ingestion import IngestionPipeline
+    from llama_index.core.schema import TextNode
+    t = time.perf_counter()
+    nodes = IngestionPipeline(transformations=[llama_embedding(emb)]).run(nodes=[TextNode(text=x) for x in texts])
+    VectorStoreIndex(nodes, embed_model=llama_embedding(emb))        # the vectors are there: nothing re-embedded
+    return time.perf_counter() - t
+
+
+def chroma_collection(emb, texts, tmp):
+    import chromadb
+    from chromadb.api.types import Documents, EmbeddingFunction
+
+    class Fn(EmbeddingFunction):
+        def __init__(self): pass
+        def __call__(self, docs: Documents): return emb.embed_documents(list(docs), progress=False)
+        @staticmethod
+        def name() -> str: return 'ragnb-embedder'
+    t = time.perf_counter()
+    col = chromadb.PersistentClient(path=str(tmp / 'chroma')).create_collection('bench', embedding_function=Fn())
+    for i in range(0, len(texts), 256): col.add(ids=[str(j) for j in range(i, i + len(texts[i:i + 256]))],
+                                                 documents=texts[i:i + 256])
+    return time.perf_counter() - t
+
+
+def ask_rows(emb, path, n_queries):
+    "Ask latency by part, recall@10 of hnswlib against exact search, store size (the default model)."
+    from ragnb.index import Store
+    from ragnb.sentences import split_sentences
+    store = Store.open(path, embedder=emb, readonly=True)
     rng = np.random.default_rng(0)
     rows = store.db.execute('select text from chunks').fetchall()
     queries = []
-    for i in rng.choice(len(rows), size=a.queries, replace=False):
-        ss = [s for s in split_sentences(rows[i][0].split('\n', 1)[-1]) if 30 < len(s) < 200 and not s.startswith(('|', '```'))]
+    for i in rng.choice(len(rows), size=n_queries, replace=False):
+        ss = [s for s in split_sentences(rows[i][0].split('\n', 1)[-1])
+              if 30 < len(s) < 200 and not s.startswith(('|', '```'))]
         if ss: queries.append(ss[0])
-    t_embed, t_search, t_fetch = [], [], []
-    qvecs = []
+    t_embed, t_search, t_fetch, qvecs = [], [], [], []
     for q in queries:
-        t0 = time.perf_counter(); v = emb.embed_queries([q])[0]; t1 = time.perf_counter()
-        lab, dist = store.vectors.index.knn_query(v, k=5); t2 = time.perf_counter()
-        store.get_chunks(lab[0].tolist(), (1 - dist[0]).tolist()); t3 = time.perf_counter()
-        t_embed.append(t1 - t0); t_search.append(t2 - t1); t_fetch.append(t3 - t2); qvecs.append(v)
+        t0 = time.perf_counter()
+        v = emb.embed_queries([q])[0]
+        t1 = time.perf_counter()
+        lab, dist = store.vectors.index.knn_query(v, k=5)
+        t2 = time.perf_counter()
+        store.get_chunks(lab[0].tolist(), (1 - dist[0]).tolist())
+        t3 = time.perf_counter()
+        t_embed.append(t1 - t0)
+        t_search.append(t2 - t1)
+        t_fetch.append(t3 - t2)
+        qvecs.append(v)
     total = np.array(t_embed) + np.array(t_search) + np.array(t_fetch)
-    # 4. recall@10 of hnswlib at the default ef vs exact search over the same stored vectors
     ids = np.array([r[0] for r in store.db.execute('select id from chunks')])
     vecs = np.asarray(store.vectors.index.get_items(ids, return_type='numpy'))
     Q = np.stack(qvecs)
     exact = ids[np.argsort(-(Q @ vecs.T), axis=1)[:, :10]]
     approx, _ = store.vectors.index.knn_query(Q, k=10)
     recall = np.mean([len(set(e) & set(h)) / 10 for e, h in zip(exact, approx)])
-    size = store.stats()['bytes_on_disk']; store.close(); shutil.rmtree(tmp)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    size, ef = store.stats()['bytes_on_disk'], store.manifest['ef']
+    store.close()
     ms = lambda xs, p: f'{np.percentile(np.array(xs) * 1e3, p):.2f}'
-    print(f'\nDebian Reference corpus: {len(texts)} chunks; model {emb.name} ({emb.dim}-d, bf16={emb.bf16}, autocast={emb.autocast}), batch {emb.batch_size}\n')
-    print('| measure | value |'); print('|---|---|')
-    print(f'| bare transformers forward loop | {raw:.1f} chunks/s |')
-    print(f'| ragnb index build (chunk+embed chunks and sentences+hnswlib+SQLite+commit) | {build:.1f} chunks/s ({build / raw:.0%} of raw) |')
-    print(f'| ask p50 / p95 total | {ms(total, 50)} / {ms(total, 95)} ms |')
-    print(f'| - query embedding p50 / p95 | {ms(t_embed, 50)} / {ms(t_embed, 95)} ms |')
-    print(f'| - hnswlib search p50 / p95 | {ms(t_search, 50)} / {ms(t_search, 95)} ms |')
-    print(f'| - SQLite fetch p50 / p95 | {ms(t_fetch, 50)} / {ms(t_fetch, 95)} ms |')
-    print(f'| recall@10 vs exact, ef={store.manifest["ef"]} ({len(Q)} queries) | {recall:.4f} |')
-    print(f'| store size on disk | {size / 1e6:.1f} MB |')
-    print(f'| peak RSS | {rss:.0f} MB |')
+    return [('ask p50 / p95 total', f'{ms(total, 50)} / {ms(total, 95)} ms'),
+            ('- query embedding p50 / p95', f'{ms(t_embed, 50)} / {ms(t_embed, 95)} ms'),
+            ('- hnswlib search p50 / p95', f'{ms(t_search, 50)} / {ms(t_search, 95)} ms'),
+            ('- SQLite fetch p50 / p95', f'{ms(t_fetch, 50)} / {ms(t_fetch, 95)} ms'),
+            (f'recall@10 vs exact, ef={ef} ({len(Q)} queries)', f'{recall:.4f}'),
+            ('store size on disk (with sentence vectors)', f'{size / 1e6:.1f} MB')]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--queries', type=int, default=100)
+    ap.add_argument('--models', default='minilm,e5')
+    a = ap.parse_args()
+    from ragnb.chunking import chunk_file
+    from ragnb.embed import Embedder
+    root = corpus_dir()
+    texts = [c.text for f in sorted(root.glob('*/*.md')) for c in chunk_file(f)]
+    rows, extra = [], []
+    for key in a.models.split(','):
+        emb = Embedder.from_pretrained(MODELS[key]) if MODELS[key] else Embedder.from_pretrained()
+        emb.embed_documents(texts[:64])                                   # warm up
+        tmp = pathlib.Path(tempfile.mkdtemp())
+        ceiling = forward_pass(emb, texts)
+        timed = [('forward pass (the ceiling)', ceiling)]
+        with_sent, path = ragnb_index(emb, root, tmp, True)
+        timed += [('ragnb index, with sentence vectors', with_sent),
+                  ('ragnb index, without sentence vectors', ragnb_index(emb, root, tmp, False)[0]),
+                  ('LlamaIndex IngestionPipeline', llamaindex_pipeline(emb, texts)),
+                  ('chromadb collection.add', chroma_collection(emb, texts, tmp))]
+        name = emb.name.split('/')[-1]
+        rows += [(name, what, s, len(texts) / s, ceiling / s) for what, s in timed]
+        if not extra: extra = [(name, what, v) for what, v in ask_rows(emb, path, a.queries)]
+        shutil.rmtree(tmp)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f'\nDebian Reference corpus: {len(texts)} chunks (ragnb\'s), the same texts for every row\n')
+    print('| model | what | seconds | chunks/s | share of the forward pass |')
+    print('|---|---|---|---|---|')
+    for name, what, s, cps, share in rows: print(f'| {name} | {what} | {s:.1f} | {cps:.1f} | {share:.0%} |')
+    for name, what, v in extra: print(f'| {name} | {what} | {v} | | |')
+    print(f'| | peak RSS of this run | {rss:.0f} MB | | |')
 
 
 if __name__ == '__main__':

@@ -31,15 +31,43 @@ HTML_CACHE = CACHE.parent / 'html_es_en'
 
 def html_corpus_dir() -> pathlib.Path:
     """Real HTML as installed, in both languages (the quality issue's second set): the Spanish Debian Handbook
-    (`debian-handbook`) and Python's tutorial with 12 library pages (`python3-doc`), copied into one folder (ragnb does not follow links that leave it)."""
+    (`debian-handbook`) and Python's tutorial with 12 library pages (`python3-doc`), copied into one folder (ragnb
+    does not follow links that leave it)."""
     if not HANDBOOK.is_dir() or not (PYDOC / 'tutorial').is_dir():
         sys.exit('apt-get install -y debian-handbook python3-doc')
     pages = {f'es/{p.name}': p for p in HANDBOOK.glob('*.html')}
     pages |= {f'en/tutorial/{p.name}': p for p in (PYDOC / 'tutorial').glob('*.html')}
     pages |= {f'en/library/{n}.html': PYDOC / 'library' / f'{n}.html' for n in PY_LIBRARY}
+    return copied(pages, HTML_CACHE)
+
+
+def copied(pages:dict, folder:pathlib.Path) -> pathlib.Path:
+    "`folder`, with each `{name: installed file}` of `pages` copied to `folder / name` unless it is there already."
     for name, src in pages.items():
-        dst = HTML_CACHE / name
+        dst = folder / name
         if not dst.exists():
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
-    return HTML_CACHE
+    return folder
+
+
+HANDBOOK_LONG = ('advanced-administration', 'network-services', 'sect.virtualization', 'sect.debian-internals',
+                 'sect.installation-steps', 'sect.package-meta-information', 'sect.apt-get', 'unix-services',
+                 'sect.selinux', 'apt', 'sect.manipulating-packages-with-dpkg', 'sect.supervision')
+PY_LONG = ('os', 'stdtypes', 'datetime', 'argparse', 're', 'subprocess', 'logging', 'sqlite3')
+NETTLE_PDF = pathlib.Path('/usr/share/doc/nettle-dev/nettle.pdf.gz')
+LONG_CACHE = CACHE.parent / 'long_docs'
+
+
+def long_docs_dir() -> pathlib.Path:
+    """Long documents as installed (issue 36): es/ the 12 longest pages of the Spanish Debian Handbook (22k-59k
+    characters of text each), en/ 8 long pages of Python's library reference (36k-166k) and Nettle's manual as a PDF
+    (235k characters, 100 pages; shipped gzipped by nettle-dev). Copied into one folder per language."""
+    if not HANDBOOK.is_dir() or not (PYDOC / 'library').is_dir() or not NETTLE_PDF.exists():
+        sys.exit('apt-get install -y debian-handbook python3-doc nettle-dev')
+    import gzip
+    pages = {f'es/{n}.html': HANDBOOK / f'{n}.html' for n in HANDBOOK_LONG}
+    pages |= {f'en/library/{n}.html': PYDOC / 'library' / f'{n}.html' for n in PY_LONG}
+    pdf = copied(pages, LONG_CACHE) / 'en' / 'nettle.pdf'
+    if not pdf.exists(): pdf.write_bytes(gzip.decompress(NETTLE_PDF.read_bytes()))
+    return LONG_CACHE

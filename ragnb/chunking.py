@@ -43,6 +43,7 @@ class Chunk:
     anchor: str|None = None         # converted documents: the HTML id before the chunk, or a DOCX heading
     page_start: int|None = None     # PDFs: the 1-based pages the chunk spans
     page_end: int|None = None
+    tree: tuple|None = None         # `documental_jerarquico` leaves: (section, block, position) in the document
 
     @property
     def prefix(self) -> str: return split_chunk_prefix(self.text)[0]
@@ -826,16 +827,27 @@ class Chunker:
     name: str                      # e.g. 'documental-v1'
     mode: str                      # 'documental' or 'codigo'
     fn: Callable                   # fn(text, source=..., **kw) -> list[Chunk]
+    suffix: str = ''               # sizes of its own in the version, e.g. '-l400' (leaves up to 400 characters)
     def __call__(self, text, **kw): return self.fn(text, **kw)
+    def version(self, target:int=CHUNK_SIZES.target, max_chars:int=CHUNK_SIZES.max_chars,
+                overlap:int=CHUNK_SIZES.overlap) -> str:
+        "The `chunker_version` its chunks carry at these sizes (prose overlaps, code and hierarchies do not)."
+        prose = self.mode == 'documental' and not self.suffix
+        return chunker_version(self.name, target, max_chars, overlap if prose else None, self.suffix)
 
 # %% ../nbs/01_chunking.ipynb #2c143506
 CHUNKERS: dict[str, Chunker] = {}
 DEFAULT_CHUNKERS = {'documental': 'documental-v2', 'codigo': 'codigo-v1'}
 
+def _same_code(f, g) -> bool:
+    "Are `f` and `g` the same function, or the same code defined twice (a notebook runs what its module holds)?"
+    code = lambda h: (h.__qualname__, h.__code__.co_code, h.__code__.co_consts, h.__code__.co_names)
+    return f is g or (hasattr(f, '__code__') and hasattr(g, '__code__') and code(f) == code(g))
+
 def register_chunker(chunker:Chunker) -> Chunker:
-    "Add a strategy; re-registering a name with a different function is refused."
+    "Add a strategy; re-registering a name with different code is refused."
     old = CHUNKERS.get(chunker.name)
-    if old is not None and old.fn is not chunker.fn:
+    if old is not None and not (_same_code(old.fn, chunker.fn) and old.suffix == chunker.suffix):
         raise ValueError(f'chunker {chunker.name!r} already exists: register the new strategy under a new version')
     CHUNKERS[chunker.name] = chunker
     return chunker
@@ -870,6 +882,4 @@ def mode_for(path:str|Path) -> str:
 def strategy_version(path:str|Path, strategies:dict|None=None, target:int=CHUNK_SIZES.target,
                      max_chars:int=CHUNK_SIZES.max_chars, overlap:int=CHUNK_SIZES.overlap) -> str:
     "The `chunker_version` that `chunk_file` stamps on the chunks of `path`, without reading it."
-    mode = mode_for(path)
-    name = (strategies or DEFAULT_CHUNKERS)[mode]
-    return chunker_version(name, target, max_chars, overlap if mode == 'documental' else None)
+    return CHUNKERS[(strategies or DEFAULT_CHUNKERS)[mode_for(path)]].version(target, max_chars, overlap)

@@ -60,7 +60,7 @@ SERVE_LIMIT_FLAGS = (   # `ragnb serve`'s HTTP limits: flag, `ServeLimits`' defa
                                  'closes its sessions costs memory only until they expire'))
 
 def build_parser() -> argparse.ArgumentParser:
-    from ragnb.ingest import MAX_FILE_BYTES
+    from ragnb.ingest import CHUNKING, MAX_FILE_BYTES
     from ragnb.embed import PACKAGED_MODEL
     from ragnb.trim import DEFAULT_TRIM_POLICY, TARGET_RETENTION, TRIM_POLICIES, default_trim_threshold
     from ragnb.retrieve import SEARCH_MODES
@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f'skip larger files, with a reason (default {MAX_FILE_BYTES // 2**20}; big PDFs may need more)')
     s.add_argument('--max-pages', type=_positive_int,
                    help='skip PDFs of more pages, with a reason (default $RAGNB_MAX_PDF_PAGES or 5000)')
+    s.add_argument('--mode', choices=CHUNKING, default='documental',
+                   help="how prose is chunked: 'documental' (default), 'jerarquico' (a tree: small leaves searched, "
+                        "grown at retrieval into their chunk or section) or 'auto' (trees for long documents only); "
+                        "changing it re-indexes only the files whose chunking changes")
     s = sub.add_parser('check', help='verify a store end to end and print one table (exit 1 on any problem)')
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
     s = sub.add_parser('ask', help='retrieve the best chunks for a question')
@@ -109,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f'trim policy (implies --trim; default $RETRIEVAL_TRIM_POLICY or {DEFAULT_TRIM_POLICY})')
     s.add_argument('--budget', type=_positive_int,
                    help='keep the best sentences of all chunks up to this many tokens (implies --trim)')
+    s.add_argument('--context-budget', type=_positive_int,
+                   help='hand back at most this many tokens: leaves of jerarquico files grow into their chunk or '
+                        'section while it allows; the last chunk that does not fit is trimmed to it')
     s.add_argument('--hyde', action='store_true',
                    help='search with a hypothetical passage from Gemini (needs GOOGLE_AI_API_KEY or GEMINI_API_KEY; '
                         'falls back to the plain question)')
@@ -256,11 +263,14 @@ def cmd_index(args) -> int:
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
     if not args.model and not store_exists(path): args.model = _model_for_new_store(args.paths)
-    if args.ray or args.address or args.workers: return _index_on_ray(args, path, meta)
+    if args.ray or args.address or args.workers:
+        if args.mode != 'documental': raise UserError('--mode jerarquico and auto are not built on Ray yet; '
+                                                      'index without --ray')
+        return _index_on_ray(args, path, meta)
     try:
         with open_store(path, embedder=_load_embedder(args.model, path), shards=args.shards) as store:
             rep = index_paths(store, args.paths, metadata=meta, progress=not args.quiet,
-                              max_bytes=int(args.max_mb * 2**20))
+                              max_bytes=int(args.max_mb * 2**20), chunking=args.mode)
             st = store.stats()
     except StoreError as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
@@ -327,7 +337,7 @@ def _ask_options(args, store):
         if args.hyde_model: hyde_options['model'] = args.hyde_model
     return RetrieveOpts.for_request(trim=args.trim, threshold=args.threshold, window=args.window,
                                     policy=args.policy or None, budget=args.budget, mode=args.mode, hyde=hyde,
-                                    hyde_options=hyde_options)
+                                    hyde_options=hyde_options, context_budget=args.context_budget)
 
 # %% ../nbs/09_cli.ipynb #745cdf9a
 def _print_hyde(h:dict|None):
@@ -397,6 +407,9 @@ def cmd_check(args) -> int:
                  ('sentence vector rows', str(v['sentence_rows'])),
                  ('lexical index rows', 'none yet (built by the next `ragnb index`)' if v['lexical_rows'] is None
                   else str(v['lexical_rows']))]
+        if (t := v.get('tree')) and t['leaves']:
+            rows.append(('document tree: leaves / chunks / sections / documents',
+                         f"{t['leaves']} / {t['blocks']} / {t['sections']} / {t['documents']}"))
         rows += [('problem', p) for p in v['problems']] or [('index, chunks, hashes and sentence rows agree', 'ok')]
     print(f'{path}\n\n| check | result |\n|---|---|')
     for k, r in rows: print(f'| {k} | {r} |')

@@ -17,6 +17,7 @@ from fastcore.basics import patch
 
 from .chunking import Chunk
 from .filters import _FILTERS_DDL, FILTER_INDEX_VERSION, FilterIndex, narrowed_filters
+from .tree import TREE_DDL, TreeIndex
 from .lexical_index import _LEXICAL_DDL, LEXICAL_VERSION, LexicalIndex
 from .sentence_file import SentenceVectorFile, checked_sentence_vectors, chunk_sentence_spans, sentence_problems
 from .storage import COMPACT_MIN_ROWS, Closes, GenerationGone, disk_full_error, fsync_write, is_disk_full
@@ -45,7 +46,8 @@ create table if not exists meta (key text primary key, value text);
 create table if not exists sentences (chunk_id integer primary key, row0 int not null, n int not null,
   spans text not null, crc integer);
 '''
-_SCHEMA += ''.join(f'{s};\n' for s in _LEXICAL_DDL + _FILTERS_DDL)   # a new store's database: every migration in
+# a new store's database: every migration in
+_SCHEMA += ''.join(f'{s};\n' for s in _LEXICAL_DDL + _FILTERS_DDL + TREE_DDL)
 
 # %% ../nbs/03_index.ipynb #9747d690
 def _columns(db, table:str) -> set: return {r[1] for r in db.execute(f'pragma table_info({table})')}
@@ -62,6 +64,8 @@ def _m4_lexical(db):                                                           #
 def _m5_location(db): _add_column(db, 'chunks', 'location', 'text')          # 0d875da
 def _m6_filters(db):                                                           # 3a89f4f (filled by its rebuild)
     for s in _FILTERS_DDL: db.execute(s)
+def _m7_tree(db):                                                              # documental_jerarquico's leaves
+    for s in TREE_DDL: db.execute(s)
 
 # %% ../nbs/03_index.ipynb #a6438926
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ MIGRATIONS = (
     Migration(4, 'lexical index', lambda db: 'lexical' in _tables(db), _m4_lexical),
     Migration(5, 'citations', lambda db: 'location' in _columns(db, 'chunks'), _m5_location),
     Migration(6, 'filter index', lambda db: {'chunk_meta', 'tombstones'} <= _tables(db), _m6_filters),
+    Migration(7, 'document tree', lambda db: 'tree' in _tables(db), _m7_tree),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 MIGRATION_NUMBER = {m.name: m.number for m in MIGRATIONS}
@@ -124,6 +129,7 @@ class Store(Closes):
         indexed = has('filter index') and (db.execute(   # and built the current way
             "select value from meta where key='filter_index'").fetchone() or [None])[0] == FILTER_INDEX_VERSION
         self.filters = FilterIndex(db, display=has('display paths'), indexed=indexed, cached=self.gen.cached)
+        self.tree = TreeIndex(db, present=has('document tree'))
         self.lexical = LexicalIndex(db, self.filters, present=has('lexical index'), path=path, snapshot=self.gen.read,
                                     cached=self.gen.cached, live_count=self.gen.live_count)
         self._snapshot, self._meta = self.gen.read, self.gen.meta   # every read starts here (see `Generations`)
@@ -408,7 +414,7 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
         if lock:
             store.migrations = migrate(db, store.migrations, meta, _build_fingerprint(manifest), store.lexical,
                                        store.filters)
-            store.schema, store.gen.tombstones = store.migrations.version, True
+            store.schema, store.gen.tombstones, store.tree.present = store.migrations.version, True, True
             _remove_stale(path, meta)
     except BaseException:
         if db is not None: db.close()
@@ -509,6 +515,7 @@ def _insert_chunks(self:Store, ids, chunks, vectors, spans, sentence_vectors):
     self.db.executemany('insert into chunks values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
                         [_chunk_row(i, c) for i, c in zip(ids, chunks)])
     self.filters.insert(ids[0], ids[-1])
+    self.tree.insert(ids, chunks)
     self.vectors.add(np.asarray(ids, np.int64), vectors)
     if spans is not None: self.sentence_file.stage(ids, spans, sentence_vectors, self._meta())
     self.lexical.insert(ids, chunks)
@@ -524,6 +531,7 @@ def remove_source(self:Store, source:str, *, commit:bool=True) -> int:
     self.db.execute('delete from sentences where chunk_id in (select id from chunks where source=?)', (source,))
     self.lexical.remove(ids)
     self.filters.remove(ids)
+    self.tree.remove(ids)
     self.db.execute('delete from chunks where source=?', (source,))
     self.db.execute('delete from sources where source=?', (source,))
     if commit: self.commit()
@@ -858,6 +866,7 @@ def _verify_generation(store:Store) -> dict:
         crc = 'crc' if has('sentence checksums') else 'null'
         sent = store.db.execute(f'select chunk_id, row0, n, spans, {crc} from sentences').fetchall()
         lex, gone, meta_rows = store.lexical.rows(), set(store.gen.removed()), store.filters.problems()
+        tree, tree_problems = store.tree.counts(), store.tree.problems()
         held = store.vectors.hold(meta)
         mm = store.sentence_file.hold(meta) if store.manifest.get('sentence_vectors') else None
     live, deleted, problems = store.vectors.check(meta, held, gone)
@@ -867,9 +876,9 @@ def _verify_generation(store:Store) -> dict:
     if store.manifest.get('sentence_vectors'): problems += sentence_problems(meta, ids, sent, mm)
     if lex is not None and lex != ids:
         problems.append(f'the lexical index has {len(ids - lex)} chunks missing and {len(lex - ids)} extra rows')
-    problems += meta_rows
+    problems += meta_rows + tree_problems
     return dict(chunks=len(ids), index_live=len(live), index_deleted=deleted, sentence_rows=sum(r[2] for r in sent),
-                lexical_rows=None if lex is None else len(lex), problems=problems)
+                lexical_rows=None if lex is None else len(lex), tree=tree, problems=problems)
 
 # %% ../nbs/03_index.ipynb #4a5a3a60
 @patch

@@ -17,6 +17,7 @@ from .chunking import (CODE_EXTS, TEXT_EXTS, BinaryFileError, Chunk, ChunkingErr
                             read_file_bytes, read_text_file, sniffed_kind)
 from .index import SourceRecord, Store, StoreMismatchError, text_hash
 from .sentence_file import chunk_sentence_spans
+from .hierarchy import JERARQUICO_STRATEGIES
 from .stores import StoreAPI, open_store, store_exists
 from .embed import Embedder, model_for_languages, resolve_model, shows_progress
 from .lexical import detect_language
@@ -24,12 +25,12 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
                            reader_version)
 
 # %% auto #0
-__all__ = ['MAX_FILE_BYTES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason',
-           'eval_data_reason', 'source_key', 'display_path', 'SourceFile', 'not_text', 'scan_path', 'listed_files',
-           'changed_sources', 'list_files', 'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths',
-           'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks',
-           'until_interrupted', 'bundled_data_dir', 'default_corpus', 'default_store_dir', 'open_for_indexing',
-           'open_default_store']
+__all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason',
+           'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'SourceFile',
+           'not_text', 'scan_path', 'listed_files', 'changed_sources', 'list_files', 'changed_source', 'metadata_json',
+           'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches',
+           'embedded_batches', 'embed_chunks', 'until_interrupted', 'bundled_data_dir', 'default_corpus',
+           'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -160,6 +161,18 @@ def display_path(f:Path, root:Path) -> str:
     rel = f.relative_to(root).as_posix()
     return (root.name + '/' + rel) if root.name not in ('', '.') else rel
 
+# %% ../nbs/03a_ingest.ipynb #c4d5e6f1
+CHUNKING = ('documental', 'jerarquico', 'auto')
+LONG_DOCUMENT = 60_000      # `auto`: files this long (characters, or bytes for HTML, PDF, DOCX) are chunked as trees
+
+def chunking_strategies(chunking:str, # 'documental', 'jerarquico' or 'auto'
+                        size:int, # the file's length as read: characters, or bytes for a converted file
+                       ) -> dict|None:
+    "The strategies `chunk_text` takes for a file: `JERARQUICO_STRATEGIES` for a tree, None for the default ones."
+    if chunking not in CHUNKING: raise ValueError(f"chunking must be one of {', '.join(CHUNKING)}, got {chunking!r}")
+    tree = chunking == 'jerarquico' or (chunking == 'auto' and size >= LONG_DOCUMENT)
+    return JERARQUICO_STRATEGIES if tree else None
+
 # %% ../nbs/03a_ingest.ipynb #2ded5bfa
 @dataclass
 class SourceFile:
@@ -172,6 +185,7 @@ class SourceFile:
     chunker_version: str
     existed: bool
     root: str
+    strategies: dict|None = None         # `chunk_text`'s, as `chunking_strategies` chose them for this file
     @property
     def text(self) -> str: return self.document.text
 
@@ -216,9 +230,9 @@ def scan_path(p:Path, # a file or folder given to `index_paths`
               rep:IndexReport, # where unchanged, skipped, binary and removed sources are recorded
               known:dict[str, SourceRecord], # what the store has (`Store.sources()`)
               mjson:str, # the run's metadata, as sorted JSON
-              max_bytes:int=MAX_FILE_BYTES) -> list[SourceFile]:
+              max_bytes:int=MAX_FILE_BYTES, chunking:str='documental') -> list[SourceFile]:
     "The files under `p` that are new or changed; the rest of what was found, or went missing, goes to `rep`."
-    return list(changed_sources(listed_files([p], rep, known, max_bytes), rep, known, mjson, max_bytes))
+    return list(changed_sources(listed_files([p], rep, known, max_bytes), rep, known, mjson, max_bytes, chunking))
 
 def listed_files(paths:list[Path], rep:IndexReport, known:dict[str, SourceRecord],
                  max_bytes:int=MAX_FILE_BYTES) -> list[tuple[Path, Path]]:
@@ -230,9 +244,10 @@ def listed_files(paths:list[Path], rep:IndexReport, known:dict[str, SourceRecord
     return listed
 
 def changed_sources(listed:list[tuple[Path, Path]], rep:IndexReport, known:dict[str, SourceRecord], mjson:str,
-                    max_bytes:int=MAX_FILE_BYTES):
+                    max_bytes:int=MAX_FILE_BYTES, chunking:str='documental'):
     "The listed files that are new or changed, each read when it is asked for (`changed_source`)."
-    return (sf for f, p in listed if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), mjson, max_bytes)))
+    return (sf for f, p in listed
+            if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), mjson, max_bytes, chunking)))
 
 def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
                max_bytes:int=MAX_FILE_BYTES) -> tuple[list[Path], list[str]]:
@@ -253,16 +268,20 @@ def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
 
 def changed_source(f:Path, p:Path, # a file listed under the path `p` given
                    rep:IndexReport, old:SourceRecord|None, # what the store has for it
-                   mjson:str, max_bytes:int=MAX_FILE_BYTES) -> SourceFile|None:
+                   mjson:str, max_bytes:int=MAX_FILE_BYTES,
+                   chunking:str='documental', # see `chunking_strategies`
+                  ) -> SourceFile|None:
     "`f` read, when new or changed; else None, after recording it in `rep` (unchanged, binary or unreadable)."
     key, root = source_key(f, p), (p.resolve().as_posix() if p.is_dir() else '')
     if (got := _read_or_report(f, rep, max_bytes)) is None: return None
-    (content, h), ver = got, document_version(f)
+    strategies = chunking_strategies(chunking, len(got[0]))
+    (content, h), ver = got, document_version(f, strategies=strategies)
     if old and (old.content_hash, old.chunker_version, old.metadata) == (h, ver, mjson):
         rep.unchanged.append(key)
         return None
     doc = _document_or_report(f, content, rep)
-    return None if doc is None else SourceFile(f, key, display_path(f, p), doc, h, ver, old is not None, root)
+    return None if doc is None else SourceFile(f, key, display_path(f, p), doc, h, ver, old is not None, root,
+                                               strategies)
 
 # %% ../nbs/03a_ingest.ipynb #93fdb86f
 def _gone(known:dict, root:str, seen:set, unreadable:list) -> list[str]:
@@ -289,8 +308,8 @@ def chunk_sources(todo:list[SourceFile], metadata:dict|None=None) -> tuple[list[
     chunks, records, now, mjson = [], [], time.time(), metadata_json(metadata)
     for sf in todo:
         title = {'title': sf.document.title} if sf.document.title else {}
-        cs = locate_chunks(chunk_text(sf.text, sf.path, source=sf.source, metadata=dict(metadata or {}), **title),
-                           sf.document)
+        cs = locate_chunks(chunk_text(sf.text, sf.path, source=sf.source, metadata=dict(metadata or {}),
+                                      strategies=sf.strategies, **title), sf.document)
         for c in cs:
             c.display_path = sf.display
             c.chunker_version = reader_version(sf.document.reader, c.chunker_version)
@@ -336,6 +355,7 @@ def index_paths(store:Store, # a store opened for writing
                 *, metadata:dict|None=None, # given to every chunk, e.g. {'tenant': 't1'}
                 progress:bool|None=None, # show embedding progress bars (None: only in a terminal)
                 max_bytes:int=MAX_FILE_BYTES, # larger files are skipped, with a reason
+                chunking:str='documental', # 'jerarquico': prose as trees; 'auto': long documents only
                ) -> IndexReport:
     "Index files and folders: re-embed only changed sources, remove deleted ones, skip binaries quietly."
     t0, rep = time.perf_counter(), IndexReport()
@@ -343,7 +363,7 @@ def index_paths(store:Store, # a store opened for writing
     known = store.sources()
     _check_source_keys(store, known)
     listed = listed_files(paths, rep, known, max_bytes)
-    todo = changed_sources(listed, rep, known, metadata_json(metadata), max_bytes)
+    todo = changed_sources(listed, rep, known, metadata_json(metadata), max_bytes, chunking)
     batches = embedded_batches(store, chunk_batches(todo, metadata, rep, INDEX_BATCH), progress, files=len(listed))
     batches = until_interrupted(batches, rep)
     first = next(batches, None)                  # nothing changed and nothing removed: nothing is written

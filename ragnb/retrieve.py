@@ -16,6 +16,7 @@ from .trim import (DEFAULT_TRIM_POLICY, TrimmedChunk, calibration_key, check_tri
                         default_trim_threshold, estimate_tokens, parse_threshold, trim_chunks_by_sentence)
 from .embed import model_languages
 from .hyde import build_query_vec
+from .context import tree_context
 from .lexical import detect_language
 
 # %% auto #0
@@ -72,6 +73,9 @@ class RetrieveOpts:
     sentence_rank: bool = True                         # hybrid: rank the candidates by their best stored sentence too
     sentence_pool: int = 50                            # hybrid with sentence_rank: each side ranks at least this many
     sentence_weight: float = 1.0                       # the sentence ranking's weight in the fusion
+    context_budget: int|None = None                    # at most this many tokens back (`context.tree_context`)
+    tree_context: bool = True                          # a tree's leaves come back grown (False: as ranked)
+    tree_window: int = 0                               # a tree leaf's neighbours on each side, inside its chunk
 
 # %% ../nbs/06_retrieve.ipynb #1ca05d8e
 @dataclass
@@ -113,6 +117,7 @@ def for_request(cls:RetrieveOpts, *,
                 policy:str|None=None, budget:int|None=None,
                 mode:str|None=None, # 'hybrid', 'dense' or 'lexical'; None: the default
                 hyde:bool=False, hyde_options:dict|None=None, # search with a hypothetical passage
+                context_budget:int|None=None, # at most this many tokens back: tree leaves grow into it
                ) -> RetrieveOpts:
     "The options of one request (CLI flags, MCP arguments): a trim setting given implies trimming."
     opts, given = cls(), dict(trim_threshold=threshold, trim_window=window, trim_policy=policy, trim_budget=budget)
@@ -121,6 +126,7 @@ def for_request(cls:RetrieveOpts, *,
     opts.trim = bool(trim) or any(v is not None for v in given.values())
     if mode: opts.mode = mode
     if hyde: opts.hyde, opts.hyde_options = True, dict(hyde_options or {})
+    if context_budget is not None: opts.context_budget = context_budget
     return opts
 
 # %% ../nbs/06_retrieve.ipynb #6d11d12e
@@ -188,6 +194,11 @@ def _query_vectors(store:Store, query, opts:RetrieveOpts, info:dict, timings:dic
 # %% ../nbs/06_retrieve.ipynb #9c0802f0
 SCORE_KINDS = dict(dense='cosine', lexical='bm25', hybrid='rrf')   # what a chunk's score is, by search mode
 
+def _has_leaves(store, chunks:list[Chunk]) -> bool:
+    "Are some of `chunks` leaves of a document tree (a `documental_jerarquico` file)?"
+    tree = getattr(store, 'tree', None)          # a sharded store keeps no tree
+    return bool(tree is not None and tree.present and chunks and tree.nodes([int(c.id) for c in chunks]))
+
 
 def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, info:dict, timings:dict) -> list[Chunk]:
     "The chunks of the mode asked for: dense, lexical, or hybrid's RRF; `info['ranks']` says how each ranked."
@@ -232,7 +243,14 @@ def retrieve(store:Store, # an open store
     info, timings = {}, {}
     qvec, tvec = _query_vectors(store, query, opts, info, timings)
     with store.snapshot():                                     # search and trim read one generation
-        chunks = _search(store, query, qvec, top_k, opts, filters, info, timings)
+        budget = opts.context_budget
+        k = top_k if budget is None else max(top_k, opts.candidates * top_k)
+        chunks = _search(store, query, qvec, k, opts, filters, info, timings)
+        if opts.tree_context and (budget is not None or _has_leaves(store, chunks)):
+            t = time.perf_counter()
+            chunks, info['tree'] = tree_context(store, chunks, budget=budget, top_k=top_k, window=opts.tree_window,
+                                                query_vec=tvec, query=query if isinstance(query, str) else None)
+            timings['context'] = (time.perf_counter() - t) * 1e3
         t2 = time.perf_counter()
         before = estimate_tokens(chunks)
         if opts.trim:

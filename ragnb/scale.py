@@ -231,10 +231,11 @@ class RayShard:
     def __init__(self, actor, manifest:dict, path:Path):
         self.actor, self.manifest, self.path, self._embedder = actor, manifest, Path(path), None
         self.lexical = RayPart(actor)          # `lexical.<name>` of `SHARD_READS`, also run in the actor
+        self.tree = RayPart(actor)             # `tree.<name>`, the same way
     def __repr__(self): return f'RayShard({self.actor})'
 
 class RayPart:
-    """A part of the store a `ShardActor` serves (its `lexical`): `SHARD_READS`' names under it go to the actor.
+    """A part of the store a `ShardActor` serves (its `lexical`, its `tree`): `SHARD_READS`' names under it go there.
     Thread-safe, as `RayShard`: Ray queues each actor's calls."""
     def __init__(self, actor): self.actor = actor
     def __repr__(self): return f'RayPart({self.actor})'
@@ -245,7 +246,7 @@ def _forwarded(name:str):
     call.__name__ = call.__qualname__ = name.split('.')[-1]
     return call
 
-RAY_LOCAL = ('manifest', 'path', 'embedder', 'embedder_loaded', 'snapshot', 'close')   # answered without the actor
+RAY_LOCAL = ('manifest', 'path', 'tree', 'embedder', 'embedder_loaded', 'snapshot', 'close')   # answered here
 RAY_FORWARDED = tuple(n for n in (*STORE_API, *SHARD_READS) if n not in RAY_LOCAL)
 for _name in RAY_FORWARDED: setattr(RayPart if '.' in _name else RayShard, _name.split('.')[-1], _forwarded(_name))
 

@@ -22,9 +22,10 @@ from .retrieve import SEARCH_MODES, RetrieveOpts, retrieve
 from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
-__all__ = ['log', 'Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'Questions', 'ServeLimits',
-           'RequestError', 'parse_pins', 'check_filters', 'RetrievalService', 'argument_error', 'build_mcp_server',
-           'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'timed_h11', 'open_service', 'serve_banner', 'serve']
+__all__ = ['log', 'Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'ContextBudget', 'Questions',
+           'ServeLimits', 'RequestError', 'parse_pins', 'check_filters', 'RetrievalService', 'argument_error',
+           'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'timed_h11', 'open_service',
+           'serve_banner', 'serve']
 
 # %% ../nbs/08_serve.ipynb #530ef99e
 @dataclass(frozen=True)
@@ -118,15 +119,17 @@ def _check_trim_choice(policy:str|None, budget:int|None):
 @patch
 def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold:float|str|None=None,
         window:int|None=None, mode:str='hybrid', hyde:bool=False, filters:dict|None=None, policy:str|None=None,
-        budget:int|None=None) -> dict:
+        budget:int|None=None, context_budget:int|None=None) -> dict:
     "The top-k chunks for `question` (trimmed if asked or a trim setting is given), citations, tokens before/after."
     question = self._check_question(question)
     threshold = self._check_options(k, mode, threshold, window)
     _check_trim_choice(policy, budget)
+    if context_budget is not None: _check_trim_choice(None, context_budget)
     filters = narrowed_filters(check_filters(filters, self.limits), self.pins)
     if filters is None: return dict(question=question, chunks=[], tokens_before=0, tokens_after=0)
     opts = RetrieveOpts.for_request(trim=trim, threshold=threshold, window=window, policy=policy, budget=budget,
-                                    mode=mode, hyde=bool(hyde), hyde_options=self.hyde_options)
+                                    mode=mode, hyde=bool(hyde), hyde_options=self.hyde_options,
+                                    context_budget=context_budget)
     with self.lock: res = retrieve(self.view, question, top_k=k, opts=opts, filters=filters)
     d = res.to_dict()
     out = dict(question=question, chunks=[{k: c[k] for k in _CHUNK_KEYS if k in c} for c in d['chunks']],
@@ -135,6 +138,7 @@ def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold
         out['trim'] = {k: res.info['trim'][k]
                        for k in ('policy', 'threshold', 'window', 'auto', 'budget', 'chunks_dropped')}
     if hyde: out['hyde'] = {k: res.info['hyde'].get(k) for k in ('hyde', 'reason', 'language')}
+    if 'tree' in res.info: out['pieces'] = res.info['tree']
     return out
 
 # %% ../nbs/08_serve.ipynb #8aa0bb4a
@@ -234,6 +238,8 @@ Policy = Annotated[str|None, Field(description="Trim policy (implies trim): 'str
                                                "'fixed' (a cosine cut per chunk); default: the server's.")]
 Budget = Annotated[int|None, Field(description='Keep the best sentences of all chunks up to this many tokens '
                                                '(implies trim).', ge=1)]
+ContextBudget = Annotated[int|None, Field(description='Hand back at most this many tokens: leaves of long documents '
+                                                      'grow into their chunk or section while it allows.', ge=1)]
 
 # %% ../nbs/08_serve.ipynb #be7a1e2d
 def _add_ask(server, service:RetrievalService):
@@ -242,9 +248,9 @@ def _add_ask(server, service:RetrievalService):
                              'Set trim=true to keep only the sentences that answer.', structured_output=True)
     async def ask(question:Question, k:K=5, trim:bool=False, threshold:Threshold=None, window:Window=None,
             mode:Mode='hybrid', hyde:bool=False, filters:Filters=None, policy:Policy=None,
-            budget:Budget=None) -> dict[str, Any]:
+            budget:Budget=None, context_budget:ContextBudget=None) -> dict[str, Any]:
         call = functools.partial(_tool_errors(service.ask), question, k, trim, threshold, window, mode, hyde, filters,
-                                 policy, budget)
+                                 policy, budget, context_budget)
         if hyde or service.lock.locked(): return await anyio.to_thread.run_sync(call)   # would block the loop
         return call()
 

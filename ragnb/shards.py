@@ -23,7 +23,7 @@ from .vectors import EXACT_ALL_BELOW, EXACT_BELOW
 
 # %% auto #0
 __all__ = ['SHARD_HASH', 'SHARDS_FILE', 'SHARD_READS', 'LEXICAL_POOL', 'shard_of', 'shard_dirs', 'shard_count', 'ShardedStore',
-           'ShardedLexical', 'global_id', 'by_shard', 'split_batch']
+           'ShardedLexical', 'ShardedTree', 'global_id', 'by_shard', 'split_batch']
 
 # %% ../nbs/03b_shards.ipynb #58f1bdc1
 SHARD_HASH = 'sha1-64-mod'    # how a source key picks its shard (recorded in shards.json)
@@ -40,7 +40,7 @@ def shard_dirs(path:str|Path, n:int) -> list[Path]:
 # %% ../nbs/03b_shards.ipynb #8ba71cb8
 SHARDS_FILE = 'shards.json'   # its presence makes a folder a sharded store
 SHARD_READS = ('lexical.term_counts', 'lexical.stats', 'lexical.scored', 'lexical.hits',  # asked of each shard
-               'lexical.counts', 'refresh')                       # beyond `stores.StoreAPI` (a remote one too)
+               'lexical.counts', 'refresh', 'tree.nodes', 'tree.section')   # beyond `stores.StoreAPI` (remote too)
 
 def shard_count(path:str|Path) -> int:
     "The shard count that `shards.json` records; a damaged file is an error that names it and the fix."
@@ -63,6 +63,7 @@ class ShardedStore(Closes):
         workers = min(self.n, threads or 1)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix='ragnb-shard') if workers > 1 else None
         self.lexical = ShardedLexical(lambda *a: self._each(*a), self.n)   # BM25 with the corpus's statistics
+        self.tree = ShardedTree(lambda *a: self._each(*a), self.n)         # each document's tree, in its shard
 
     def __repr__(self): return f"ShardedStore({str(self.path)!r}, {self.n} shards, model={self.manifest['model']!r})"
 
@@ -125,6 +126,25 @@ class ShardedLexical:
         counted = self.each(lambda i, s: s.lexical.counts([loc for _, loc in by[i]], terms), by)
         return _best([[(global_id(i, c, self.n), score(tf, dl)) for c, dl, tf in part] for i, part in zip(by, counted)],
                      k)
+
+# %% ../nbs/03b_shards.ipynb #b3c4d5e2
+class ShardedTree:
+    """The document trees of a sharded store, each in the shard of its source. Thread-safety: that of the
+    `ShardedStore` that owns it (each shard is asked under its lock)."""
+    present = True
+    def __init__(self, each:Callable, # `ShardedStore._each`: fn(shard number, shard) on every shard, or on some
+                 n:int): # how many shards
+        self.each, self.n = each, n
+    def nodes(self, ids:list[int]) -> dict:
+        "Where each of the store-wide `ids` sits (`TreeIndex.nodes`); chunks that are not leaves are left out."
+        by = by_shard(ids, self.n)
+        parts = self.each(lambda i, s: s.tree.nodes([loc for _, loc in by[i]]), by)
+        return {global_id(i, loc, self.n): node for i, part in zip(by, parts) for loc, node in part.items()}
+    def section(self, source:str, section:int) -> list[tuple[int, int]]:
+        "`[(store-wide id, block)]` of a section's leaves, in order, from the shard of `source`."
+        i = shard_of(source, self.n)
+        [members] = self.each(lambda _, s: s.tree.section(source, section), [i])
+        return [(global_id(i, loc, self.n), b) for loc, b in members]
 
 # %% ../nbs/03b_shards.ipynb #addfec98
 @patch(cls_method=True)
@@ -389,11 +409,16 @@ def refresh(self:ShardedStore) -> bool:
     return any(self._each(lambda _, s: s.refresh()))
 
 # %% ../nbs/03b_shards.ipynb #8b291ff6
+def _sum_counts(values:list):
+    "Per-shard counts summed: numbers (None as 0), or dicts of numbers key by key."
+    if isinstance(values[0], dict): return {k: sum(v[k] for v in values) for k in values[0]}
+    return sum(v or 0 for v in values)
+
 @patch
 def verify(self:ShardedStore) -> dict:
     "Each shard's `Store.verify`, summed, its problems named by shard; and a source stored in the wrong shard."
     parts = self._each(lambda _, s: s.verify())
-    out = {k: sum(p[k] or 0 for p in parts) for k in parts[0] if k != 'problems'}
+    out = {k: _sum_counts([p[k] for p in parts]) for k in parts[0] if k != 'problems'}
     out['problems'] = [f'{d.name}: {x}' for d, p in zip(shard_dirs(self.path, self.n), parts) for x in p['problems']]
     for i, srcs in enumerate(self._each(lambda _, s: s.chunk_sources())):
         wrong = [x for x in srcs if shard_of(x, self.n) != i]

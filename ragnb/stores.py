@@ -6,7 +6,7 @@
 from __future__ import annotations
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -36,6 +36,7 @@ class StoreAPI(Protocol):
     """
     manifest: dict                                    # model, dimension, strategy and format of the store
     path: Path                                        # the store's folder
+    tree: Any                                         # `documental_jerarquico` trees: `nodes(ids)`, `section(...)`
     @property
     def embedder(self): "The store's model (loaded on first use)."
     @property

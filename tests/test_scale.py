@@ -139,6 +139,7 @@ def check_protocol(store, sharded, ray_shard):
     try:
         assert ray_shard.stats() == local.stats() and ray_shard.list_sources() == local.list_sources()
         assert ray_shard.term_idf(['rollback']) == local.term_idf(['rollback'])
+        assert ray_shard.tree.nodes([1, 2, 3]) == local.tree.nodes([1, 2, 3])       # a part, asked in the actor
     finally: local.close()
 
 
