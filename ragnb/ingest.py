@@ -163,7 +163,7 @@ def display_path(f:Path, root:Path) -> str:
 
 # %% ../nbs/03a_ingest.ipynb #c4d5e6f1
 CHUNKING = ('documental', 'jerarquico', 'auto')
-LONG_DOCUMENT = 60_000      # `auto`: files this long (characters, or bytes for HTML, PDF, DOCX) are chunked as trees
+LONG_DOCUMENT = 40_000      # `auto`: files this long (characters, or bytes for HTML, PDF, DOCX) are chunked as trees
 
 def chunking_strategies(chunking:str, # 'documental', 'jerarquico' or 'auto'
                         size:int, # the file's length as read: characters, or bytes for a converted file
