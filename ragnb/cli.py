@@ -89,10 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f'skip larger files, with a reason (default {MAX_FILE_BYTES // 2**20}; big PDFs may need more)')
     s.add_argument('--max-pages', type=_positive_int,
                    help='skip PDFs of more pages, with a reason (default $RAGNB_MAX_PDF_PAGES or 5000)')
-    s.add_argument('--mode', choices=CHUNKING, default='documental',
-                   help="how prose is chunked: 'documental' (default), 'jerarquico' (a tree: small leaves searched, "
-                        "grown at retrieval into their chunk or section) or 'auto' (trees for long documents only); "
-                        "changing it re-indexes only the files whose chunking changes")
+    s.add_argument('--mode', choices=CHUNKING,
+                   help="how prose is chunked: 'documental', 'jerarquico' (a tree: small leaves searched, grown at "
+                        "retrieval into their chunk or section) or 'auto' (trees for long documents only); default: "
+                        "what the store recorded, else documental; a change re-indexes only the files it changes")
     s = sub.add_parser('check', help='verify a store end to end and print one table (exit 1 on any problem)')
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
     s = sub.add_parser('ask', help='retrieve the best chunks for a question')
@@ -264,8 +264,8 @@ def cmd_index(args) -> int:
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
     if not args.model and not store_exists(path): args.model = _model_for_new_store(args.paths)
     if args.ray or args.address or args.workers:
-        if args.mode != 'documental': raise UserError('--mode jerarquico and auto are not built on Ray yet; '
-                                                      'index without --ray')
+        if args.mode not in (None, 'documental'): raise UserError('--mode jerarquico and auto are not built on Ray '
+                                                                  'yet; index without --ray')
         return _index_on_ray(args, path, meta)
     try:
         with open_store(path, embedder=_load_embedder(args.model, path), shards=args.shards) as store:

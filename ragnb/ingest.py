@@ -26,11 +26,11 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
 
 # %% auto #0
 __all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason',
-           'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'SourceFile',
-           'not_text', 'scan_path', 'listed_files', 'changed_sources', 'list_files', 'changed_source', 'metadata_json',
-           'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches',
-           'embedded_batches', 'embed_chunks', 'until_interrupted', 'bundled_data_dir', 'default_corpus',
-           'default_store_dir', 'open_for_indexing', 'open_default_store']
+           'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies',
+           'store_chunking', 'SourceFile', 'not_text', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
+           'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model',
+           'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks', 'until_interrupted', 'bundled_data_dir',
+           'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -172,6 +172,16 @@ def chunking_strategies(chunking:str, # 'documental', 'jerarquico' or 'auto'
     if chunking not in CHUNKING: raise ValueError(f"chunking must be one of {', '.join(CHUNKING)}, got {chunking!r}")
     tree = chunking == 'jerarquico' or (chunking == 'auto' and size >= LONG_DOCUMENT)
     return JERARQUICO_STRATEGIES if tree else None
+
+def store_chunking(store, # a store opened for writing
+                   chunking:str|None=None, # the mode asked for; None: the store's
+                  ) -> str:
+    "This run's chunking: the one asked for (recorded in the store when it changes), else the store's, else documental."
+    recorded = store.manifest.get('chunking', 'documental')
+    chunking = chunking or recorded
+    chunking_strategies(chunking, 0)                          # an unknown mode is refused before any work
+    if chunking != recorded: store.update_manifest(chunking=chunking)
+    return chunking
 
 # %% ../nbs/03a_ingest.ipynb #2ded5bfa
 @dataclass
@@ -355,11 +365,12 @@ def index_paths(store:Store, # a store opened for writing
                 *, metadata:dict|None=None, # given to every chunk, e.g. {'tenant': 't1'}
                 progress:bool|None=None, # show embedding progress bars (None: only in a terminal)
                 max_bytes:int=MAX_FILE_BYTES, # larger files are skipped, with a reason
-                chunking:str='documental', # 'jerarquico': prose as trees; 'auto': long documents only
+                chunking:str|None=None, # 'documental', 'jerarquico' or 'auto' (`chunking_strategies`); None: the store's
                ) -> IndexReport:
     "Index files and folders: re-embed only changed sources, remove deleted ones, skip binaries quietly."
     t0, rep = time.perf_counter(), IndexReport()
     paths = checked_paths(paths)
+    chunking = store_chunking(store, chunking)
     known = store.sources()
     _check_source_keys(store, known)
     listed = listed_files(paths, rep, known, max_bytes)

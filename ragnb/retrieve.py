@@ -196,7 +196,7 @@ SCORE_KINDS = dict(dense='cosine', lexical='bm25', hybrid='rrf')   # what a chun
 
 def _has_leaves(store, chunks:list[Chunk]) -> bool:
     "Are some of `chunks` leaves of a document tree (a `documental_jerarquico` file)?"
-    tree = getattr(store, 'tree', None)          # a sharded store keeps no tree
+    tree = getattr(store, 'tree', None)          # a store written elsewhere may have none
     return bool(tree is not None and tree.present and chunks and tree.nodes([int(c.id) for c in chunks]))
 
 

@@ -136,6 +136,9 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
     new = not store_exists(store)
     with open_store(store, shards=shards if new else None, embedder=_driver_model(new, model)) as st:
         if not isinstance(st, ShardedStore): raise ValueError(f'{store}: a single store; give a new folder')
+        if st.manifest.get('chunking', 'documental') != 'documental':   # Ray chunks as documental only
+            raise ValueError(f"{store}: its files are chunked as {st.manifest['chunking']!r}, which Ray does not "
+                             f"build yet; index it without --ray")
         known = st.sources()
         _check_source_keys(st, known)
         rows = file_rows(paths, rep, known, max_bytes)

@@ -79,7 +79,7 @@ def tree_store(tmp_path_factory):
                      f'## Más\n\n{para("Tercera")}\n\n{para("Cuarta")}\n\n{para("Quinta")}\n', encoding='utf-8')
     with Store.open(path, embedder=HashEmbedder()) as s:
         index_paths(s, [DOCS / 'es', notes.parent], chunking='jerarquico')
-        index_paths(s, [DOCS / 'en'])
+        index_paths(s, [DOCS / 'en'], chunking='documental')      # one store holds both kinds
     return path
 
 
@@ -144,14 +144,14 @@ def test_switching_strategy_reindexes_only_the_files_that_switch(tmp_path):
     with Store.open(tmp_path / 'store', embedder=HashEmbedder()) as s:
         first = index_paths(s, [docs])
         auto = index_paths(s, [docs], chunking='auto')
-        again = index_paths(s, [docs], chunking='auto')
-        tree = s.tree.counts()
-        back = index_paths(s, [docs])
+        again = index_paths(s, [docs])                      # no mode given: the store's, recorded by the last run
+        tree, recorded = s.tree.counts(), s.manifest['chunking']
+        back = index_paths(s, [docs], chunking='documental')
         after = s.tree.counts()
         assert s.verify()['problems'] == []
     assert len(first.added) == N_ES + 1
     assert (auto.updated, len(auto.unchanged)) == ([long.resolve().as_posix()], N_ES)
-    assert again.updated == [] and len(again.unchanged) == N_ES + 1
+    assert again.updated == [] and len(again.unchanged) == N_ES + 1 and recorded == 'auto'
     assert tree['documents'] == 1 and tree['leaves'] > 40
     assert back.updated == [long.resolve().as_posix()] and after['leaves'] == 0   # its tree went with its leaves
 
