@@ -365,7 +365,7 @@ def index_paths(store:Store, # a store opened for writing
                 *, metadata:dict|None=None, # given to every chunk, e.g. {'tenant': 't1'}
                 progress:bool|None=None, # show embedding progress bars (None: only in a terminal)
                 max_bytes:int=MAX_FILE_BYTES, # larger files are skipped, with a reason
-                chunking:str|None=None, # 'documental', 'jerarquico' or 'auto' (`chunking_strategies`); None: the store's
+                chunking:str|None=None, # 'documental', 'jerarquico' or 'auto'; None: the store's (`store_chunking`)
                ) -> IndexReport:
     "Index files and folders: re-embed only changed sources, remove deleted ones, skip binaries quietly."
     t0, rep = time.perf_counter(), IndexReport()

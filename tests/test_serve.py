@@ -55,14 +55,18 @@ def test_stdio_client_lists_tools_and_answers_like_the_library(store_dir, servic
             ev = await c.call_tool('eval_retrieval', {'questions': [{'question': QUESTIONS[0], 'answer': 'rollback'},
                                                                     QUESTIONS[1]], 'trim_threshold': 0.3})
             src = await c.call_tool('sources', {'filters': {'tenant': 'globex'}})
-            return tools, ask, ev, src, budget
+            ctx = await c.call_tool('ask', {'question': QUESTIONS[0], 'k': 4, 'context_budget': 120})
+            return tools, ask, ev, src, budget, ctx
 
-    tools, ask, ev, src, budget = anyio.run(run)
+    tools, ask, ev, src, budget, ctx = anyio.run(run)
     assert [t.name for t in tools] == ['ask', 'eval_retrieval', 'sources']
     props = tools[0].input_schema['properties']
     assert {'question', 'k', 'trim', 'threshold', 'window', 'mode', 'hyde', 'filters', 'policy', 'budget'} <= set(props)
     assert all(props[p].get('description') for p in ('question', 'k', 'threshold', 'mode', 'filters', 'policy', 'budget'))
     b = budget.structured_content
+    c = ctx.structured_content                      # at most 120 tokens back, the last chunk cut by the trim
+    assert c['tokens_after'] <= 120 and [p['what'] for p in c['pieces']][-1] in ('whole', 'trimmed')
+    assert strip(c) == strip(service.ask(QUESTIONS[0], k=4, context_budget=120))
     assert b['tokens_after'] <= 50 < b['tokens_before'] and b['trim']['budget'] == 50
     assert strip(b) == strip(service.ask(QUESTIONS[0], k=4, budget=50, policy='fixed'))
     mine = service.ask(QUESTIONS[0], k=4, trim=True, threshold=0.3)
