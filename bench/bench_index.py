@@ -6,7 +6,8 @@ Usage: python bench/bench_index.py [--queries 100] [--models minilm,e5]
 
 Rows per model:
 - `forward pass`: the model alone over ragnb's chunk texts, same batch size and dtype (the ceiling);
-- `ragnb index`: walk, read, chunk, embed, hnswlib, SQLite, commit; with sentence vectors (the default) and without;
+- `ragnb index`: walk, read, chunk, embed, hnswlib, SQLite, commit; with sentence vectors (the default), with late
+  ones (pooled from each chunk's own pass, `--sentence-pass late`) and without;
 - `LlamaIndex IngestionPipeline`: the same chunk texts as `TextNode`s through `IngestionPipeline([embed_model])`
   into its in-memory vector store (its embedding calls, batched by `embed_batch_size=32`);
 - `chromadb`: the same chunk texts added to a persistent collection with the model as its embedding function.
@@ -34,11 +35,11 @@ def forward_pass(emb, texts):
     return time.perf_counter() - t
 
 
-def ragnb_index(emb, root, tmp, sentences):
+def ragnb_index(emb, root, tmp, sentences, sentence_pass='sentence'):
     from ragnb.index import Store
     from ragnb.ingest import index_paths
-    path = tmp / f'store-{sentences}'
-    with Store.open(path, embedder=emb, sentence_vectors=sentences) as s:
+    path = tmp / f'store-{sentences}-{sentence_pass}'
+    with Store.open(path, embedder=emb, sentence_vectors=sentences, sentence_pass=sentence_pass) as s:
         rep = index_paths(s, [root], progress=False)
     return rep.seconds, path
 
@@ -130,6 +131,8 @@ def main():
         timed = [('forward pass (the ceiling)', ceiling)]
         with_sent, path = ragnb_index(emb, root, tmp, True)
         timed += [('ragnb index, with sentence vectors', with_sent),
+                  ('ragnb index, late sentence vectors (`--sentence-pass late`)',
+                   ragnb_index(emb, root, tmp, True, 'late')[0]),
                   ('ragnb index, without sentence vectors', ragnb_index(emb, root, tmp, False)[0]),
                   ('LlamaIndex IngestionPipeline', llamaindex_pipeline(emb, texts)),
                   ('chromadb collection.add', chroma_collection(emb, texts, tmp))]

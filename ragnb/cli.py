@@ -10,8 +10,8 @@ from pathlib import Path
 from .sentences import sentence_spans
 
 # %% auto #0
-__all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index', 'cmd_ask',
-           'cmd_check', 'cmd_serve', 'cmd_eval']
+__all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'SENTENCE_KINDS', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index',
+           'cmd_ask', 'cmd_check', 'cmd_serve', 'cmd_eval']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -60,6 +60,7 @@ SERVE_LIMIT_FLAGS = (   # `ragnb serve`'s HTTP limits: flag, `ServeLimits`' defa
                                  'closes its sessions costs memory only until they expire'))
 
 def build_parser() -> argparse.ArgumentParser:
+    from ragnb.index import SENTENCE_PASSES
     from ragnb.ingest import CHUNKING, MAX_FILE_BYTES
     from ragnb.embed import PACKAGED_MODEL
     from ragnb.trim import DEFAULT_TRIM_POLICY, TARGET_RETENTION, TRIM_POLICIES, default_trim_threshold
@@ -89,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f'skip larger files, with a reason (default {MAX_FILE_BYTES // 2**20}; big PDFs may need more)')
     s.add_argument('--max-pages', type=_positive_int,
                    help='skip PDFs of more pages, with a reason (default $RAGNB_MAX_PDF_PAGES or 5000)')
+    s.add_argument('--sentence-pass', choices=SENTENCE_PASSES,
+                   help="a new store's sentence vectors: 'sentence' (one pass per sentence, the default) or 'late' "
+                        "(pooled from each chunk's own pass: about 1.7x faster to index, trims a little less)")
     s.add_argument('--mode', choices=CHUNKING,
                    help="how prose is chunked: 'documental', 'jerarquico' (a tree: small leaves searched, grown at "
                         "retrieval into their chunk or section) or 'auto' (trees for long documents only); default: "
@@ -263,12 +267,14 @@ def cmd_index(args) -> int:
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
     if not args.model and not store_exists(path): args.model = _model_for_new_store(args.paths)
+    _check_sentence_pass(path, args.sentence_pass)
+    pass_ = dict(sentence_pass=args.sentence_pass) if args.sentence_pass else {}
     if args.ray or args.address or args.workers:
         if args.mode not in (None, 'documental'): raise UserError('--mode jerarquico and auto are not built on Ray '
                                                                   'yet; index without --ray')
-        return _index_on_ray(args, path, meta)
+        return _index_on_ray(args, path, meta, pass_)
     try:
-        with open_store(path, embedder=_load_embedder(args.model, path), shards=args.shards) as store:
+        with open_store(path, embedder=_load_embedder(args.model, path), shards=args.shards, **pass_) as store:
             rep = index_paths(store, args.paths, metadata=meta, progress=not args.quiet,
                               max_bytes=int(args.max_mb * 2**20), chunking=args.mode)
             st = store.stats()
@@ -277,7 +283,17 @@ def cmd_index(args) -> int:
     return _index_outcome(rep, args.paths)
 
 # %% ../nbs/09_cli.ipynb #3271610c
-def _index_on_ray(args, path, meta) -> int:
+def _check_sentence_pass(path, wanted:str|None):
+    "`--sentence-pass` names the kind an existing store holds, or is refused with the fix."
+    from ragnb.index import sentence_pass
+    from ragnb.stores import open_store, store_exists
+    if wanted is None or not store_exists(path): return
+    with open_store(path, readonly=True) as s: held = sentence_pass(s.manifest)
+    if held != wanted:
+        raise UserError(f"{path}'s sentence vectors: {SENTENCE_KINDS[held]}; a store keeps one kind for life: "
+                        f'drop --sentence-pass, or index into a new --store with --sentence-pass {wanted}')
+
+def _index_on_ray(args, path, meta, pass_:dict) -> int:
     "`ragnb index --ray`: the same run on Ray Data (`ragnb.scale`), into a sharded store."
     from ragnb.index import StoreError
     from ragnb.stores import open_store
@@ -285,7 +301,7 @@ def _index_on_ray(args, path, meta) -> int:
     try:
         rep = index_with_ray(args.paths, path, shards=args.shards or RAY_SHARDS, workers=args.workers,
                              threads=args.threads or 1, address=args.address, model=args.model, metadata=meta,
-                             progress=not args.quiet, max_bytes=int(args.max_mb * 2**20))
+                             progress=not args.quiet, max_bytes=int(args.max_mb * 2**20), **pass_)
         with open_store(path, readonly=True) as store: st = store.stats()
     except (StoreError, ImportError, ValueError) as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
@@ -389,22 +405,24 @@ def cmd_ask(args) -> int:
     return 0
 
 # %% ../nbs/09_cli.ipynb #b0135bec
+SENTENCE_KINDS = {'late': "pooled from each chunk's own pass", 'sentence': 'one pass per sentence', None: 'none kept'}
+
 def cmd_check(args) -> int:
-    from ragnb.index import StoreError
+    from ragnb.index import StoreError, sentence_pass
     from ragnb.stores import open_store
     path = _store_dir(args)
     rows = []
     try:
         with open_store(path, readonly=True) as store:
             rows.append(('opens: manifest, database, index file, sentence file', 'ok'))
-            v, st = store.verify(), store.stats()
+            v, st, kind = store.verify(), store.stats(), sentence_pass(store.manifest)
     except StoreError as e:
         v = None
         rows.append(('opens: manifest, database, index file, sentence file', f'FAILED: {e}'))
     if v is not None:
         rows += [('chunks / sources', f"{v['chunks']} / {st['sources']}"),
                  ('index: live / deleted elements', f"{v['index_live']} / {v['index_deleted']}"),
-                 ('sentence vector rows', str(v['sentence_rows'])),
+                 ('sentence vector rows', f"{v['sentence_rows']} ({SENTENCE_KINDS[kind]})"),
                  ('lexical index rows', 'none yet (built by the next `ragnb index`)' if v['lexical_rows'] is None
                   else str(v['lexical_rows']))]
         if (t := v.get('tree')) and t['leaves']:

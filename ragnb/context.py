@@ -12,7 +12,7 @@ from fastcore.basics import patch
 from .chunking import Chunk
 from .hierarchy import joined_body
 from .sentences import split_chunk_prefix
-from .trim import TrimmedChunk, estimate_tokens, trim_chunks_by_sentence
+from .trim import TOKENS_PER_WORD, TrimmedChunk, estimate_tokens, trim_chunks_by_sentence
 
 # %% auto #0
 __all__ = ['runs', 'Section', 'TreeContext', 'tree_context']
@@ -55,7 +55,7 @@ class Section:
     def cost(self, positions=None) -> float:
         "Tokens of the pieces that `positions` (default: those chosen) make: a `[Doc: ...]` line per run."
         rs = runs(self.chosen if positions is None else positions)
-        return 1.3 * sum(self.prefix_words + sum(self.words[p] for p in r) for r in rs)
+        return TOKENS_PER_WORD * sum(self.prefix_words + sum(self.words[p] for p in r) for r in rs)
 
     def block(self, position:int) -> list[int]:
         "The positions of the chunk that holds `position`."
@@ -191,10 +191,11 @@ def tree_context(store, # an open store, read inside the caller's snapshot
                  block_hits:int=3, # this many hits in one chunk: the chunk whole, where it fits
                  query_vec:np.ndarray|None=None, # the question's vector: cuts the last plain chunk to the budget
                  query:str|None=None, # the question's text, for the same cut
+                 nodes:dict|None=None, # `store.tree.nodes` of the hits, when the caller read them already
                 ) -> tuple[list[Chunk], list[dict]]:
     "The context for ranked `hits`: leaves grown into neighbours, chunks or sections; `(pieces, what each is)`."
     tree = getattr(store, 'tree', None)
-    nodes = tree.nodes([int(c.id) for c in hits]) if tree is not None and hits else {}
+    if nodes is None: nodes = tree.nodes([int(c.id) for c in hits]) if tree is not None and hits else {}
     ctx, scores = TreeContext(store, budget, window, block_hits), {}
     ranked = hits if budget is not None else hits[:top_k]
     for n in (nodes.get(int(c.id)) for c in ranked if int(c.id) in nodes):

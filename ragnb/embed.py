@@ -23,8 +23,8 @@ __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEF
            'TRIM_AFTER', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path', 'resolve_model',
            'model_for_languages', 'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16',
            'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem',
-           'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'OnnxQueryEncoder',
-           'QueryTokenizer', 'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
+           'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'special_tokens_around',
+           'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -427,6 +427,83 @@ def embed_queries(self:Embedder, queries:list[str]) -> np.ndarray:
 def embed_query(self:Embedder, query:str) -> np.ndarray:
     "One query → one unit vector (with one thread, unless told otherwise)."
     return self.embed_queries([query])[0]
+
+# %% ../nbs/02_embed.ipynb #1a7e0c02
+def special_tokens_around(tokenizer) -> tuple[list[int], list[int]]:
+    "The ids `tokenizer` puts before and after a text's own ids (BERT: `[CLS]`, `[SEP]`; XLM-R: `<s>`, `</s>`)."
+    bare = tokenizer('a b', add_special_tokens=False)['input_ids']
+    full = tokenizer('a b', add_special_tokens=True)['input_ids']
+    for head in range(len(full) - len(bare) + 1):
+        if full[head:head + len(bare)] == bare: return full[:head], full[head + len(bare):]
+    raise ValueError(f'{type(tokenizer).__name__}: its special tokens do not wrap the text; use the per-sentence pass')
+
+# %% ../nbs/02_embed.ipynb #1a7e0c04
+@patch
+def embed_late(self:Embedder, texts:list[str], # chunk texts (the model's document prompt is added)
+               spans:list[list[tuple[int, int]]], # per text, the (start, end) of each sentence in it
+               progress:bool|None=None) -> tuple[np.ndarray, np.ndarray]:
+    """One pass of the model over each text, in windows of its length: `(text vectors, sentence vectors)`, unit
+    rows; a text's vector is its first window's, as `embed_documents` gives it, and the sentence rows come in the
+    order of `spans`, text by text. Mean-pooled models only."""
+    import torch
+    if self.pooling != 'mean': raise ValueError(f'{self.name}: late chunking needs mean pooling, not {self.pooling!r}')
+    texts, spans = list(texts), list(spans)
+    if len(spans) != len(texts): raise ValueError(f'{len(texts)} texts but {len(spans)} lists of spans')
+    first = np.cumsum([0] + [len(sp) for sp in spans])
+    chunk, sent = np.zeros((len(texts), self.dim), np.float32), np.zeros((first[-1], self.dim), np.float32)
+    bar = _tqdm()(total=len(texts), desc='embedding', unit='text', disable=not shows_progress(len(texts), progress))
+    with torch_threads(embedding_threads(len(texts), self.threads)), torch.inference_mode(), \
+            torch.autocast('cpu', dtype=torch.bfloat16, enabled=self.autocast):
+        for lo in range(0, len(texts), EMBED_WINDOW):
+            hi = min(lo + EMBED_WINDOW, len(texts))
+            c, s = self._late_window(texts[lo:hi], spans[lo:hi])
+            chunk[lo:hi], sent[first[lo]:first[hi]] = c, s
+            bar.update(hi - lo)
+    bar.close()
+    if len(texts) >= TRIM_AFTER: trim_heap()          # as `_embed`: a bulk call hands its freed batches back
+    return chunk, sent
+
+# %% ../nbs/02_embed.ipynb #1a7e0c05
+@patch
+def _late_window(self:Embedder, texts:list[str], spans:list) -> tuple[np.ndarray, np.ndarray]:
+    "`embed_late` of a group of texts tokenised together: each text cut in windows, the windows run in length batches."
+    import torch
+    p = self.document_prompt
+    enc = self.tokenizer([p + t for t in texts], add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    head, tail = special_tokens_around(self.tokenizer)
+    width = self.max_length - len(head) - len(tail)
+    where = [(i, a) for i, ids in enumerate(enc['input_ids']) for a in range(0, max(len(ids), 1), width)]
+    rows = [head + enc['input_ids'][i][a:a + width] + tail for i, a in where]
+    first = np.cumsum([0] + [len(sp) for sp in spans])
+    tsum, tn = np.zeros((len(texts), self.dim)), np.zeros(len(texts))
+    ssum, sn = np.zeros((first[-1], self.dim)), np.zeros(first[-1])
+    batches, padded = _length_batches(rows, self.batch_size, self.batch_tokens)
+    for idx in batches:
+        ids = torch.full((len(idx), padded[idx[0]]), self.tokenizer.pad_token_id or 0)
+        mask = torch.zeros_like(ids)
+        for r, k in enumerate(idx):
+            ids[r, :len(rows[k])], mask[r, :len(rows[k])] = torch.tensor(rows[k]), 1
+        hidden = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
+        hidden = hidden.float().cpu().numpy()
+        for r, k in enumerate(idx):
+            (i, a), n = where[k], len(rows[k])
+            if a == 0: tsum[i], tn[i] = hidden[r, :n].sum(0), n   # the text: its first window, as `embed_documents`
+            own = hidden[r, len(head):n - len(tail)].astype(np.float64)
+            starts = np.array([o[0] for o in enc['offset_mapping'][i][a:a + len(own)]]) - len(p)
+            lo, hi = _token_ranges(starts, spans[i])
+            cum = np.vstack([np.zeros((1, self.dim)), np.cumsum(own, 0)])
+            ssum[first[i]:first[i + 1]] += cum[hi] - cum[lo]
+            sn[first[i]:first[i + 1]] += hi - lo
+    text = tsum / np.maximum(tn, 1)[:, None]
+    owner = np.repeat(np.arange(len(texts)), np.diff(first))
+    sent = np.where(sn[:, None] > 0, ssum / np.maximum(sn, 1)[:, None], text[owner])
+    unit = lambda v: (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+    return unit(text), unit(sent)
+
+def _token_ranges(starts:np.ndarray, spans:list) -> tuple[np.ndarray, np.ndarray]:
+    "For each span `(s, e)`: the range of tokens (by their start offsets, ascending) that start inside it."
+    sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    return np.searchsorted(starts, sp[:, 0]), np.searchsorted(starts, sp[:, 1])
 
 # %% ../nbs/02_embed.ipynb #334c9097
 def _safetensors_memmap(path:Path, name:str) -> np.ndarray:

@@ -31,8 +31,9 @@ FORMAT_VERSION = 1
 
 # %% auto #0
 __all__ = ['log', 'FORMAT_VERSION', 'MIGRATIONS', 'SCHEMA_VERSION', 'MIGRATION_NUMBER', 'UNLINK_ON_THREAD', 'READERS_LOCK',
-           'Migration', 'Migrations', 'present_migrations', 'schema_version', 'Store', 'readers_lock', 'Generations',
-           'migrate', 'text_hash', 'ScopedStore', 'SourceRecord', 'record_sources']
+           'SENTENCE_PASSES', 'Migration', 'Migrations', 'present_migrations', 'schema_version', 'Store',
+           'readers_lock', 'Generations', 'sentence_pass', 'migrate', 'text_hash', 'ScopedStore', 'SourceRecord',
+           'record_sources']
 
 # %% ../nbs/03_index.ipynb #f9e90fb4
 _SCHEMA = '''
@@ -140,9 +141,11 @@ class Store(Closes):
 _MANIFEST_FIELDS = dict(format_version=int, model=str, dim=int, M=int, ef_construction=int, ef=int)
 _BUILD_FIELDS = ('format_version', 'model', 'dim', 'pooling', 'query_instruction', 'space', 'M', 'ef_construction',
                  'sentence_vectors')   # how the store was built: fixed for its life, fingerprinted in the database
+_LATER_BUILD_FIELDS = ('sentence_pass',)   # fingerprinted where present, so older stores keep their fingerprint
 
 def _build_fingerprint(m:dict) -> str:
-    return hashlib.sha256(json.dumps({k: m.get(k) for k in _BUILD_FIELDS}, sort_keys=True).encode()).hexdigest()
+    fields = {k: m.get(k) for k in _BUILD_FIELDS} | {k: m[k] for k in _LATER_BUILD_FIELDS if k in m}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 # %% ../nbs/03_index.ipynb #3a751502
 def _read_manifest(path:Path) -> dict:
@@ -341,12 +344,30 @@ def _check_model(path:Path, manifest:dict, embedder):
             f" Open it without a model, or re-index into a new store: "
             f"ragnb index DOCS --store NEW_DIR --model {embedder.name}")
 
+# %% ../nbs/03_index.ipynb #5e7a1c02
+SENTENCE_PASSES = ('sentence', 'late')   # one pass per sentence (a new store's default), or pooled from the chunk's
+
+def sentence_pass(manifest:dict) -> str|None:
+    "How a store's sentence vectors are made: 'late', 'sentence' (every store older than the field), None (none kept)."
+    if not manifest.get('sentence_vectors'): return None
+    return manifest.get('sentence_pass', 'sentence')
+
+def _pass_for(embedder, wanted:str) -> str:
+    "`wanted`, or 'sentence' (said in the log) for an embedder that cannot pool sentences out of a chunk's pass."
+    can = getattr(embedder, 'pooling', None) == 'mean' and hasattr(embedder, 'embed_late')
+    if wanted != 'late' or can: return wanted
+    log.warning('%s: late sentence vectors need a mean-pooled model; this store embeds each sentence on its own',
+                getattr(embedder, 'name', embedder))
+    return 'sentence'
+
 # %% ../nbs/03_index.ipynb #53a3f2c7
-def _new_manifest(path:Path, embedder, *, M:int, ef_construction:int, ef:int, sentence_vectors:bool) -> dict:
+def _new_manifest(path:Path, embedder, *, M:int, ef_construction:int, ef:int, sentence_vectors:bool,
+                  sentence_pass:str='sentence') -> dict:
     "Write the manifest of a new store (its last step) and return it."
     m = dict(format_version=FORMAT_VERSION, model=embedder.name, dim=embedder.dim, pooling=embedder.pooling,
              query_instruction=embedder.query_instruction, space='ip', M=M, ef_construction=ef_construction,
              ef=ef, sentence_vectors=bool(sentence_vectors), created_at=time.time())
+    if sentence_vectors: m['sentence_pass'] = _pass_for(embedder, sentence_pass)
     fsync_write(path / 'manifest.json', json.dumps(m, indent=1).encode())
     return m
 
@@ -391,10 +412,13 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
          readonly:bool=False, # readers take no lock
          ef:int=128, M:int=32, ef_construction:int=200, # hnswlib parameters for a new store
          sentence_vectors:bool=True, # a new store keeps per-sentence vectors for fast trimming
+         sentence_pass:str='sentence', # how a new store makes them (`SENTENCE_PASSES`)
          compact_min_rows:int=COMPACT_MIN_ROWS, # compact the index and sentence file only past this many dead rows
         ) -> Store:
     "Open or create a single store; refuse a model mismatch or a sharded folder; detect corruption."
     path = Path(path)
+    if sentence_pass not in SENTENCE_PASSES:
+        raise ValueError(f'sentence_pass must be one of {", ".join(SENTENCE_PASSES)}, got {sentence_pass!r}')
     if (path / 'shards.json').exists() and not (path / 'manifest.json').exists():     # `ragnb.shards`' layout
         raise StoreError(f'{path}: a sharded store; open it with `ragnb.stores.open_store`')
     if readonly and not (path / 'manifest.json').exists():
@@ -407,7 +431,7 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
         else:
             if embedder is None: embedder = _default_embedder()
             manifest = _new_manifest(path, embedder, M=M, ef_construction=ef_construction, ef=ef,
-                                     sentence_vectors=sentence_vectors)
+                                     sentence_vectors=sentence_vectors, sentence_pass=sentence_pass)
         _check_model(path, manifest, embedder)
         store = cls(path, manifest, db, embedder, lock, compact_min_rows)
         with store._snapshot(): meta = store._meta()
@@ -489,15 +513,18 @@ def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, 
                   commit:bool=True) -> list[int]:
     "Embed (unless `vectors` are given) and add chunks, and their sentence vectors; returns their ids."
     if not chunks: return []
-    dim = self.manifest['dim']
+    dim, late = self.manifest['dim'], sentence_pass(self.manifest) == 'late'
+    spans = [chunk_sentence_spans(c) for c in chunks] if self.manifest.get('sentence_vectors') else None
+    if vectors is None and late and sentence_vectors is None:      # one pass gives both
+        vectors, sentence_vectors = self.embedder.embed_late([c.text for c in chunks], spans)
     if vectors is None: vectors = self.embedder.embed_documents([c.text for c in chunks])
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     if vectors.shape != (len(chunks), dim):
         raise ValueError(f'vectors have shape {vectors.shape}, expected ({len(chunks)}, {dim})')
-    spans = [chunk_sentence_spans(c) for c in chunks] if self.manifest.get('sentence_vectors') else None
     if spans is not None:
-        sentence_vectors = checked_sentence_vectors(chunks, spans, sentence_vectors, dim,
-                                                    lambda texts: self.embedder.embed_documents(texts))
+        embed = (lambda _: self.embedder.embed_late([c.text for c in chunks], spans)[1]) if late else \
+            self.embedder.embed_documents
+        sentence_vectors = checked_sentence_vectors(chunks, spans, sentence_vectors, dim, embed)
     self._begin()
     start = self.vectors.next_label(self._meta(), self._max_label)
     ids = list(range(start, start + len(chunks)))

@@ -15,7 +15,7 @@ from fastcore.basics import patch
 
 from .chunking import (CODE_EXTS, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError, chunk_text, not_text_kind,
                             read_file_bytes, read_text_file, sniffed_kind)
-from .index import SourceRecord, Store, StoreMismatchError, text_hash
+from .index import SourceRecord, Store, StoreMismatchError, sentence_pass, text_hash
 from .sentence_file import chunk_sentence_spans
 from .hierarchy import JERARQUICO_STRATEGIES
 from .stores import StoreAPI, open_store, store_exists
@@ -403,7 +403,7 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
                      progress:bool|None=None, files:int=0): # the files listed, for the progress bar
     """`(records, chunks, vectors, sentence vectors or None)`, `INDEX_BATCH` chunks at a time; records come first.
     A file's parts are all embedded before the first is yielded, so an interruption never cuts a file in two."""
-    sentences = store.manifest.get('sentence_vectors')
+    sentences = sentence_pass(store.manifest)         # None, 'late' or 'sentence'
     from tqdm.auto import tqdm
     with tqdm(total=files, desc='indexing', unit='file', disable=not shows_progress(files, progress)) as bar:
         for records, chunks in batches:
@@ -413,13 +413,16 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
             bar.update(len(records))
         bar.update(files - bar.n)                # the unchanged files are done too
 
-def _embed_part(emb, part:list[Chunk], sentences:bool) -> tuple:
-    "`embed_chunks` of one part, with its sentence spans when the store keeps sentence vectors."
+def _embed_part(emb, part:list[Chunk], sentences:str|None) -> tuple:
+    "`embed_chunks` of one part, with its sentence spans when the store keeps sentence vectors (`sentence_pass`)."
     if not part: return None, None
-    return embed_chunks(emb, part, [chunk_sentence_spans(c) for c in part] if sentences else None)
+    spans = [chunk_sentence_spans(c) for c in part] if sentences else None
+    return embed_chunks(emb, part, spans, late=sentences == 'late')
 
-def embed_chunks(emb, chunks:list[Chunk], spans:list|None) -> tuple:
+def embed_chunks(emb, chunks:list[Chunk], spans:list|None, # sentence spans per chunk; None: no sentence vectors
+                 late:bool=False) -> tuple: # pool the sentences out of each chunk's own pass (`Embedder.embed_late`)
     "The pure batch function: `chunks`' vectors, and the vectors of their sentences at `spans` (None: none)."
+    if spans is not None and late: return emb.embed_late([c.text for c in chunks], spans, progress=False)
     vecs = emb.embed_documents([c.text for c in chunks], progress=False)
     if spans is None: return vecs, None
     return vecs, emb.embed_documents([c.text[s:e] for c, sp in zip(chunks, spans) for s, e in sp], progress=False)

@@ -11,7 +11,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .chunking import Chunk
-from .index import Store
+from .index import Store, sentence_pass
 from .trim import (DEFAULT_TRIM_POLICY, TrimmedChunk, calibration_key, check_trim_options, check_trim_policy,
                         default_trim_threshold, estimate_tokens, parse_threshold, trim_chunks_by_sentence)
 from .embed import model_languages
@@ -49,7 +49,8 @@ def trim_threshold_origin(store:Store, threshold:float|str, window:int=0, policy
     "`resolve_trim_threshold`, and where the value comes from, for people: 'given', 'saved by ... on DATE', 'default'."
     if threshold != 'auto': return threshold, 'given'
     cal = store.trim_calibration(calibration_key(policy, window))
-    if not cal: return default_trim_threshold(store.manifest['model'], window, policy), "the model's default"
+    if not cal: return default_trim_threshold(store.manifest['model'], window, policy, sentence_pass(store.manifest)), \
+        "the model's default"
     when = time.strftime('%Y-%m-%d', time.localtime(cal['calibrated_at'])) if cal.get('calibrated_at') else 'a past run'
     return float(cal['threshold']), f"saved by `ragnb eval --save` on {when}, {cal.get('questions', '?')} questions"
 
@@ -194,10 +195,10 @@ def _query_vectors(store:Store, query, opts:RetrieveOpts, info:dict, timings:dic
 # %% ../nbs/06_retrieve.ipynb #9c0802f0
 SCORE_KINDS = dict(dense='cosine', lexical='bm25', hybrid='rrf')   # what a chunk's score is, by search mode
 
-def _has_leaves(store, chunks:list[Chunk]) -> bool:
-    "Are some of `chunks` leaves of a document tree (a `documental_jerarquico` file)?"
+def _leaves(store, chunks:list[Chunk]) -> dict:
+    "The tree nodes of those of `chunks` that are leaves of a document tree (`documental_jerarquico` files), by id."
     tree = getattr(store, 'tree', None)          # a store written elsewhere may have none
-    return bool(tree is not None and tree.present and chunks and tree.nodes([int(c.id) for c in chunks]))
+    return tree.nodes([int(c.id) for c in chunks]) if tree is not None and tree.present and chunks else {}
 
 
 def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, info:dict, timings:dict) -> list[Chunk]:
@@ -246,10 +247,12 @@ def retrieve(store:Store, # an open store
         budget = opts.context_budget
         k = top_k if budget is None else max(top_k, opts.candidates * top_k)
         chunks = _search(store, query, qvec, k, opts, filters, info, timings)
-        if opts.tree_context and (budget is not None or _has_leaves(store, chunks)):
+        nodes = _leaves(store, chunks) if opts.tree_context else {}
+        if opts.tree_context and (budget is not None or nodes):
             t = time.perf_counter()
             chunks, info['tree'] = tree_context(store, chunks, budget=budget, top_k=top_k, window=opts.tree_window,
-                                                query_vec=tvec, query=query if isinstance(query, str) else None)
+                                                query_vec=tvec, query=query if isinstance(query, str) else None,
+                                                nodes=nodes)
             timings['context'] = (time.perf_counter() - t) * 1e3
         t2 = time.perf_counter()
         before = estimate_tokens(chunks)

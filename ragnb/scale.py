@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
-from .index import Store
+from .index import Store, sentence_pass
 from .sentence_file import chunk_sentence_spans
 from .stores import STORE_API, open_store, store_exists
 from .shards import SHARD_READS, ShardedStore, shard_count, shard_dirs
@@ -72,16 +72,17 @@ class EmbedActor:
     "The `map_batches` stage: the model, loaded once per actor; each call embeds a batch of files with `embed_chunks`."
     def __init__(self, model:str, # a model folder or name (`embed.model_location`)
                  sentences:bool, # embed each chunk's sentences too (the store keeps them)
-                 threads:int=1, device:str='cpu'):
+                 threads:int=1, device:str='cpu',
+                 late:bool=False): # pool them out of each chunk's own pass (the store's `sentence_pass` is 'late')
         from ragnb.embed import Embedder
         self.emb = Embedder.from_pretrained(model, threads=threads, device=device)
-        self.sentences, self.pid = sentences, os.getpid()
+        self.sentences, self.late, self.pid = sentences, late, os.getpid()
 
     def __call__(self, batch:dict) -> dict:
         work = [pickle.loads(w) for w in batch['work']]
         chunks = [c for _, cs, _ in work for c in cs]
         spans = [chunk_sentence_spans(c) for c in chunks] if self.sentences else None
-        vecs, svecs = embed_chunks(self.emb, chunks, spans) if chunks else (None, None)
+        vecs, svecs = embed_chunks(self.emb, chunks, spans, self.late) if chunks else (None, None)
         out = [pickle.dumps((*w, *v)) for w, v in zip(work, _per_file(work, vecs, svecs, spans))]
         return dict(file=batch['file'], report=batch['report'], work=np.array(out, dtype=object),
                     worker=np.full(len(out), self.pid))
@@ -104,7 +105,7 @@ def _embedding_stage(ds, store, plan):
     m = store.manifest
     return ds.map_batches(EmbedActor, fn_constructor_kwargs=dict(
         model=os.environ.get('RAGNB_MODEL') or model_location(m['model']), sentences=bool(m.get('sentence_vectors')),
-        threads=plan.threads, device='cuda' if plan.gpus_per_worker else 'cpu'),
+        late=sentence_pass(m) == 'late', threads=plan.threads, device='cuda' if plan.gpus_per_worker else 'cpu'),
         compute=ActorPoolStrategy(size=plan.workers), batch_size=plan.batch_files, batch_format='numpy',
         num_cpus=0 if plan.gpus_per_worker else plan.threads, num_gpus=plan.gpus_per_worker or None)
 
@@ -127,6 +128,7 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
                    max_bytes:int=MAX_FILE_BYTES, commit_every_s:float=600,
                    progress:bool|None=None, # a bar over files (None: only in a terminal)
                    on_batch=None, # called after each batch with {'files', 'done', 'chunks', 'workers'}
+                   sentence_pass:str='sentence', # how a new store makes its sentence vectors (`SENTENCE_PASSES`)
                   ) -> IndexReport:
     "`ingest.index_paths` on Ray Data, into a sharded store: the same report, the same incremental behaviour."
     t0, rep = time.perf_counter(), IndexReport()
@@ -134,7 +136,8 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
     ray = ray_session(address)
     if workers is None: workers = _default_workers(ray, threads, gpus_per_worker)
     new = not store_exists(store)
-    with open_store(store, shards=shards if new else None, embedder=_driver_model(new, model)) as st:
+    with open_store(store, shards=shards if new else None, embedder=_driver_model(new, model),
+                    sentence_pass=sentence_pass) as st:
         if not isinstance(st, ShardedStore): raise ValueError(f'{store}: a single store; give a new folder')
         if st.manifest.get('chunking', 'documental') != 'documental':   # Ray chunks as documental only
             raise ValueError(f"{store}: its files are chunked as {st.manifest['chunking']!r}, which Ray does not "

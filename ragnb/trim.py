@@ -14,22 +14,24 @@ from .embed import PACKAGED_MODEL
 from .model_build import E5_SMALL
 from .lexical import query_terms, term_prefix, word_terms
 from .sentences import sentence_kind
-from .index import Store, text_hash
+from .index import Store, sentence_pass, text_hash
 from .sentence_file import chunk_sentence_spans
 
 # %% auto #0
-__all__ = ['DEFAULT_TRIM_THRESHOLD', 'TRIM_POLICIES', 'DEFAULT_TRIM_POLICY', 'TARGET_RETENTION', 'MODEL_TRIM_DEFAULTS',
-           'TABLE_LOOKBACK', 'SCORE_TOLERANCE', 'estimate_tokens', 'check_trim_options', 'parse_threshold',
-           'check_trim_policy', 'check_trim_budget', 'TrimDefaults', 'trim_defaults', 'default_trim_threshold',
-           'calibration_key', 'trim_threshold_grid', 'select_sentences', 'structure_links', 'with_links',
-           'headless_rows', 'table_header', 'lexical_overlap', 'join_kept', 'TrimmedChunk', 'as_chunk',
-           'trim_chunks_by_sentence', 'trim_agreement']
+__all__ = ['TOKENS_PER_WORD', 'DEFAULT_TRIM_THRESHOLD', 'TRIM_POLICIES', 'DEFAULT_TRIM_POLICY', 'TARGET_RETENTION',
+           'MODEL_TRIM_DEFAULTS', 'LATE_TRIM_DEFAULTS', 'TABLE_LOOKBACK', 'SCORE_TOLERANCE', 'estimate_tokens',
+           'check_trim_options', 'parse_threshold', 'check_trim_policy', 'check_trim_budget', 'TrimDefaults',
+           'trim_defaults', 'store_trim_defaults', 'default_trim_threshold', 'calibration_key', 'trim_threshold_grid',
+           'select_sentences', 'structure_links', 'with_links', 'headless_rows', 'table_header', 'lexical_overlap',
+           'join_kept', 'TrimmedChunk', 'as_chunk', 'trim_chunks_by_sentence', 'trim_agreement']
 
 # %% ../nbs/04_trim.ipynb #abc94652
+TOKENS_PER_WORD = 1.3   # the one token estimate: whitespace words × this (every budget and count uses it)
+
 def estimate_tokens(chunks:list[Chunk]|list[str]) -> int:
-    "Token estimate of a context: words × 1.3, rounded."
+    "Token estimate of a context: words × `TOKENS_PER_WORD`, rounded."
     words = sum(len((c if isinstance(c, str) else c.text).split()) for c in chunks)
-    return round(words * 1.3)
+    return round(words * TOKENS_PER_WORD)
 
 # %% ../nbs/04_trim.ipynb #764a7444
 DEFAULT_TRIM_THRESHOLD = 0.38   # the threshold of a model with no calibrated default (see `default_trim_threshold`)
@@ -84,15 +86,29 @@ MODEL_TRIM_DEFAULTS = {   # calibrated with `ragnb eval --sweep` (bench/bench_mo
     E5_SMALL: TrimDefaults({0: 0.78, 1: 0.82}, grid=(0.70, 0.90, 0.02), structured=0.84, rank_step=0.02,
                            structured_grid=(0.76, 0.92, 0.02)),
 }
+LATE_TRIM_DEFAULTS = {    # for late sentence vectors (`Embedder.embed_late`): bench/bench_late_chunking.py's dev sweeps
+    PACKAGED_MODEL: TrimDefaults({0: 0.30, 1: 0.35}, structured=0.25, rank_step=0.12,
+                                 structured_grid=(0.10, 0.45, 0.05)),
+    E5_SMALL: TrimDefaults({0: 0.84, 1: 0.84}, grid=(0.74, 0.94, 0.02), structured=0.88, rank_step=0.01,
+                           structured_grid=(0.78, 0.94, 0.02)),
+}
 
 # %% ../nbs/04_trim.ipynb #dfd62cde
-def trim_defaults(model:str|None=None) -> TrimDefaults:
+def trim_defaults(model:str|None=None, # the store's or embedder's model name
+                  sentence_pass:str|None='sentence', # how its sentence vectors are made (`index.sentence_pass`)
+                 ) -> TrimDefaults:
     "The trim defaults of `model`; a model nobody calibrated gets `DEFAULT_TRIM_THRESHOLD` and MiniLM's grid."
-    return MODEL_TRIM_DEFAULTS.get(model or '') or TrimDefaults({0: DEFAULT_TRIM_THRESHOLD})
+    table = LATE_TRIM_DEFAULTS if sentence_pass == 'late' else MODEL_TRIM_DEFAULTS
+    return table.get(model or '') or TrimDefaults({0: DEFAULT_TRIM_THRESHOLD})
 
-def default_trim_threshold(model:str|None=None, window:int=0, policy:str='fixed') -> float:
+def store_trim_defaults(store) -> TrimDefaults:
+    "`trim_defaults` of a store: its model and the kind of sentence vectors it holds."
+    return trim_defaults(store.manifest['model'], sentence_pass(store.manifest))
+
+def default_trim_threshold(model:str|None=None, window:int=0, policy:str='fixed',
+                           sentence_pass:str|None='sentence') -> float:
     "The calibrated default threshold of `model` for `policy` and `window` (fixed: the widest calibrated window)."
-    d = trim_defaults(model)
+    d = trim_defaults(model, sentence_pass)
     if check_trim_policy(policy) == 'structured': return d.structured
     return d.thresholds.get(window, d.thresholds[max(d.thresholds)])
 
@@ -100,9 +116,9 @@ def calibration_key(policy:str='fixed', window:int=0) -> int|str:
     "Where a store keeps the calibration of `policy` and `window`: the window for 'fixed' (as before), else both."
     return window if check_trim_policy(policy) == 'fixed' else f'{policy}:{window}'
 
-def trim_threshold_grid(model:str|None=None, policy:str='fixed') -> tuple:
+def trim_threshold_grid(model:str|None=None, policy:str='fixed', sentence_pass:str|None='sentence') -> tuple:
     "The thresholds a sweep tries for `model` and `policy`: its grid, lo to hi inclusive."
-    d = trim_defaults(model)
+    d = trim_defaults(model, sentence_pass)
     lo, hi, step = d.structured_grid if check_trim_policy(policy) == 'structured' else d.grid
     return tuple(round(lo + i * step, 3) for i in range(round((hi - lo) / step) + 1))
 
@@ -312,7 +328,9 @@ def _plans(q, chunks, embedder, store) -> list[_Plan]:
         emb = embedder if embedder is not None else store.embedder if store is not None else None
         if emb is None: raise ValueError('these chunks have no stored sentence vectors: pass embedder= or store=')
         _check_dim(q, emb.dim, f'the embedder ({emb.name})')
-        allv = emb.embed_documents([s for p in todo for s in p.sentences()]).astype(np.float16)   # stored precision
+        if store is not None and sentence_pass(store.manifest) == 'late':      # as the store made its own
+            allv = emb.embed_late([p.chunk.text for p in todo], [p.spans for p in todo])[1].astype(np.float16)
+        else: allv = emb.embed_documents([s for p in todo for s in p.sentences()]).astype(np.float16)   # as stored
         at = 0
         for p in todo:
             p.vecs, at = allv[at:at + len(p.spans)], at + len(p.spans)
@@ -460,7 +478,7 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
     if store is not None: _check_dim(q, store.manifest['dim'], f"the store's model ({store.manifest['model']})")
     if embedder is not None: _check_dim(q, embedder.dim, f'the embedder ({embedder.name})')
     plans = _plans(q, [_untrimmed(c) for c in chunks], embedder, store)
-    d = trim_defaults(store.manifest['model'] if store is not None else getattr(embedder, 'name', None))
+    d = store_trim_defaults(store) if store is not None else trim_defaults(getattr(embedder, 'name', None))
     w = d.lexical_weight if lexical_weight is None else lexical_weight
     step = d.rank_step if rank_step is None else rank_step
     if budget is not None:

@@ -96,3 +96,24 @@ def test_each_migration_brings_a_store_of_the_version_before_it_up(current, tmp_
     assert same_dense(answers(path), current[1])
     assert {q: v[1] for q, v in answers(path).items()} == {q: v[1] for q, v in current[1].items()}
     with open_store(path, readonly=True) as s: assert s.verify()['problems'] == []
+
+
+def test_an_older_store_keeps_making_the_sentence_vectors_it_holds(tmp_path):
+    "A store older than `sentence_pass` keeps making one vector per sentence: it never mixes in late ones."
+    from ragnb.chunking import chunk_text
+    from ragnb.index import sentence_pass
+    from ragnb.sentence_file import chunk_sentence_spans
+    path = tmp_path / 'old'
+    shutil.copytree(FIXTURES / 'ac25a57', path)
+    text = '# Quotas\n\nEach team may run twelve workers. A thirteenth waits in the queue until one of them ends.\n'
+    with open_store(path) as s:
+        assert 'sentence_pass' not in s.manifest and sentence_pass(s.manifest) == 'sentence'
+        c = chunk_text(text, 'quotas.md', source='quotas.md')[0]
+        i = s.add_documents([c])[0]
+        stored = s.sentence_vectors([i])[str(i)][1].astype(np.float32)
+        spans = chunk_sentence_spans(c)
+        own = s.embedder.embed_documents([c.text[a:b] for a, b in spans])
+        late = s.embedder.embed_late([c.text], [spans])[1]
+    assert len(spans) == 3 and np.abs(stored - own).max() < 2e-3    # as the store's other rows were made
+    assert np.abs(stored - late).max() > 2e-2                        # which late vectors are not
+    with open_store(path, readonly=True) as s: assert s.verify()['problems'] == []   # its fingerprint still holds

@@ -307,7 +307,7 @@ def test_lexical_evidence_only_where_it_can_decide_is_exact(tmp_path, emb):
     with Store.open(tmp_path / 's', embedder=emb) as store:
         index_paths(store, default_corpus(), progress=False)
         qs, _ = load_questions(bundled_questions())
-        d = T.trim_defaults(store.manifest['model'])
+        d = T.store_trim_defaults(store)
         for q in qs:
             chunks, qv = retrieve(store, q.question, 5).chunks, emb.embed_query(q.question)
             fast = T._plans(qv, chunks, None, store)
