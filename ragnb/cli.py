@@ -10,8 +10,8 @@ from pathlib import Path
 from .sentences import sentence_spans
 
 # %% auto #0
-__all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'SENTENCE_KINDS', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index',
-           'cmd_ask', 'cmd_check', 'cmd_serve', 'cmd_eval']
+__all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index', 'cmd_ask',
+           'cmd_check', 'cmd_serve', 'cmd_eval']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help='skip PDFs of more pages, with a reason (default $RAGNB_MAX_PDF_PAGES or 5000)')
     s.add_argument('--sentence-pass', choices=SENTENCE_PASSES,
                    help="a new store's sentence vectors: 'sentence' (one pass per sentence, the default) or 'late' "
-                        "(pooled from each chunk's own pass: about 1.7x faster to index, trims a little less)")
+                        "(pooled from each chunk's own pass: about 1.6x faster to index, trims a little less)")
     s.add_argument('--mode', choices=CHUNKING,
                    help="how prose is chunked: 'documental', 'jerarquico' (a tree: small leaves searched, grown at "
                         "retrieval into their chunk or section) or 'auto' (trees for long documents only); default: "
@@ -286,11 +286,10 @@ def cmd_index(args) -> int:
 def _check_sentence_pass(path, wanted:str|None):
     "`--sentence-pass` names the kind an existing store holds, or is refused with the fix."
     from ragnb.index import sentence_pass
-    from ragnb.stores import open_store, store_exists
-    if wanted is None or not store_exists(path): return
-    with open_store(path, readonly=True) as s: held = sentence_pass(s.manifest)
-    if held != wanted:
-        raise UserError(f"{path}'s sentence vectors: {SENTENCE_KINDS[held]}; a store keeps one kind for life: "
+    from ragnb.stores import store_manifest
+    if wanted is None or (m := store_manifest(path)) is None: return
+    if (held := sentence_pass(m)) != wanted:
+        raise UserError(f"{path}'s sentence vectors: {_sentence_kind(held)}; a store keeps one kind for life: "
                         f'drop --sentence-pass, or index into a new --store with --sentence-pass {wanted}')
 
 def _index_on_ray(args, path, meta, pass_:dict) -> int:
@@ -405,7 +404,10 @@ def cmd_ask(args) -> int:
     return 0
 
 # %% ../nbs/09_cli.ipynb #b0135bec
-SENTENCE_KINDS = {'late': "pooled from each chunk's own pass", 'sentence': 'one pass per sentence', None: 'none kept'}
+def _sentence_kind(kind:str|None) -> str:
+    "What `ragnb check` and `--sentence-pass` say of a store's sentence vectors (`index.sentence_pass`)."
+    from ragnb.index import SENTENCE_PASSES
+    return SENTENCE_PASSES.get(kind, 'none kept')
 
 def cmd_check(args) -> int:
     from ragnb.index import StoreError, sentence_pass
@@ -422,7 +424,7 @@ def cmd_check(args) -> int:
     if v is not None:
         rows += [('chunks / sources', f"{v['chunks']} / {st['sources']}"),
                  ('index: live / deleted elements', f"{v['index_live']} / {v['index_deleted']}"),
-                 ('sentence vector rows', f"{v['sentence_rows']} ({SENTENCE_KINDS[kind]})"),
+                 ('sentence vector rows', f"{v['sentence_rows']} ({_sentence_kind(kind)})"),
                  ('lexical index rows', 'none yet (built by the next `ragnb index`)' if v['lexical_rows'] is None
                   else str(v['lexical_rows']))]
         if (t := v.get('tree')) and t['leaves']:

@@ -345,7 +345,8 @@ def _check_model(path:Path, manifest:dict, embedder):
             f"ragnb index DOCS --store NEW_DIR --model {embedder.name}")
 
 # %% ../nbs/03_index.ipynb #5e7a1c02
-SENTENCE_PASSES = ('sentence', 'late')   # one pass per sentence (a new store's default), or pooled from the chunk's
+SENTENCE_PASSES = {'sentence': 'one pass per sentence',          # a new store's default
+                   'late': "pooled from each chunk's own pass"}     # `Embedder.embed_late`
 
 def sentence_pass(manifest:dict) -> str|None:
     "How a store's sentence vectors are made: 'late', 'sentence' (every store older than the field), None (none kept)."
@@ -513,18 +514,17 @@ def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, 
                   commit:bool=True) -> list[int]:
     "Embed (unless `vectors` are given) and add chunks, and their sentence vectors; returns their ids."
     if not chunks: return []
-    dim, late = self.manifest['dim'], sentence_pass(self.manifest) == 'late'
+    dim = self.manifest['dim']
     spans = [chunk_sentence_spans(c) for c in chunks] if self.manifest.get('sentence_vectors') else None
-    if vectors is None and late and sentence_vectors is None:      # one pass gives both
-        vectors, sentence_vectors = self.embedder.embed_late([c.text for c in chunks], spans)
+    if sentence_vectors is None and sentence_pass(self.manifest) == 'late':     # one pass gives both
+        chunk_vectors, sentence_vectors = self.embedder.embed_late([c.text for c in chunks], spans)
+        if vectors is None: vectors = chunk_vectors
     if vectors is None: vectors = self.embedder.embed_documents([c.text for c in chunks])
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     if vectors.shape != (len(chunks), dim):
         raise ValueError(f'vectors have shape {vectors.shape}, expected ({len(chunks)}, {dim})')
     if spans is not None:
-        embed = (lambda _: self.embedder.embed_late([c.text for c in chunks], spans)[1]) if late else \
-            self.embedder.embed_documents
-        sentence_vectors = checked_sentence_vectors(chunks, spans, sentence_vectors, dim, embed)
+        sentence_vectors = checked_sentence_vectors(chunks, spans, sentence_vectors, dim, self.embedder.embed_documents)
     self._begin()
     start = self.vectors.next_label(self._meta(), self._max_label)
     ids = list(range(start, start + len(chunks)))

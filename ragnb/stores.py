@@ -15,7 +15,7 @@ from .index import SourceRecord, Store, _read_manifest
 from .shards import SHARDS_FILE, ShardedStore
 
 # %% auto #0
-__all__ = ['STORE_API', 'StoreAPI', 'store_exists', 'store_model', 'open_store']
+__all__ = ['STORE_API', 'StoreAPI', 'store_exists', 'store_manifest', 'store_model', 'open_store']
 
 # %% ../nbs/03c_stores.ipynb #bcc9933d
 @runtime_checkable
@@ -80,11 +80,16 @@ def store_exists(path:str|Path) -> bool:
     "Is there a store (single or sharded) at `path`?"
     return (Path(path) / 'manifest.json').exists() or (Path(path) / SHARDS_FILE).exists()
 
-def store_model(path:str|Path) -> str|None:
-    "The model the store at `path` was built with (a sharded store's: its first shard's), read without opening it."
+def store_manifest(path:str|Path) -> dict|None:
+    "The manifest of the store at `path` (a sharded store's: its first shard's), read without opening it."
     for d in (Path(path), Path(path) / 'shard-000'):
-        if (d / 'manifest.json').exists(): return _read_manifest(d)['model']
+        if (d / 'manifest.json').exists(): return _read_manifest(d)
     return None
+
+def store_model(path:str|Path) -> str|None:
+    "The model the store at `path` was built with, read without opening it."
+    m = store_manifest(path)
+    return m['model'] if m else None
 
 # %% ../nbs/03c_stores.ipynb #4db319ca
 def open_store(path:str|Path, # the store's folder (created for a writer when missing)
