@@ -45,6 +45,10 @@ def _positive_int(v:str) -> int:
     if not v.strip().isdigit() or int(v) < 1: raise argparse.ArgumentTypeError(f'{v!r} is not a whole number >= 1')
     return int(v)
 
+def _workers_arg(v:str) -> int|str:
+    "`--workers`: a count, or 'auto' (one per core)."
+    return 'auto' if v.strip() == 'auto' else _positive_int(v)
+
 # %% ../nbs/09_cli.ipynb #4afb9fa4
 RAY_SHARDS = 4   # `ragnb index --ray` builds this many shards unless --shards says otherwise
 _THREADS_HELP = 'torch threads for embedding (default $RAGNB_THREADS, else 1 per query and min(cores, batch) to index)'
@@ -165,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--pin', action='append', metavar='KEY=VALUE', help='a filter no client can widen; repeatable')
     for flag, v, metavar, what in SERVE_LIMIT_FLAGS:          # `ServeLimits` holds the defaults (ragnb.serve)
         s.add_argument(flag, type=float if metavar == 'S' else _positive_int, metavar=metavar, help=what.format(v))
+    s.add_argument('--workers', type=_workers_arg, default=1, metavar='N',
+                   help='with --http: processes answering at once, each with its own copy of the model and index '
+                        '(default 1; auto: one per core)')
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
     s.set_defaults(model=None)
     return p
@@ -449,8 +456,8 @@ def cmd_serve(args) -> int:
                  session_idle_s=args.session_idle, max_sessions=args.max_sessions)
     limits = replace(ServeLimits(), **{k: v for k, v in given.items() if v is not None})
     store = _open_store(args, create_from_data=not args.store)
-    try: serve(store, http=args.http, token=args.token, pins=pins, limits=limits)
-    except (StoreError, ValueError) as e: raise UserError(str(e)) from None
+    try: serve(store, http=args.http, token=args.token, pins=pins, limits=limits, workers=args.workers)
+    except (StoreError, ValueError, RuntimeError) as e: raise UserError(str(e)) from None
     return 0
 
 # %% ../nbs/09_cli.ipynb #9fe72a95

@@ -9,9 +9,9 @@ import functools, math, re, unicodedata
 import numpy as np
 
 # %% auto #0
-__all__ = ['STEMMERS', 'BM25_K1', 'BM25_B', 'detect_language', 'fold', 'identifier_parts', 'lexical_terms', 'query_terms',
-           'match_expression', 'word_terms', 'term_prefix', 'bm25_idf', 'informative_terms', 'bm25_scores',
-           'bm25_score']
+__all__ = ['STEMMERS', 'BM25_K1', 'BM25_B', 'detect_language', 'load_language_detector', 'fold', 'identifier_parts',
+           'lexical_terms', 'query_terms', 'match_expression', 'word_terms', 'term_prefix', 'bm25_idf',
+           'informative_terms', 'bm25_scores', 'bm25_score']
 
 # %% ../nbs/02b_lexical.ipynb #d1d811cd
 @functools.cache
@@ -49,6 +49,10 @@ def detect_language(text:str) -> str:
     if re.search(r'[¿¡ñÑ]', text): return 'es'
     if not re.search(r'\w', text): return 'en'
     return _function_words(text) or _langid().classify(text)[0]
+
+def load_language_detector():
+    "Load py3langid's model now rather than on the first text the function words leave open: a server's start calls it."
+    _langid()
 
 # %% ../nbs/02b_lexical.ipynb #f700f504
 def fold(text:str) -> str:

@@ -4,17 +4,19 @@
 
 # %% ../nbs/08_serve.ipynb #c2a3c406
 from __future__ import annotations
-import functools, hmac, ipaddress, logging, os, sys, threading
-from dataclasses import dataclass
+import functools, hmac, ipaddress, json, logging, os, sys, threading
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
 from pydantic import Field
 
+from .embed import THREADS_ENV, idle_cores
 from .eval import EvalQuestion, eval_retrieval as evaluate_retrieval
 from .filters import narrowed_filters
 from .index import ScopedStore, StoreError
+from .lexical import load_language_detector
 from .stores import StoreAPI, open_store
 
 log = logging.getLogger(__name__)
@@ -23,9 +25,9 @@ from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
 __all__ = ['log', 'Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'ContextBudget', 'Questions',
-           'ServeLimits', 'RequestError', 'parse_pins', 'check_filters', 'RetrievalService', 'argument_error',
-           'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'timed_h11', 'open_service',
-           'serve_banner', 'serve']
+           'WORKER_ENV', 'STARTUP_FAILURE', 'ServeLimits', 'RequestError', 'parse_pins', 'check_filters',
+           'RetrievalService', 'argument_error', 'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http',
+           'http_app', 'timed_h11', 'worker_env', 'worker_app', 'open_service', 'serve_banner', 'serve']
 
 # %% ../nbs/08_serve.ipynb #530ef99e
 @dataclass(frozen=True)
@@ -315,10 +317,24 @@ def parse_http(value:str) -> tuple[str, int]:
     return host.strip('[]') or '127.0.0.1', int(port)
 
 # %% ../nbs/08_serve.ipynb #35056a34
-def http_app(server, token:str|None=None, limits:ServeLimits=ServeLimits()):
+def http_app(server, token:str|None=None, limits:ServeLimits=ServeLimits(),
+             stateless:bool=False): # no sessions: each request stands alone, so any worker process may answer it
     "The server's streamable HTTP app (endpoint `/mcp`), its sessions bounded, behind the bearer token if one is given."
-    app = server.streamable_http_app(session_idle_timeout=limits.session_idle_s, max_sessions=limits.max_sessions)
+    app = (_post_only(server.streamable_http_app(stateless_http=True)) if stateless else
+           server.streamable_http_app(session_idle_timeout=limits.session_idle_s, max_sessions=limits.max_sessions))
     return BearerAuth(app, token) if token else app
+
+def _post_only(app):
+    """Stateless HTTP answers POST alone: a GET would open an event stream that nothing can ever write to (there is no
+    session), and hold a connection until the client gives up; MCP lets a server refuse it with 405."""
+    async def post_only(scope, receive, send):
+        if scope['type'] == 'http' and scope['method'] != 'POST':
+            await send({'type': 'http.response.start', 'status': 405,
+                        'headers': [(b'allow', b'POST'), (b'content-type', b'application/json')]})
+            await send({'type': 'http.response.body', 'body': b'{"error": "stateless server: POST only"}'})
+            return
+        await app(scope, receive, send)
+    return post_only
 
 def timed_h11(request_timeout_s:float):
     """uvicorn's HTTP/1.1 protocol with a deadline per request: from the connection's start, or the request's first
@@ -347,21 +363,59 @@ def timed_h11(request_timeout_s:float):
             super().connection_lost(exc)
     return TimedH11
 
+# %% ../nbs/08_serve.ipynb #3c1f9e42
+WORKER_ENV = 'RAGNB_SERVE_WORKER'      # what each worker process of `serve(workers=N)` serves, as JSON
+
+def worker_env(store:str|Path, # the store's folder
+               pins:dict|None, limits:ServeLimits, token:str|None,
+               workers:int, # processes sharing this machine's cores
+              ) -> dict[str, str]:
+    "The environment `serve` hands its worker processes: the spec, and each one's share of the cores."
+    spec = dict(store=str(store), pins=dict(pins or {}), limits=asdict(limits), token=token)
+    threads = os.environ.get(THREADS_ENV, '').strip() or str(max(1, idle_cores() // workers))
+    return {WORKER_ENV: json.dumps(spec), THREADS_ENV: threads}
+
+def _worker_spec() -> dict:
+    try: return json.loads(os.environ[WORKER_ENV])
+    except (KeyError, ValueError):
+        raise RuntimeError(f'${WORKER_ENV} is unset or not JSON: only serve(workers=N) starts worker_app') from None
+
+STARTUP_FAILURE = 3                     # uvicorn's exit code for a worker that cannot start: it stops, not restarts
+
+def worker_app():
+    "The app of one worker process (uvicorn's factory): the spec's service over stateless streamable HTTP."
+    spec = _worker_spec()
+    limits = ServeLimits(**spec['limits'])
+    try: service = open_service(spec['store'], spec['pins'], limits)
+    except Exception as e:                  # the process's boundary: one line, then the supervisor stops them all
+        print(f'ragnb serve: worker {os.getpid()} could not start: {type(e).__name__}: {e}', file=sys.stderr,
+              flush=True)
+        sys.exit(STARTUP_FAILURE)
+    return http_app(build_mcp_server(service), spec['token'], limits, stateless=True)
+
+def __getattr__(name:str):
+    "`ragnb.serve:TimedH11`, which uvicorn's worker processes load by name: `timed_h11` with the spec's deadline."
+    if name == 'TimedH11': return timed_h11(ServeLimits(**_worker_spec()['limits']).request_timeout_s)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
 # %% ../nbs/08_serve.ipynb #e084adc4
 def open_service(store:StoreAPI|str|Path, pins:dict|None=None, limits:ServeLimits=ServeLimits()) -> RetrievalService:
     "A service over `store` (or the store at that path, opened read-only), with its model loaded."
     store = open_store(store, readonly=True) if isinstance(store, (str, Path)) else store
-    store.embedder.embed_query('warm up')
-    return RetrievalService(store, pins=pins, limits=limits)
+    service = RetrievalService(store, pins=pins, limits=limits)
+    load_language_detector()                      # 0.5 s at start, not on the first question its words leave open
+    service.ask('warm up', k=1, trim=True)        # the model, the maps and caches a first ask would load
+    return service
 
 # %% ../nbs/08_serve.ipynb #dccaa292
-def serve_banner(service:RetrievalService, http:str|None, token:str|None) -> str:
+def serve_banner(service:RetrievalService, http:str|None, token:str|None, workers:int=1) -> str:
     "The line `serve` prints on stderr as it starts: where it listens, whether a token is needed, the store and pins."
     pins = f", pinned to {' '.join(f'{k}={v}' for k, vs in service.pins.items() for v in vs)}" if service.pins else ''
     what = f'store {service.store.path} ({service.store.stats()["chunks"]} chunks){pins}'
     if not http: return f'ragnb serve: MCP over stdio; {what}'
     host, port = parse_http(http)
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
+    if workers > 1: url += f' ({workers} worker processes, stateless)'
     auth = ('clients must send its bearer token' if token else
             'no token: any local process can call it (set RAGNB_MCP_TOKEN or --token to require one)')
     return f'ragnb serve: MCP over streamable HTTP at {url}; {auth}; {what}'
@@ -370,10 +424,15 @@ def serve(store:StoreAPI|str|Path, # a store built by `ragnb index` (its folder,
           *, http:str|None=None, # 'HOST:PORT' for streamable HTTP; default: stdio
           token:str|None=None, # bearer token for HTTP (default: $RAGNB_MCP_TOKEN)
           pins:dict|None=None, # filters fixed by the server, e.g. {'tenant': ['acme']}
-          limits:ServeLimits=ServeLimits()):
+          limits:ServeLimits=ServeLimits(),
+          workers:int|str=1): # HTTP: processes answering at once, each with its own model and index; 'auto': 1 a core
     "Serve the store's retrieval as MCP tools until the client goes away (stdio) or the process is stopped (HTTP)."
     token = token or os.environ.get('RAGNB_MCP_TOKEN') or None
+    if workers == 'auto': workers = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
+    if not isinstance(workers, int) or workers < 1: raise ValueError(f'workers={workers!r}: expected 1 or more')
+    if workers > 1 and not http: raise ValueError('--workers needs --http: a stdio server has exactly one client')
     if http: check_bind(parse_http(http)[0], token)
+    if workers > 1: return _serve_workers(store, http, token, pins, limits, workers)
     service = open_service(store, pins, limits)
     server = build_mcp_server(service)
     print(serve_banner(service, http, token), file=sys.stderr, flush=True)     # stdout is the protocol's (stdio)
@@ -382,3 +441,25 @@ def serve(store:StoreAPI|str|Path, # a store built by `ragnb index` (its folder,
     host, port = parse_http(http)
     uvicorn.run(http_app(server, token, limits), host=host, port=port, log_level='warning',
                 http=timed_h11(limits.request_timeout_s), limit_concurrency=limits.max_connections)
+
+# %% ../nbs/08_serve.ipynb #6a10ae20
+def _serve_workers(store:StoreAPI|str|Path, http:str, token:str|None, pins:dict|None, limits:ServeLimits,
+                   workers:int):
+    "`serve` with `workers` processes under uvicorn's supervisor, each opening `store`'s folder for itself."
+    import uvicorn
+    from fastcore.xtras import modified_env
+    from uvicorn.supervisors import Multiprocess
+    path = Path(store if isinstance(store, (str, Path)) else store.path)
+    with modified_env(**worker_env(path, pins, limits, token, workers)):
+        probe = open_service(path, pins, limits)      # what each worker will do, once here: errors come out clean
+        try: print(serve_banner(probe, http, token, workers), file=sys.stderr, flush=True)
+        finally: probe.store.close()
+        del probe
+        host, port = parse_http(http)
+        config = uvicorn.Config('ragnb.serve:worker_app', factory=True, workers=workers, host=host, port=port,
+                                log_level='warning', http='ragnb.serve:TimedH11', headers=[('Connection', 'close')],
+                                limit_concurrency=limits.max_connections)
+        supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+        supervisor.run()
+    if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
+        raise RuntimeError('a worker process could not start (its error is above); the server stopped')

@@ -2,6 +2,8 @@
 200 concurrent asks, new commits seen without a restart, errors without tracebacks or keys."""
 import concurrent.futures as cf, itertools, os, socket, subprocess, sys, time
 
+from pathlib import Path
+
 import anyio, httpx, pytest
 from mcp import StdioServerParameters
 from mcp.client.client import Client
@@ -62,7 +64,8 @@ def test_stdio_client_lists_tools_and_answers_like_the_library(store_dir, servic
     assert [t.name for t in tools] == ['ask', 'eval_retrieval', 'sources']
     props = tools[0].input_schema['properties']
     assert {'question', 'k', 'trim', 'threshold', 'window', 'mode', 'hyde', 'filters', 'policy', 'budget'} <= set(props)
-    assert all(props[p].get('description') for p in ('question', 'k', 'threshold', 'mode', 'filters', 'policy', 'budget'))
+    assert all(props[p].get('description')
+               for p in ('question', 'k', 'threshold', 'mode', 'filters', 'policy', 'budget'))
     b = budget.structured_content
     c = ctx.structured_content                      # at most 120 tokens back, the last chunk cut by the trim
     assert c['tokens_after'] <= 120 and [p['what'] for p in c['pieces']][-1] in ('whole', 'trimmed')
@@ -349,3 +352,84 @@ def test_sessions_never_closed_are_bounded_and_expire(strict_server):
     while _initialize(strict_server).status_code == 503 and time.perf_counter() - t0 < 60: time.sleep(0.5)
     assert time.perf_counter() - t0 < 60                          # the idle ones were closed, a new one opened
     assert 'store ' in SAID['strict'] and 'no token' in SAID['strict']
+
+
+def _workers_of(pid):
+    "The worker processes uvicorn's supervisor `pid` has spawned (read from /proc: their parent and command line)."
+    out = []
+    for stat in Path('/proc').glob('[0-9]*/stat'):
+        try:
+            ppid = int(stat.read_text().rsplit(') ', 1)[1].split()[1])
+            cmd = (stat.parent / 'cmdline').read_bytes()
+        except (OSError, ValueError, IndexError): continue
+        if ppid == pid and b'spawn_main' in cmd: out.append(int(stat.parent.name))
+    return sorted(out)
+
+
+@pytest.fixture(scope='module')
+def workers_server(store_dir):
+    "`ragnb serve --workers 2` behind a token and pinned to acme: (url, supervisor process)."
+    port = free_port()
+    proc = subprocess.Popen(server_cmd(store_dir, '--http', f'127.0.0.1:{port}', '--workers', '2', '--token',
+                                       's3cret', '--pin', 'tenant=acme'), stderr=subprocess.PIPE)
+    url = f'http://127.0.0.1:{port}/mcp'
+    for _ in range(900):
+        try:
+            httpx.get(url, timeout=0.5)
+            break
+        except httpx.TransportError:
+            if proc.poll() is not None: raise RuntimeError(proc.stderr.read().decode())
+            time.sleep(0.1)
+    SAID['workers'] = proc.stderr.readline().decode()
+    yield url, proc
+    proc.terminate()
+    proc.wait(30)
+
+
+def _ask_all(url, questions, clients):
+    "Each of `clients` SDK clients, at once, asks every question (k=5, trimmed): their answers, in question order."
+    headers = {'Authorization': 'Bearer s3cret'}
+    got = [None] * clients
+
+    async def one(i):
+        async with Client(streamable_http_client(url, http_client=create_mcp_http_client(headers=headers)),
+                          read_timeout_seconds=120) as c:
+            got[i] = [(await c.call_tool('ask', {'question': q, 'k': 5, 'trim': True})).structured_content
+                      for q in questions]
+
+    async def run():
+        async with anyio.create_task_group() as tg:
+            for i in range(clients): tg.start_soon(one, i)
+
+    anyio.run(run)
+    return got
+
+
+def test_worker_processes_answer_concurrent_clients_as_the_library_does(workers_server, store_dir):
+    "Issue 37.5: 4 clients at once against 2 worker processes get the pinned answers the library gives, in full."
+    url, proc = workers_server
+    assert f'MCP over streamable HTTP at {url} (2 worker processes, stateless); clients must send' in SAID['workers']
+    assert len(_workers_of(proc.pid)) == 2
+    with Store.open(store_dir, readonly=True) as s:
+        acme = RetrievalService(s, pins={'tenant': ['acme']})
+        want = [strip(acme.ask(q, k=5, trim=True)) for q in QUESTIONS]
+    for answers in _ask_all(url, QUESTIONS, 4):
+        assert [strip(a) for a in answers] == want
+    assert httpx.get(url, headers={'Authorization': 'Bearer s3cret'}).status_code == 405    # no stream to open
+    assert httpx.post(url, json={'jsonrpc': '2.0', 'id': 1, 'method': 'ping'}).status_code == 401
+
+
+def test_a_killed_worker_is_replaced_and_sigterm_stops_them_all(workers_server):
+    "kill -9 of one worker: the supervisor starts another and the server keeps answering; SIGTERM ends every worker."
+    url, proc = workers_server
+    before = _workers_of(proc.pid)
+    os.kill(before[0], 9)
+    t0 = time.perf_counter()
+    while (len(now := _workers_of(proc.pid)) < 2 or before[0] in now) and time.perf_counter() - t0 < 60:
+        time.sleep(0.2)
+    assert len(now) == 2 and before[0] not in now and before[1] in now
+    answers = _ask_all(url, QUESTIONS[:2], 4)          # answered by whichever worker takes each connection
+    assert all(a[0]['chunks'] and a[1]['chunks'] for a in answers)
+    proc.terminate()
+    assert proc.wait(30) == 0
+    assert not [p for p in now if Path(f'/proc/{p}').exists()]
