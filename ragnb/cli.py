@@ -276,10 +276,7 @@ def cmd_index(args) -> int:
     if not args.model and not store_exists(path): args.model = _model_for_new_store(args.paths)
     _check_sentence_pass(path, args.sentence_pass)
     pass_ = dict(sentence_pass=args.sentence_pass) if args.sentence_pass else {}
-    if args.ray or args.address or args.workers:
-        if args.mode not in (None, 'documental'): raise UserError('--mode jerarquico and auto are not built on Ray '
-                                                                  'yet; index without --ray')
-        return _index_on_ray(args, path, meta, pass_)
+    if args.ray or args.address or args.workers: return _index_on_ray(args, path, meta, pass_)
     try:
         with open_store(path, embedder=_load_embedder(args.model, path), shards=args.shards, **pass_) as store:
             rep = index_paths(store, args.paths, metadata=meta, progress=not args.quiet,
@@ -307,7 +304,8 @@ def _index_on_ray(args, path, meta, pass_:dict) -> int:
     try:
         rep = index_with_ray(args.paths, path, shards=args.shards or RAY_SHARDS, workers=args.workers,
                              threads=args.threads or 1, address=args.address, model=args.model, metadata=meta,
-                             progress=not args.quiet, max_bytes=int(args.max_mb * 2**20), **pass_)
+                             progress=not args.quiet, max_bytes=int(args.max_mb * 2**20), chunking=args.mode,
+                             **pass_)
         with open_store(path, readonly=True) as store: st = store.stats()
     except (StoreError, ImportError, ValueError) as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)

@@ -12,10 +12,16 @@ from fastcore.basics import patch
 from .chunking import Chunk
 from .hierarchy import joined_body
 from .sentences import split_chunk_prefix
+from .tree import TreeNode
 from .trim import TOKENS_PER_WORD, TrimmedChunk, estimate_tokens, trim_chunks_by_sentence
 
 # %% auto #0
-__all__ = ['runs', 'Section', 'TreeContext', 'tree_context']
+__all__ = ['leaf_nodes', 'runs', 'Section', 'TreeContext', 'tree_context']
+
+# %% ../nbs/05a_context.ipynb #c1d2e3b1
+def leaf_nodes(chunks:list[Chunk]) -> dict[int, TreeNode]:
+    "Where each leaf among `chunks` sits (from its `tree`), by id; plain chunks are left out."
+    return {int(c.id): TreeNode(c.source, *c.tree) for c in chunks if c.tree and c.id is not None}
 
 # %% ../nbs/05a_context.ipynb #c1d2e307
 def _words(text:str) -> int: return len(text.split())
@@ -191,11 +197,9 @@ def tree_context(store, # an open store, read inside the caller's snapshot
                  block_hits:int=3, # this many hits in one chunk: the chunk whole, where it fits
                  query_vec:np.ndarray|None=None, # the question's vector: cuts the last plain chunk to the budget
                  query:str|None=None, # the question's text, for the same cut
-                 nodes:dict|None=None, # `store.tree.nodes` of the hits, when the caller read them already
                 ) -> tuple[list[Chunk], list[dict]]:
     "The context for ranked `hits`: leaves grown into neighbours, chunks or sections; `(pieces, what each is)`."
-    tree = getattr(store, 'tree', None)
-    if nodes is None: nodes = tree.nodes([int(c.id) for c in hits]) if tree is not None and hits else {}
+    nodes = leaf_nodes(hits)
     ctx, scores = TreeContext(store, budget, window, block_hits), {}
     ranked = hits if budget is not None else hits[:top_k]
     for n in (nodes.get(int(c.id)) for c in ranked if int(c.id) in nodes):

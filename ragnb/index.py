@@ -683,11 +683,13 @@ def _row_sound(r:tuple) -> bool:
 # %% ../nbs/03_index.ipynb #cf499f56
 @patch
 def get_chunks(self:Store, ids:list[int], scores:list[float]|None=None) -> list[Chunk]:
-    "Chunks by id, in the order given; a chunk whose text no longer matches its hash raises `StoreCorruptedError`."
+    """Chunks by id, in the order given, each document tree leaf with its place (`Chunk.tree`); a chunk whose text no
+    longer matches its hash raises `StoreCorruptedError`."""
     if not ids: return []
     with self._snapshot():
         rows = {r[0]: r for r in self.db.execute(f'select {_chunk_cols(self.migrations)} from chunks where id in '
                                                  f'({",".join("?" * len(ids))})', [int(i) for i in ids])}
+        nodes = self.tree.nodes(list(rows))
     out = []
     for j, i in enumerate(ids):
         r = rows.get(int(i))
@@ -698,9 +700,10 @@ def get_chunks(self:Store, ids:list[int], scores:list[float]|None=None) -> list[
         if not _row_sound(r) or not isinstance(metadata, dict) or not isinstance(loc, dict):
             raise StoreCorruptedError(f'{self.path}: chunk {cid} of {source!r} does not match its hash; '
                                       f'run `ragnb check`, then re-index that source')
+        node = nodes.get(cid)
         out.append(Chunk(text, source, mode, section, sl, el, sc, ec, ver, metadata, overlap=overlap or 0,
                          id=str(cid), score=None if scores is None else float(scores[j]), display_path=display,
-                         **loc))
+                         tree=node and (node.section, node.block, node.position), **loc))
     return out
 
 # %% ../nbs/03_index.ipynb #fccc0846

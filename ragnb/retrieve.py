@@ -195,12 +195,6 @@ def _query_vectors(store:Store, query, opts:RetrieveOpts, info:dict, timings:dic
 # %% ../nbs/06_retrieve.ipynb #9c0802f0
 SCORE_KINDS = dict(dense='cosine', lexical='bm25', hybrid='rrf')   # what a chunk's score is, by search mode
 
-def _leaves(store, chunks:list[Chunk]) -> dict:
-    "The tree nodes of those of `chunks` that are leaves of a document tree (`documental_jerarquico` files), by id."
-    tree = getattr(store, 'tree', None)          # a store written elsewhere may have none
-    return tree.nodes([int(c.id) for c in chunks]) if tree is not None and tree.present and chunks else {}
-
-
 def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, info:dict, timings:dict) -> list[Chunk]:
     "The chunks of the mode asked for: dense, lexical, or hybrid's RRF; `info['ranks']` says how each ranked."
     t = time.perf_counter()
@@ -247,12 +241,10 @@ def retrieve(store:Store, # an open store
         budget = opts.context_budget
         k = top_k if budget is None else max(top_k, opts.candidates * top_k)
         chunks = _search(store, query, qvec, k, opts, filters, info, timings)
-        nodes = _leaves(store, chunks) if opts.tree_context else {}
-        if opts.tree_context and (budget is not None or nodes):
+        if opts.tree_context and (budget is not None or any(c.tree for c in chunks)):     # some hits are leaves
             t = time.perf_counter()
             chunks, info['tree'] = tree_context(store, chunks, budget=budget, top_k=top_k, window=opts.tree_window,
-                                                query_vec=tvec, query=query if isinstance(query, str) else None,
-                                                nodes=nodes)
+                                                query_vec=tvec, query=query if isinstance(query, str) else None)
             timings['context'] = (time.perf_counter() - t) * 1e3
         t2 = time.perf_counter()
         before = estimate_tokens(chunks)

@@ -17,7 +17,7 @@ from .sentence_file import chunk_sentence_spans
 from .stores import STORE_API, open_store, store_exists
 from .shards import SHARD_READS, ShardedStore, shard_count, shard_dirs
 from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, checked_paths, chunk_sources, embed_chunks
-from .ingest import listed_files, metadata_json, shows_progress, source_key, _check_source_keys
+from .ingest import listed_files, metadata_json, shows_progress, source_key, store_chunking, _check_source_keys
 
 # %% auto #0
 __all__ = ['RAY_LOCAL', 'RAY_FORWARDED', 'SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor',
@@ -59,11 +59,13 @@ def file_rows(paths:list[Path], rep:IndexReport, known:dict, max_bytes:int=MAX_F
 
 # %% ../nbs/13_scale.ipynb #c40f2993
 def read_and_chunk(row:dict, # a row of `file_rows`
-                   mjson:str, metadata:dict|None) -> dict:
+                   mjson:str, metadata:dict|None,
+                   chunking:str='documental', # the store's (`ingest.store_chunking`): a tree's leaves for 'jerarquico'
+                  ) -> dict:
     "The `map` stage: read one file; when new or changed, chunk it. Its report, and its records and chunks, pickled."
     f, p, rep = Path(os.fsdecode(row['file'])), Path(os.fsdecode(row['given'])), IndexReport()
     old = pickle.loads(row['old'])
-    sf = changed_source(f, p, rep, old, mjson)
+    sf = changed_source(f, p, rep, old, mjson, chunking=chunking)
     chunks, records = chunk_sources([sf], metadata) if sf else ([], [])
     return dict(file=row['file'], report=pickle.dumps(rep), work=pickle.dumps((records, chunks, old is not None)))
 
@@ -129,6 +131,7 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
                    progress:bool|None=None, # a bar over files (None: only in a terminal)
                    on_batch=None, # called after each batch with {'files', 'done', 'chunks', 'workers'}
                    sentence_pass:str='sentence', # how a new store makes its sentence vectors (`SENTENCE_PASSES`)
+                   chunking:str|None=None, # 'documental', 'jerarquico' or 'auto'; None: the store's (`store_chunking`)
                   ) -> IndexReport:
     "`ingest.index_paths` on Ray Data, into a sharded store: the same report, the same incremental behaviour."
     t0, rep = time.perf_counter(), IndexReport()
@@ -139,15 +142,13 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
     with open_store(store, shards=shards if new else None, embedder=_driver_model(new, model),
                     sentence_pass=sentence_pass) as st:
         if not isinstance(st, ShardedStore): raise ValueError(f'{store}: a single store; give a new folder')
-        if st.manifest.get('chunking', 'documental') != 'documental':   # Ray chunks as documental only
-            raise ValueError(f"{store}: its files are chunked as {st.manifest['chunking']!r}, which Ray does not "
-                             f"build yet; index it without --ray")
+        chunking = store_chunking(st, chunking)
         known = st.sources()
         _check_source_keys(st, known)
         rows = file_rows(paths, rep, known, max_bytes)
         plan = RayPlan(workers=workers, threads=threads, gpus_per_worker=gpus_per_worker,
                        batch_files=files_per_call(len(rows), workers, batch_files), commit_every_s=commit_every_s)
-        try: _run_pipeline(ray, st, rows, rep, metadata, plan, progress, on_batch)
+        try: _run_pipeline(ray, st, rows, rep, metadata, chunking, plan, progress, on_batch)
         except BaseException:
             st.rollback()
             raise
@@ -181,16 +182,16 @@ class RayPlan:
     batch_files: int = 8
     commit_every_s: float = 600
 
-def _run_pipeline(ray, st:ShardedStore, rows:list, rep:IndexReport, metadata:dict|None, plan:RayPlan, progress,
-                  on_batch):
+def _run_pipeline(ray, st:ShardedStore, rows:list, rep:IndexReport, metadata:dict|None, chunking:str, plan:RayPlan,
+                  progress, on_batch):
     "Stream the files through the stages and stage each result into its shard; commit as it goes and at the end."
     from ray.data import TaskPoolStrategy
     from tqdm.auto import tqdm
     seen, last_commit, state = set(), time.monotonic(), dict(files=len(rows), done=0, chunks=0, workers=set())
     if rows:
         ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), 8 * plan.workers)))
-        ds = ds.map(read_and_chunk, fn_kwargs=dict(mjson=metadata_json(metadata), metadata=metadata), num_cpus=0,
-                    compute=TaskPoolStrategy(size=plan.workers))
+        ds = ds.map(read_and_chunk, fn_kwargs=dict(mjson=metadata_json(metadata), metadata=metadata, chunking=chunking),
+                    num_cpus=0, compute=TaskPoolStrategy(size=plan.workers))
         ds = _embedding_stage(ds, st, plan)
         with tqdm(total=len(rows), desc='indexing on ray', unit='file',
                   disable=not shows_progress(len(rows), progress)) as bar:
