@@ -20,11 +20,12 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES',
            'MULTILINGUAL_MODEL', 'FOREIGN_SHARE', 'DTYPES', 'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV',
-           'TRIM_AFTER', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path', 'resolve_model',
-           'model_for_languages', 'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16',
-           'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem',
-           'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'special_tokens_around',
-           'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
+           'TRIM_AFTER', 'ONEDNN_CACHE_ENV', 'ONEDNN_CACHE', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages',
+           'packaged_model_path', 'resolve_model', 'model_for_languages', 'read_pooling', 'read_query_instruction',
+           'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location',
+           'ModelUnavailable', 'hub_download_problem', 'idle_cores', 'embedding_threads', 'torch_threads',
+           'shows_progress', 'trim_heap', 'bound_onednn_cache', 'special_tokens_around', 'OnnxQueryEncoder',
+           'QueryTokenizer', 'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -216,6 +217,7 @@ class Embedder:
         path, reason = resolve_model(name_or_path)
         if local_files_only is None: local_files_only = not (name_or_path and not Path(path).exists())
         if not local_files_only and (why := hub_download_problem(str(path))): raise ModelUnavailable(why)
+        bound_onednn_cache()                                      # before torch makes its first primitive
         from transformers import AutoModel, AutoTokenizer
         log.info('embedding model: %s (%s)', path, reason)
         tok = AutoTokenizer.from_pretrained(path, local_files_only=local_files_only)
@@ -358,6 +360,13 @@ def trim_heap() -> bool:
     "Return the heap's free memory to the OS (glibc's `malloc_trim`); False where there is no glibc."
     try: return bool(_libc().malloc_trim(0))
     except (OSError, AttributeError): return False
+
+# %% ../nbs/02_embed.ipynb #7f3c2a11
+ONEDNN_CACHE_ENV, ONEDNN_CACHE = 'ONEDNN_PRIMITIVE_CACHE_CAPACITY', 64   # oneDNN's default is 1,024
+
+def bound_onednn_cache() -> str:
+    "Cap oneDNN's primitive cache at `ONEDNN_CACHE` unless the environment sets it; the capacity in force."
+    return os.environ.setdefault(ONEDNN_CACHE_ENV, str(ONEDNN_CACHE))
 
 # %% ../nbs/02_embed.ipynb #9b9bda49
 @patch
