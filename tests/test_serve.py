@@ -90,21 +90,24 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope='module')
-def http_server(store_dir):
+def start_server(store_dir, *flags):
+    "`ragnb serve --http` on a free port with `flags`, once it answers: (process, port, the banner it printed)."
     port = free_port()
-    proc = subprocess.Popen(server_cmd(store_dir, '--http', f'127.0.0.1:{port}', '--token', 's3cret',
-                                       '--pin', 'tenant=acme'), stderr=subprocess.PIPE)
-    url = f'http://127.0.0.1:{port}/mcp'
-    for _ in range(600):
+    proc = subprocess.Popen(server_cmd(store_dir, '--http', f'127.0.0.1:{port}', *flags), stderr=subprocess.PIPE)
+    for _ in range(900):
         try:
-            httpx.get(url, timeout=0.5)
+            httpx.get(f'http://127.0.0.1:{port}/mcp', timeout=0.5)
             break
         except httpx.TransportError:
             if proc.poll() is not None: raise RuntimeError(proc.stderr.read().decode())
             time.sleep(0.1)
-    SAID['http'] = proc.stderr.readline().decode()       # the banner is printed before the server listens
-    yield url
+    return proc, port, proc.stderr.readline().decode()      # the banner is printed before the server listens
+
+
+@pytest.fixture(scope='module')
+def http_server(store_dir):
+    proc, port, SAID['http'] = start_server(store_dir, '--token', 's3cret', '--pin', 'tenant=acme')
+    yield f'http://127.0.0.1:{port}/mcp'
     proc.terminate()
     proc.wait(10)
 
@@ -294,17 +297,8 @@ def test_a_pinned_tenant_gets_the_answers_of_a_store_of_its_own(store_dir, tmp_p
 @pytest.fixture(scope='module')
 def strict_server(store_dir):
     "A loopback server with tight HTTP limits: 1 s to send a request, 3 sessions, idle sessions closed after 6 s."
-    port = free_port()
-    proc = subprocess.Popen(server_cmd(store_dir, '--http', f'127.0.0.1:{port}', '--request-timeout', '1',
-                                       '--max-sessions', '3', '--session-idle', '6'), stderr=subprocess.PIPE)
-    for _ in range(600):
-        try:
-            httpx.get(f'http://127.0.0.1:{port}/mcp', timeout=0.5)
-            break
-        except httpx.TransportError:
-            if proc.poll() is not None: raise RuntimeError(proc.stderr.read().decode())
-            time.sleep(0.1)
-    SAID['strict'] = proc.stderr.readline().decode()
+    proc, port, SAID['strict'] = start_server(store_dir, '--request-timeout', '1', '--max-sessions', '3',
+                                              '--session-idle', '6')
     yield port
     proc.terminate()
     proc.wait(10)
@@ -369,19 +363,9 @@ def _workers_of(pid):
 @pytest.fixture(scope='module')
 def workers_server(store_dir):
     "`ragnb serve --workers 2` behind a token and pinned to acme: (url, supervisor process)."
-    port = free_port()
-    proc = subprocess.Popen(server_cmd(store_dir, '--http', f'127.0.0.1:{port}', '--workers', '2', '--token',
-                                       's3cret', '--pin', 'tenant=acme'), stderr=subprocess.PIPE)
-    url = f'http://127.0.0.1:{port}/mcp'
-    for _ in range(900):
-        try:
-            httpx.get(url, timeout=0.5)
-            break
-        except httpx.TransportError:
-            if proc.poll() is not None: raise RuntimeError(proc.stderr.read().decode())
-            time.sleep(0.1)
-    SAID['workers'] = proc.stderr.readline().decode()
-    yield url, proc
+    proc, port, SAID['workers'] = start_server(store_dir, '--workers', '2', '--token', 's3cret', '--pin',
+                                               'tenant=acme')
+    yield f'http://127.0.0.1:{port}/mcp', proc
     proc.terminate()
     proc.wait(30)
 
