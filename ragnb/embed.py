@@ -370,22 +370,29 @@ def bound_onednn_cache() -> str:
 
 # %% ../nbs/02_embed.ipynb #9b9bda49
 @patch
+@contextmanager
+def _bulk_pass(self:Embedder, n:int, progress:bool|None):
+    "The settings of one call over `n` texts: its threads, inference mode and bf16; a bar; the freed heap back after."
+    import torch
+    bar = _tqdm()(total=n, desc='embedding', unit='text', disable=not shows_progress(n, progress))
+    try:
+        with torch_threads(embedding_threads(n, self.threads)), torch.inference_mode(), \
+                torch.autocast('cpu', dtype=torch.bfloat16, enabled=self.autocast):
+            yield bar
+    finally: bar.close()
+    if n >= TRIM_AFTER: trim_heap()          # a bulk call: its freed batches go back to the OS
+
+@patch
 def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='') -> np.ndarray:
     "Embed `prompt + text` for each text in length batches, with the thread policy; rows in input order."
-    import torch
     if isinstance(texts, str): raise TypeError('pass a list of texts, not one string')
     texts = texts if isinstance(texts, list) else list(texts)
     out = np.zeros((len(texts), self.dim), dtype=np.float32)
     if not texts: return out
-    show = shows_progress(len(texts), progress)
-    bar = _tqdm()(total=len(texts), desc='embedding', unit='text', disable=not show)
-    with torch_threads(embedding_threads(len(texts), self.threads)), torch.inference_mode(), \
-            torch.autocast('cpu', dtype=torch.bfloat16, enabled=self.autocast):
+    with self._bulk_pass(len(texts), progress) as bar:
         for lo in range(0, len(texts), EMBED_WINDOW):      # token ids for one window at a time: bounded memory
             part = [prompt + t for t in texts[lo:lo + EMBED_WINDOW]]
             out[lo:lo + len(part)] = self._embed_window(part, bar)
-    bar.close()
-    if len(texts) >= TRIM_AFTER: trim_heap()          # a bulk call: its freed batches go back to the OS
     return out
 
 # %% ../nbs/02_embed.ipynb #791e5ad3
@@ -454,22 +461,17 @@ def embed_late(self:Embedder, texts:list[str], # chunk texts (the model's docume
     """One pass of the model over each text, in windows of its length: `(text vectors, sentence vectors)`, unit
     rows; a text's vector is its first window's, as `embed_documents` gives it, and the sentence rows come in the
     order of `spans`, text by text. Mean-pooled models only."""
-    import torch
     if self.pooling != 'mean': raise ValueError(f'{self.name}: late chunking needs mean pooling, not {self.pooling!r}')
     texts, spans = list(texts), list(spans)
     if len(spans) != len(texts): raise ValueError(f'{len(texts)} texts but {len(spans)} lists of spans')
     first = np.cumsum([0] + [len(sp) for sp in spans])
     chunk, sent = np.zeros((len(texts), self.dim), np.float32), np.zeros((first[-1], self.dim), np.float32)
-    bar = _tqdm()(total=len(texts), desc='embedding', unit='text', disable=not shows_progress(len(texts), progress))
-    with torch_threads(embedding_threads(len(texts), self.threads)), torch.inference_mode(), \
-            torch.autocast('cpu', dtype=torch.bfloat16, enabled=self.autocast):
+    with self._bulk_pass(len(texts), progress) as bar:
         for lo in range(0, len(texts), EMBED_WINDOW):
             hi = min(lo + EMBED_WINDOW, len(texts))
             c, s = self._late_window(texts[lo:hi], spans[lo:hi])
             chunk[lo:hi], sent[first[lo]:first[hi]] = c, s
             bar.update(hi - lo)
-    bar.close()
-    if len(texts) >= TRIM_AFTER: trim_heap()          # as `_embed`: a bulk call hands its freed batches back
     return chunk, sent
 
 # %% ../nbs/02_embed.ipynb #1a7e0c05

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from .chunking import Chunk
-from .index import Store, sentence_pass
+from .index import Store
 from .trim import (DEFAULT_TRIM_POLICY, TARGET_RETENTION, TRIM_POLICIES, TrimmedChunk, calibration_key,
-                        check_trim_options, check_trim_policy, estimate_tokens, trim_chunks_by_sentence,
-                        trim_threshold_grid)
+                        check_trim_options, check_trim_policy, estimate_tokens, store_trim_defaults,
+                        trim_chunks_by_sentence)
 from .retrieve import retrieve, RetrieveOpts, RetrievalResult, resolve_trim_threshold
 
 log = logging.getLogger(__name__)
@@ -364,8 +364,7 @@ def sweep(store:Store, questions, *, thresholds=None, windows=(0, 1), top_k:int=
     "Evaluate every (policy, threshold, window) on the same retrievals; `thresholds` default to each policy's grid."
     qs, bad = _as_questions(questions)
     if not qs: raise ValueError('no questions to evaluate')
-    grids = {p: thresholds or trim_threshold_grid(store.manifest['model'], check_trim_policy(p),
-                                                  sentence_pass(store.manifest)) for p in policies}
+    grids = {p: thresholds or store_trim_defaults(store).threshold_grid(p) for p in policies}
     for t in (t for g in grids.values() for t in g): check_trim_options(t, 1, 0)
     sources, kk = store.chunk_sources(filters), max(top_k, 10)
     base, var, infos, qv = _retrieve_all(store, qs, kk, hyde, hyde_options, filters, progress, 'retrieve', mode)

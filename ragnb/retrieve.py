@@ -11,9 +11,9 @@ import numpy as np
 from fastcore.basics import patch
 
 from .chunking import Chunk
-from .index import Store, sentence_pass
+from .index import Store
 from .trim import (DEFAULT_TRIM_POLICY, TrimmedChunk, calibration_key, check_trim_options, check_trim_policy,
-                        default_trim_threshold, estimate_tokens, parse_threshold, trim_chunks_by_sentence)
+                        estimate_tokens, parse_threshold, store_trim_defaults, trim_chunks_by_sentence)
 from .embed import model_languages
 from .hyde import build_query_vec
 from .context import tree_context
@@ -49,8 +49,7 @@ def trim_threshold_origin(store:Store, threshold:float|str, window:int=0, policy
     "`resolve_trim_threshold`, and where the value comes from, for people: 'given', 'saved by ... on DATE', 'default'."
     if threshold != 'auto': return threshold, 'given'
     cal = store.trim_calibration(calibration_key(policy, window))
-    if not cal: return default_trim_threshold(store.manifest['model'], window, policy, sentence_pass(store.manifest)), \
-        "the model's default"
+    if not cal: return store_trim_defaults(store).threshold(window, policy), "the model's default"
     when = time.strftime('%Y-%m-%d', time.localtime(cal['calibrated_at'])) if cal.get('calibrated_at') else 'a past run'
     return float(cal['threshold']), f"saved by `ragnb eval --save` on {when}, {cal.get('questions', '?')} questions"
 

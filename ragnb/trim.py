@@ -80,6 +80,16 @@ class TrimDefaults:
     lexical_weight: float = 0.30              # score = cosine + lexical_weight × lexical overlap
     structured_grid: tuple = (0.20, 0.60, 0.05)
 
+    def threshold(self, window:int=0, policy:str='fixed') -> float:
+        "The default threshold for `policy` and `window` (fixed: the widest calibrated window beyond those)."
+        if check_trim_policy(policy) == 'structured': return self.structured
+        return self.thresholds.get(window, self.thresholds[max(self.thresholds)])
+
+    def threshold_grid(self, policy:str='fixed') -> tuple:
+        "The thresholds a sweep tries for `policy`: its grid, lo to hi inclusive."
+        lo, hi, step = self.structured_grid if check_trim_policy(policy) == 'structured' else self.grid
+        return tuple(round(lo + i * step, 3) for i in range(round((hi - lo) / step) + 1))
+
 MODEL_TRIM_DEFAULTS = {   # calibrated with `ragnb eval --sweep` (bench/bench_models.py, bench/bench_trim_policies.py)
     PACKAGED_MODEL: TrimDefaults({0: 0.38, 1: 0.38}, structured=0.25, rank_step=0.12,
                                  structured_grid=(0.10, 0.45, 0.05)),
@@ -108,9 +118,7 @@ def store_trim_defaults(store) -> TrimDefaults:
 def default_trim_threshold(model:str|None=None, window:int=0, policy:str='fixed',
                            sentence_pass:str|None='sentence') -> float:
     "The calibrated default threshold of `model` for `policy` and `window` (fixed: the widest calibrated window)."
-    d = trim_defaults(model, sentence_pass)
-    if check_trim_policy(policy) == 'structured': return d.structured
-    return d.thresholds.get(window, d.thresholds[max(d.thresholds)])
+    return trim_defaults(model, sentence_pass).threshold(window, policy)
 
 def calibration_key(policy:str='fixed', window:int=0) -> int|str:
     "Where a store keeps the calibration of `policy` and `window`: the window for 'fixed' (as before), else both."
@@ -118,9 +126,7 @@ def calibration_key(policy:str='fixed', window:int=0) -> int|str:
 
 def trim_threshold_grid(model:str|None=None, policy:str='fixed', sentence_pass:str|None='sentence') -> tuple:
     "The thresholds a sweep tries for `model` and `policy`: its grid, lo to hi inclusive."
-    d = trim_defaults(model, sentence_pass)
-    lo, hi, step = d.structured_grid if check_trim_policy(policy) == 'structured' else d.grid
-    return tuple(round(lo + i * step, 3) for i in range(round((hi - lo) / step) + 1))
+    return trim_defaults(model, sentence_pass).threshold_grid(policy)
 
 # %% ../nbs/04_trim.ipynb #62f49478
 def select_sentences(scores:np.ndarray, # cosine of each sentence to the query, in document order
