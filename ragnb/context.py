@@ -11,12 +11,12 @@ from fastcore.basics import patch
 
 from .chunking import Chunk
 from .hierarchy import joined_body
-from .sentences import split_chunk_prefix
+from .sentences import sentence_kind, split_chunk_prefix, split_sentences
 from .tree import TreeNode
 from .trim import TOKENS_PER_WORD, TrimmedChunk, estimate_tokens, trim_chunks_by_sentence
 
 # %% auto #0
-__all__ = ['leaf_nodes', 'runs', 'Section', 'TreeContext', 'tree_context']
+__all__ = ['LONG_SECTION_CHUNKS', 'leaf_nodes', 'runs', 'Section', 'summary_line', 'TreeContext', 'tree_context']
 
 # %% ../nbs/05a_context.ipynb #c1d2e3b1
 def leaf_nodes(chunks:list[Chunk]) -> dict[int, TreeNode]:
@@ -48,6 +48,8 @@ class Section:
     allowed: set|None = None       # positions a retrieval may hand back (None: all; see `allow`)
     chosen: set = field(default_factory=set)
     best: int = 10**9              # rank of its best hit: pieces are handed back in this order
+    summary: str = ''              # a long section's summary line (`summary_line`); '' for a short one
+    summarized: bool = False       # the summary line goes before its first piece
 
     def allow(self, meta:dict):
         "Allow the leaves whose metadata is a hit's: they pass the filters it passed (filters read source, metadata)."
@@ -63,6 +65,11 @@ class Section:
         rs = runs(self.chosen if positions is None else positions)
         return TOKENS_PER_WORD * sum(self.prefix_words + sum(self.words[p] for p in r) for r in rs)
 
+    def summary_cost(self) -> float:
+        "Tokens of the summary line where it goes in: leaves are chosen, but not the whole section."
+        shown = self.summarized and self.chosen and self.chosen != self.ok(range(len(self.ids)))
+        return TOKENS_PER_WORD * _words(self.summary) if shown else 0.0
+
     def block(self, position:int) -> list[int]:
         "The positions of the chunk that holds `position`."
         return sorted(self.ok(p for p, b in enumerate(self.blocks) if b == self.blocks[position]))
@@ -76,6 +83,21 @@ class Section:
         every = self.ok(range(len(self.ids)))
         if len(runs(out)) > 1 and self.cost(every) <= self.cost(out): out = every
         return out
+
+# %% ../nbs/05a_context.ipynb #c1d2e3c2
+LONG_SECTION_CHUNKS = 4     # a section of this many chunks or more gets a summary line
+
+def summary_line(leaves:list[Chunk], # a section's leaves, in order
+                 blocks:list[int], # each leaf's chunk number
+                 max_words:int=30, # the first sentence is cut here
+                ) -> str:
+    "A long section in one line: its chunks, the lines or pages it spans, and its first sentence of prose."
+    pages = [x for c in leaves for x in (c.page_start, c.page_end) if x]
+    where = f'pages {min(pages)}-{max(pages)}' if pages else f'lines {leaves[0].start_line}-{leaves[-1].end_line}'
+    units = (u for c in leaves[:3] for u in split_sentences(split_chunk_prefix(c.text)[1]))
+    words = next((u.split() for u in units if sentence_kind(u) == 'text'), [])
+    lead = ' '.join(words[:max_words]) + ' …' * (len(words) > max_words)
+    return f'[Section: {len(set(blocks))} chunks, {where}. {lead}]'.replace('. ]', ']')
 
 # %% ../nbs/05a_context.ipynb #c1d2e312
 class TreeContext:
@@ -93,8 +115,9 @@ class TreeContext:
         self.full = False                            # a piece was cut to the budget: nothing more is added
 
     def spent(self) -> float:
-        "Tokens of everything chosen so far."
-        return sum(s.cost() for s in self.sections.values()) + sum(estimate_tokens([c]) for _, c in self.plain)
+        "Tokens of everything chosen so far, summary lines included."
+        return (sum(s.cost() + s.summary_cost() for s in self.sections.values()) +
+                sum(estimate_tokens([c]) for _, c in self.plain))
 
     def left(self) -> float: return float('inf') if self.budget is None else self.budget - self.spent()
 
@@ -110,9 +133,11 @@ def section(ctx:TreeContext, node) -> Section:
         ids, leaves = [i for i, _ in members], [have[i] for i, _ in members]
         ctx.leaves.update(have)
         prefix, _ = split_chunk_prefix(leaves[0].text)
-        ctx.sections[key] = Section(node.source, node.section, ids, [b for _, b in members],
+        blocks = [b for _, b in members]
+        ctx.sections[key] = Section(node.source, node.section, ids, blocks,
                                     [_words(split_chunk_prefix(c.text)[1]) for c in leaves], _words(prefix),
-                                    metas=[c.metadata for c in leaves])
+                                    metas=[c.metadata for c in leaves],
+                                    summary=summary_line(leaves, blocks) * (len(set(blocks)) >= LONG_SECTION_CHUNKS))
     return ctx.sections[key]
 
 # %% ../nbs/05a_context.ipynb #c1d2e314
@@ -152,6 +177,14 @@ def add_chunk(self:TreeContext, rank:int, chunk:Chunk, query_vec, query:str|None
 
 # %% ../nbs/05a_context.ipynb #c1d2e315
 @patch
+def summarize(self:TreeContext):
+    "Put each long section's summary line before its pieces, best section first, while the budget allows."
+    for sec in sorted(self.sections.values(), key=lambda s: s.best):
+        if not sec.summary or not sec.chosen: continue
+        sec.summarized = True
+        if self.left() < 0: sec.summarized = False
+
+@patch
 def grow(self:TreeContext):
     "Spend the budget left: each section, best first, grows its pieces into their chunks, then into the section."
     if self.budget is None: return
@@ -163,15 +196,16 @@ def grow(self:TreeContext):
 
 # %% ../nbs/05a_context.ipynb #c1d2e317
 @patch
-def _piece(self:TreeContext, sec:Section, run:list[int], score) -> tuple[Chunk, str]:
-    "The chunk a run of a section's leaves hands back, and what it is."
+def _piece(self:TreeContext, sec:Section, run:list[int], score, summary:str='') -> tuple[Chunk, str]:
+    "The chunk a run of a section's leaves hands back (after `summary`, a line), and what it is."
     leaves = [self.leaves[sec.ids[p]] for p in run]
     first, last = leaves[0], leaves[-1]
     pages = [x for c in leaves for x in (c.page_start, c.page_end) if x]
     blocks = {sec.blocks[p] for p in run}
     what = ('section' if len(run) == len(sec.ids) else 'chunk' if run == sec.block(run[0]) else
             'leaf' if len(blocks) == 1 else 'chunks')
-    text = f'{first.prefix}\n{joined_body(leaves)}' if first.prefix else joined_body(leaves)
+    body = f'{summary}\n{joined_body(leaves)}' if summary else joined_body(leaves)
+    text = f'{first.prefix}\n{body}' if first.prefix else body
     return replace(first, text=text, end_line=last.end_line, end_char=last.end_char, score=score,
                    page_start=min(pages) if pages else None, page_end=max(pages) if pages else None), what
 
@@ -180,11 +214,15 @@ def pieces(self:TreeContext, scores:dict) -> tuple[list[Chunk], list[dict]]:
     "The chosen pieces in the order of their best hit, and what each is (for `info['tree']`)."
     items = [(r, c, dict(id=c.id, what='trimmed' if isinstance(c, TrimmedChunk) else 'whole')) for r, c in self.plain]
     for sec in self.sections.values():
+        found = []
         for run in runs(sec.chosen):
             hits = [scores[i] for i in (sec.ids[p] for p in run) if i in scores]
-            rank = min((r for r, _ in hits), default=sec.best)
-            c, what = self._piece(sec, run, max((s for _, s in hits if s is not None), default=None))
-            items.append((rank, c, dict(id=c.id, what=what, leaves=len(run), hits=len(hits))))
+            found.append((min((r for r, _ in hits), default=sec.best), run, hits))
+        first = min(found, key=lambda x: x[0])[1] if found and sec.summary_cost() else None   # shown first
+        for rank, run, hits in found:
+            summary = sec.summary if run is first else ''
+            c, what = self._piece(sec, run, max((s for _, s in hits if s is not None), default=None), summary)
+            items.append((rank, c, dict(id=c.id, what=what, leaves=len(run), hits=len(hits), summary=bool(summary))))
     items.sort(key=lambda x: x[0])
     return [c for _, c, _ in items], [dict(d, tokens=estimate_tokens([c])) for _, c, d in items]
 
@@ -210,5 +248,6 @@ def tree_context(store, # an open store, read inside the caller's snapshot
         if node is None: ctx.add_chunk(rank, c, query_vec, query)
         elif ctx.add_leaf(rank, node, c.metadata): scores[int(c.id)] = (rank, c.score)
         elif not ctx.spent(): ctx.add_chunk(rank, c, query_vec, query)   # the best leaf alone is over: cut it
+    ctx.summarize()
     if not ctx.full: ctx.grow()
     return ctx.pieces(scores)
