@@ -48,7 +48,7 @@ class Section:
     allowed: set|None = None       # positions a retrieval may hand back (None: all; see `allow`)
     chosen: set = field(default_factory=set)
     best: int = 10**9              # rank of its best hit: pieces are handed back in this order
-    summary: str = ''              # a long section's summary line (`summary_line`); '' for a short one
+    summary: str = ''              # a long section's summary line (`TreeContext.summarize`); '' for a short one
     summarized: bool = False       # the summary line goes before its first piece
 
     def allow(self, meta:dict):
@@ -133,11 +133,9 @@ def section(ctx:TreeContext, node) -> Section:
         ids, leaves = [i for i, _ in members], [have[i] for i, _ in members]
         ctx.leaves.update(have)
         prefix, _ = split_chunk_prefix(leaves[0].text)
-        blocks = [b for _, b in members]
-        ctx.sections[key] = Section(node.source, node.section, ids, blocks,
+        ctx.sections[key] = Section(node.source, node.section, ids, [b for _, b in members],
                                     [_words(split_chunk_prefix(c.text)[1]) for c in leaves], _words(prefix),
-                                    metas=[c.metadata for c in leaves],
-                                    summary=summary_line(leaves, blocks) * (len(set(blocks)) >= LONG_SECTION_CHUNKS))
+                                    metas=[c.metadata for c in leaves])
     return ctx.sections[key]
 
 # %% ../nbs/05a_context.ipynb #c1d2e314
@@ -180,8 +178,10 @@ def add_chunk(self:TreeContext, rank:int, chunk:Chunk, query_vec, query:str|None
 def summarize(self:TreeContext):
     "Put each long section's summary line before its pieces, best section first, while the budget allows."
     for sec in sorted(self.sections.values(), key=lambda s: s.best):
-        if not sec.summary or not sec.chosen: continue
-        sec.summarized = True
+        shown = sorted(sec.ok(range(len(sec.ids))))                # only what the hits' filters let through
+        blocks = [sec.blocks[p] for p in shown]
+        if not sec.chosen or len(set(blocks)) < LONG_SECTION_CHUNKS: continue
+        sec.summary, sec.summarized = summary_line([self.leaves[sec.ids[p]] for p in shown], blocks), True
         if self.left() < 0: sec.summarized = False
 
 @patch

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from faults import HashEmbedder
 from ragnb.chunking import chunk_text, normalize_markdown
 from ragnb.cli import main
-from ragnb.context import tree_context
+from ragnb.context import LONG_SECTION_CHUNKS, tree_context
 from ragnb.hierarchy import JERARQUICO, JERARQUICO_STRATEGIES, LeafSizes, chunk_jerarquico, joined_body
 from ragnb.index import ScopedStore, Store
 from ragnb.ingest import LONG_DOCUMENT, bundled_data_dir, index_paths
@@ -156,13 +156,16 @@ def test_switching_strategy_reindexes_only_the_files_that_switch(tmp_path):
     assert back.updated == [long.resolve().as_posix()] and after['leaves'] == 0   # its tree went with its leaves
 
 
-def test_a_tenant_filter_never_leaks_through_a_sibling(tmp_path):
-    "Leaves of one section written for two tenants: growing a tenant's hits never hands back the other's leaves."
-    text = '# Guía\n\n' + '\n\n'.join(f'Paso {i} de la guía de copias. ' * 6 + (' SECRETO-B.' if i in (2, 3) else '')
-                                    for i in range(6))
+@pytest.mark.parametrize('secret_at', [(2, 3), (0, 1)])      # (0, 1): the first leaves of a long section
+def test_a_tenant_filter_never_leaks_through_a_sibling(tmp_path, secret_at):
+    "Leaves of one section for two tenants: growing a tenant's hits, or its section's summary line, shows no other's."
+    n = 6 if secret_at == (2, 3) else 40
+    text = '# Guía\n\n' + '\n\n'.join('SECRETO-B. ' * (i in secret_at) + f'Paso {i} de la guía de copias. ' * 6
+                                    for i in range(n))
     leaves = chunk_jerarquico(text, source='guia.md', leaves=LeafSizes(150, 300))
     for c in leaves: c.metadata = {'tenant': 'b' if 'SECRETO-B' in c.text else 'a'}
     assert len({c.tree[0] for c in leaves}) == 1 and {c.metadata['tenant'] for c in leaves} == {'a', 'b'}
+    assert len({c.tree[1] for c in leaves}) >= (LONG_SECTION_CHUNKS if n == 40 else 1)
     with Store.open(tmp_path / 's', embedder=HashEmbedder()) as s:
         s.add_documents(leaves)
         for budget in (None, 200, 5000):
