@@ -27,11 +27,14 @@ def chonkie_chunks(docs):
 
 
 def pct(xs, p):
-    xs = sorted(xs); return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
 
 
 def main():
-    ap = argparse.ArgumentParser(); ap.add_argument('--repeat', type=int, default=3); a = ap.parse_args()
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--repeat', type=int, default=3)
+    a = ap.parse_args()
     docs = [(str(p), p.read_text(encoding='utf-8')) for p in corpus_files()]
     mb = sum(len(t.encode()) for _, t in docs) / 1e6
     print(f'\nDebian Reference corpus: {len(docs)} files, {mb:.2f} MB; best of {a.repeat} runs\n')
@@ -41,13 +44,18 @@ def main():
     for name, fn in [('ragnb documental', ragnb_chunks), ('LangChain header+recursive(1500,200)', langchain_chunks),
                      ('chonkie RecursiveChunker(1500)', chonkie_chunks)]:
         try: fn(docs[:1])                          # warm imports
-        except ImportError as e: print(f'| {name} | not installed ({e.name}) | | | | | |'); continue
+        except ImportError as e:
+            print(f'| {name} | not installed ({e.name}) | | | | | |')
+            continue
         best, out = float('inf'), None
         for _ in range(a.repeat):
-            t = time.perf_counter(); out = fn(docs); best = min(best, time.perf_counter() - t)
+            t = time.perf_counter()
+            out = fn(docs)
+            best = min(best, time.perf_counter() - t)
         sizes = [len(x) for x in out]
         speeds[name] = mb / best
-        print(f'| {name} | {mb / best:.1f} | {len(out)} | {pct(sizes, 10)} | {pct(sizes, 50)} | {pct(sizes, 90)} | {max(sizes)} |')
+        print(f'| {name} | {mb / best:.1f} | {len(out)} | {pct(sizes, 10)} | {pct(sizes, 50)} | {pct(sizes, 90)} '
+              f'| {max(sizes)} |')
     if 'ragnb documental' in speeds and len(speeds) > 1:
         lc = speeds.get('LangChain header+recursive(1500,200)')
         if lc: print(f'\nragnb / LangChain speed: {speeds["ragnb documental"] / lc:.2f}x')

@@ -36,7 +36,8 @@ def main():
     rows = {}
     with tempfile.TemporaryDirectory() as d:
         store = pathlib.Path(d) / 'store'
-        subprocess.run([sys.executable, '-m', 'ragnb.cli', 'index', str(ROOT / 'data' / 'docs'), str(ROOT / 'data' / 'code'),
+        subprocess.run([sys.executable, '-m', 'ragnb.cli', 'index', str(ROOT / 'data' / 'docs'),
+                        str(ROOT / 'data' / 'code'),
                         '--store', str(store), '--quiet'], check=True, env=base, capture_output=True)
         for runtime in ('torch', 'auto'):
             env = dict(base, RAGNB_QUERY_RUNTIME=runtime)

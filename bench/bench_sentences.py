@@ -31,14 +31,21 @@ SPLITTERS = {'ragnb': _ragnb, 'pysbd': _pysbd, 'blingfire': _blingfire}
 
 
 def _worker(name, text, q):
-    t = time.perf_counter(); n = len(SPLITTERS[name](text)); q.put((time.perf_counter() - t, n))
+    t = time.perf_counter()
+    n = len(SPLITTERS[name](text))
+    q.put((time.perf_counter() - t, n))
 
 
 def timed(name, text, timeout):
     "Run in a child process so a hang (pysbd on 'f.3022' * N) is cut at `timeout` seconds."
-    q = mp.Queue(); p = mp.Process(target=_worker, args=(name, text, q)); p.start(); p.join(timeout)
+    q = mp.Queue()
+    p = mp.Process(target=_worker, args=(name, text, q))
+    p.start()
+    p.join(timeout)
     if p.is_alive():
-        p.kill(); p.join(); return None, None
+        p.kill()
+        p.join()
+        return None, None
     return q.get() if not q.empty() else (None, None)
 
 

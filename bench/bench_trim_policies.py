@@ -28,7 +28,8 @@ def policies(model):
         (f'fixed {fx0:g}, window 0 (the old default)', dict(policy='fixed', threshold=fx0)),
         (f'fixed {fx1:g}, window 1', dict(policy='fixed', threshold=fx1, window=1)),
         (f'structured {st:g} + {step:g}/rank (the default, trimming alone)', dict(policy='structured', threshold=st)),
-        (f'structured {st + 2 * step:g} at every rank', dict(policy='structured', threshold=st + 2 * step, rank_step=0.0)),
+        (f'structured {st + 2 * step:g} at every rank', dict(policy='structured', threshold=st + 2 * step,
+                                                             rank_step=0.0)),
         (f'structured {st:g} + {step:g}/rank, no lexical evidence',
          dict(policy='structured', threshold=st, lexical_weight=0.0)),
         (f'**default: RetrieveOpts(trim=True)**: structured {st:g} + {step:g}/rank', None),
@@ -48,7 +49,8 @@ def llama_trim(opt_kw, emb, question, qv, chunks):
     from bench_trim import llama_embedding
     opt = SentenceEmbeddingOptimizer(embed_model=llama_embedding(emb), **opt_kw)
     nodes = [NodeWithScore(node=TextNode(text=c.text), score=c.score) for c in chunks]
-    try: return [n.node.text for n in opt.postprocess_nodes(nodes, query_bundle=QueryBundle(question, embedding=qv.tolist()))], 0
+    bundle = QueryBundle(question, embedding=qv.tolist())
+    try: return [n.node.text for n in opt.postprocess_nodes(nodes, query_bundle=bundle)], 0
     except ValueError: return [c.text for c in chunks], 1
 
 
@@ -65,7 +67,8 @@ def main():
     from ragnb.trim import estimate_tokens, trim_chunks_by_sentence
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument('--store', help='where to keep the built store (reused when it is there)')
-    ap.add_argument('--model', help='embedding model (default: the packaged MiniLM), e.g. intfloat/multilingual-e5-small')
+    ap.add_argument('--model',
+                    help='embedding model (default: the packaged MiniLM), e.g. intfloat/multilingual-e5-small')
     args = ap.parse_args()
     sdir = pathlib.Path(args.store) if args.store else pathlib.Path(tempfile.mkdtemp()) / 'store'
     emb = Embedder.from_pretrained(args.model) if args.model else None
@@ -85,7 +88,8 @@ def main():
                 t = time.perf_counter()
                 raised = 0
                 if kw is None: ctx = retrieve(store, q['question'], top_k=5, opts=RetrieveOpts(trim=True)).chunks
-                elif 'llama' in kw: ctx, raised = llama_trim(kw['llama'], store.embedder, q['question'], qv, base.chunks)
+                elif 'llama' in kw: ctx, raised = llama_trim(kw['llama'], store.embedder, q['question'], qv,
+                                                             base.chunks)
                 else: ctx = trim_chunks_by_sentence(qv, base.chunks, store=store, query=q['question'], **kw)
                 lat.setdefault(label, []).append((time.perf_counter() - t) * 1e3)
                 r = res.setdefault((name, label), [0, 0, 0, 0, 0])

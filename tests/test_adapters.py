@@ -46,11 +46,12 @@ def test_stored_vectors_and_on_the_fly_agree(store):
     from ragnb.trim import trim_agreement
     for q in (Q_ES, Q_EN):
         got = retrieve(store, q, 5).chunks
-        stored = trim_texts(q, [chunk_from_framework(c.text, chunk_metadata(c, store), store) for c in got], store=store,
-                            threshold=0.35, policy='fixed')
+        stored = trim_texts(q, [chunk_from_framework(c.text, chunk_metadata(c, store), store) for c in got],
+                            store=store, threshold=0.35, policy='fixed')
         fresh = trim_texts(q, [chunk_from_framework(c.text) for c in got], embedder=store.embedder, threshold=0.35,
                            policy='fixed')
-        assert all(c.id is not None for c in [chunk_from_framework(c.text, chunk_metadata(c, store), store) for c in got])
+        framed = [chunk_from_framework(c.text, chunk_metadata(c, store), store) for c in got]
+        assert all(c.id is not None for c in framed)
         agree = trim_agreement(stored, fresh, threshold=0.35)
         assert agree['unexplained'] == 0 and agree['rate'] > 0.95, agree
 

@@ -9,7 +9,8 @@ PKG = Path(ragnb.__file__).parent
 PUBLIC = [   # changing this list is an API change: say so in the README and the notebook `00a_api`
     'StoreAPI', 'open_store', 'Store', 'StoreError', 'StoreLockedError', 'StoreMismatchError', 'StoreCorruptedError',
     'ShardedStore', 'Chunk', 'chunk_text', 'chunk_file', 'Document', 'read_document', 'split_sentences', 'Embedder',
-    'IndexReport', 'index_paths', 'open_for_indexing', 'open_default_store', 'retrieve', 'RetrieveOpts', 'RetrievalResult',
+    'IndexReport', 'index_paths', 'open_for_indexing', 'open_default_store', 'retrieve', 'RetrieveOpts',
+    'RetrievalResult',
     'TrimmedChunk', 'trim_chunks_by_sentence', 'estimate_tokens', 'build_query_vec', 'EvalQuestion', 'EvalReport',
     'load_questions', 'eval_retrieval', 'calibrate', 'RetrievalService', 'ServeLimits', 'open_service',
     'index_with_ray', 'open_on_ray']

@@ -18,7 +18,8 @@ block = st.one_of(
     st.integers(2500, 6000).map(lambda n: 'z' * n),                           # a giant line with none
 )
 documents = st.lists(block, min_size=1, max_size=14).map(lambda bs: '\n\n'.join(bs))
-SETTINGS = dict(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(max_examples=60, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 @settings(**SETTINGS)
@@ -58,13 +59,16 @@ def test_overlap_only_within_section_and_at_boundaries(doc):
 
 py_block = st.one_of(
     st.integers(0, 40).map(lambda i: f'def f{i}(x):\n    """Doc {i}."""\n    return x + {i}\n'),
-    st.integers(0, 40).map(lambda i: f'@decorator\nclass C{i}:\n' + ''.join(f'    def m{j}(self):\n        return {j}\n' for j in range(i * 4))),
+    st.integers(0, 40).map(lambda i: f'@decorator\nclass C{i}:\n' +
+                           ''.join(f'    def m{j}(self):\n        return {j}\n' for j in range(i * 4))),
     st.integers(0, 9).map(lambda i: f'import mod{i}\nCONST_{i} = {i}\n'),
     st.integers(0, 9).map(lambda i: f'# comment {i}\nprint({i})\n'),
 )
 ts_block = st.one_of(
-    st.integers(0, 40).map(lambda i: f'/** JSDoc {i} */\nexport function f{i}(x: number): number {{\n  return x + {i};\n}}\n'),
-    st.integers(0, 40).map(lambda i: f'export class C{i} {{\n' + ''.join(f'  m{j}(): number {{ return {j}; }}\n' for j in range(i * 6)) + '}\n'),
+    st.integers(0, 40).map(lambda i: f'/** JSDoc {i} */\n'
+                                     f'export function f{i}(x: number): number {{\n  return x + {i};\n}}\n'),
+    st.integers(0, 40).map(lambda i: f'export class C{i} {{\n' +
+                           ''.join(f'  m{j}(): number {{ return {j}; }}\n' for j in range(i * 6)) + '}\n'),
     st.integers(0, 9).map(lambda i: f'import {{ a{i} }} from "./a{i}";\nconsole.log({i});\n'),
     st.integers(0, 9).map(lambda i: f'export interface I{i} {{ a: number }}\nexport type T{i} = string;\n'),
 )
@@ -79,7 +83,8 @@ def check_code(src, language):
     prev_end = 0
     for c in chunks:
         assert len(c.body) <= 2200
-        assert c.start_line >= prev_end or (c.start_line == prev_end and c.start_line == c.end_line), 'line ranges overlap'
+        assert c.start_line >= prev_end or (c.start_line == prev_end and c.start_line == c.end_line), \
+            'line ranges overlap'
         covered.update(range(c.start_line, c.end_line + 1))
         prev_end = c.end_line
     nonblank = {i + 1 for i, l in enumerate(lines) if l.strip()}

@@ -45,9 +45,11 @@ def test_cli_numbers_match_the_library(store_dir):
 
 def test_bad_lines_and_labelling_errors_are_reported(store_dir, tmp_path):
     q = tmp_path / 'q.jsonl'
-    q.write_text('{"question": "How long are audit logs kept?", "relevant": ["docs/en/data-retention.md"], "answer": "2 years"}\n'
+    q.write_text('{"question": "How long are audit logs kept?", "relevant": ["docs/en/data-retention.md"], '
+                 '"answer": "2 years"}\n'
                  '{"question": "truncated...\n'
-                 '{"question": "When is the change freeze?", "relevant": ["docs/en/no-such-file.md"], "answer": "December 20"}\n',
+                 '{"question": "When is the change freeze?", "relevant": ["docs/en/no-such-file.md"], '
+                 '"answer": "December 20"}\n',
                  encoding='utf-8')
     r = ragnb_process('eval', '--store', str(store_dir), '--questions', str(q), '--json')
     assert r.returncode == 0, r.stderr

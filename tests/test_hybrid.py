@@ -48,7 +48,8 @@ def test_an_exact_word_wins_in_lexical_and_hybrid(store):
 def test_hybrid_needs_text_and_a_lexical_index(tmp_path):
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
         s.add_documents([Chunk('[Doc: a]\nrollback now', '/a.md', 'documental', '', 1, 1, 0, 1, 'v')])
-        with pytest.raises(ValueError, match="needs the question's text"): retrieve(s, np.ones(32, np.float32) / 32 ** .5)
+        with pytest.raises(ValueError, match="needs the question's text"):
+            retrieve(s, np.ones(32, np.float32) / 32 ** .5)
         with pytest.raises(ValueError, match='mode must be one of'): retrieve(s, 'x', opts=RetrieveOpts(mode='bm25'))
     with sqlite3.connect(tmp_path / 's' / 'chunks.sqlite') as db:          # a store from before the lexical index
         db.execute('drop table lexical')

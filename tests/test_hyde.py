@@ -14,7 +14,8 @@ KEY = 'test-key-do-not-log-42'
 
 
 def answer(text):
-    return 200, {'candidates': [{'content': {'role': 'model', 'parts': [{'text': text}]}, 'finishReason': 'STOP', 'index': 0}],
+    return 200, {'candidates': [{'content': {'role': 'model', 'parts': [{'text': text}]}, 'finishReason': 'STOP',
+                                 'index': 0}],
                  'usageMetadata': {'promptTokenCount': 10, 'candidatesTokenCount': 20, 'totalTokenCount': 30}}
 
 
@@ -67,9 +68,11 @@ class Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def server():
     s = FakeGemini()
-    t = threading.Thread(target=s.serve_forever, daemon=True); t.start()
+    t = threading.Thread(target=s.serve_forever, daemon=True)
+    t.start()
     yield s
-    s.shutdown(); s.server_close()
+    s.shutdown()
+    s.server_close()
 
 
 @pytest.fixture
@@ -93,23 +96,27 @@ def no_env_keys(monkeypatch):
 def test_exact_request_and_good_passage(server, client):
     server.reply = lambda _n: answer('{"passage": "  Ejecuta kubectl rollout undo sobre el deployment.  "}')
     q = '¿Cómo hago un rollback en producción?'
-    assert generate_hyde(q, client=client, model='gemma-3-27b-it') == 'Ejecuta kubectl rollout undo sobre el deployment.'
+    assert generate_hyde(q, client=client,
+                         model='gemma-3-27b-it') == 'Ejecuta kubectl rollout undo sobre el deployment.'
     [r] = server.requests
     assert r['path'] == '/v1/models/gemma-3-27b-it:generateContent'     # google-genai 3.x speaks v1 by default
     assert r['headers']['x-goog-api-key'] == KEY
     assert r['body']['contents'] == [{'role': 'user', 'parts': [{'text': hyde_prompt(q)}]}]
-    assert r['body']['contents'][0]['parts'][0]['text'].startswith('Escribe un breve pasaje hipotético de documentación (2-4 frases)')
+    prompt = r['body']['contents'][0]['parts'][0]['text']
+    assert prompt.startswith('Escribe un breve pasaje hipotético de documentación (2-4 frases)')
     assert r['body']['generationConfig'] == {
         'temperature': 1.0, 'topP': 0.95, 'topK': 64, 'maxOutputTokens': 220, 'responseMimeType': 'application/json',
         'responseSchema': {'type': 'OBJECT', 'properties': {'passage': {'type': 'STRING'}}, 'required': ['passage']}}
 
 
 def test_key_and_model_from_environment(server, monkeypatch):
-    monkeypatch.setenv('GEMINI_API_KEY', KEY); monkeypatch.setenv('RAGNB_HYDE_MODEL', 'gemini-env-model')
+    monkeypatch.setenv('GEMINI_API_KEY', KEY)
+    monkeypatch.setenv('RAGNB_HYDE_MODEL', 'gemini-env-model')
     assert generate_hyde('How do I rotate the API key?', base_url=server.url) == 'ok'
     r = server.requests[-1]
     assert r['path'] == '/v1/models/gemini-env-model:generateContent' and r['headers']['x-goog-api-key'] == KEY
-    assert r['body']['contents'][0]['parts'][0]['text'].startswith('Write a short hypothetical documentation passage (2-4 sentences)')
+    prompt = r['body']['contents'][0]['parts'][0]['text']
+    assert prompt.startswith('Write a short hypothetical documentation passage (2-4 sentences)')
     monkeypatch.setenv('GOOGLE_AI_API_KEY', 'the-other-key')        # GOOGLE_AI_API_KEY wins over GEMINI_API_KEY
     generate_hyde('How do I rotate the API key?', base_url=server.url)
     assert server.requests[-1]['headers']['x-goog-api-key'] == 'the-other-key'
@@ -157,11 +164,13 @@ def test_slow_server_times_out_and_falls_back_quickly(server, client, emb):
 
 def test_refused_connection(emb):
     with socket.socket() as s:                    # a port that was free a moment ago: nothing listens there
-        s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
     with pytest.raises(HydeError, match='HyDE generation failed') as e:
         generate_hyde('how to rotate keys', api_key=KEY, base_url=f'http://127.0.0.1:{port}', timeout_s=2)
     assert KEY not in str(e.value)
-    vec, info = build_query_vec('how to rotate keys', emb, hyde=True, api_key=KEY, base_url=f'http://127.0.0.1:{port}', timeout_s=2)
+    vec, info = build_query_vec('how to rotate keys', emb, hyde=True, api_key=KEY, base_url=f'http://127.0.0.1:{port}',
+                                timeout_s=2)
     assert info['hyde'] == 'fallback' and KEY not in json.dumps(info)
 
 
@@ -178,7 +187,8 @@ def test_cache_saves_the_second_request(server, client, emb, tmp_path):
     v1, i1 = build_query_vec('how to rotate keys', emb, hyde=True, client=client, cache=cache)
     v2, i2 = build_query_vec('how to rotate keys', emb, hyde=True, client=client, cache=cache)
     assert len(server.requests) == 1 and (i1['cached'], i2['cached']) == (0, 1) and np.array_equal(v1, v2)
-    v3, i3 = build_query_vec('how to rotate keys', emb, hyde=True, client=client, cache=HydeCache(tmp_path / 'hyde.sqlite'))
+    v3, i3 = build_query_vec('how to rotate keys', emb, hyde=True, client=client,
+                             cache=HydeCache(tmp_path / 'hyde.sqlite'))
     assert len(server.requests) == 1 and i3['cached'] == 1                 # the SQLite file outlives the process's LRU
     build_query_vec('how to rotate keys', emb, hyde=True, client=client, cache=cache, model='another-model')
     assert len(server.requests) == 2                                        # keyed by model too
@@ -196,7 +206,8 @@ def test_three_passages_are_concurrent_and_averaged(server, client, emb):
 
 
 def test_cli_ask_hyde_prints_the_passage(server, tmp_path, monkeypatch):
-    (tmp_path / 'deploy.md').write_text('# Deploy\n\nRoll back with kubectl rollout undo deployment/faro. It takes two minutes.', encoding='utf-8')
+    (tmp_path / 'deploy.md').write_text('# Deploy\n\nRoll back with kubectl rollout undo deployment/faro. '
+                                        'It takes two minutes.', encoding='utf-8')
     (tmp_path / 'food.md').write_text('# Canteen\n\nThe canteen serves paella on Thursdays.', encoding='utf-8')
     store = tmp_path / 'store'
     def run(*a, **env):
@@ -204,15 +215,19 @@ def test_cli_ask_hyde_prints_the_passage(server, tmp_path, monkeypatch):
         return ragnb_main(*a, text=True)
     assert run('index', str(tmp_path), '--store', str(store), '--quiet').returncode == 0
     server.reply = lambda _n: answer('{"passage": "Use kubectl rollout undo to return to the previous release."}')
-    r = run('ask', 'go back?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY, RAGNB_HYDE_BASE_URL=server.url)
+    r = run('ask', 'go back?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY,
+            RAGNB_HYDE_BASE_URL=server.url)
     assert r.returncode == 0, r.stderr
     assert 'HyDE: used' in r.stdout and 'Use kubectl rollout undo to return to the previous release.' in r.stdout
     assert 'deploy.md' in r.stdout and KEY not in r.stdout + r.stderr
-    r = run('ask', 'go back?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY, RAGNB_HYDE_BASE_URL=server.url)
+    r = run('ask', 'go back?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY,
+            RAGNB_HYDE_BASE_URL=server.url)
     assert 'cached' in r.stdout and len(server.requests) == 1            # the passage cache next to the store
     server.reply = lambda _n: (500, {'error': {'code': 500, 'message': 'boom', 'status': 'INTERNAL'}})
-    r = run('ask', 'another question?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY, RAGNB_HYDE_BASE_URL=server.url)
-    assert r.returncode == 0 and 'HyDE: not used, searched with the plain question (HydeError: HyDE generation failed: HTTP 500)' in r.stdout
+    r = run('ask', 'another question?', '--store', str(store), '-k', '1', '--hyde', GEMINI_API_KEY=KEY,
+            RAGNB_HYDE_BASE_URL=server.url)
+    assert r.returncode == 0
+    assert 'HyDE: not used, searched with the plain question (HydeError: HyDE generation failed: HTTP 500)' in r.stdout
 
 
 # --- a hostile endpoint -------------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ def test_rst_titles_and_literal_blocks(rst, titles):
 
 ADOC_TITLES = [
     ('= Guide\n\n== Install\n\nText.\n', ['Guide > Install']),
-    ('= Guide\n\n== Run\n\n----\n# comment\n== not a title\n----\n\n== Stop\n\nText.\n', ['Guide > Run', 'Guide > Stop']),
+    ('= Guide\n\n== Run\n\n----\n# comment\n== not a title\n----\n\n== Stop\n\nText.\n',
+     ['Guide > Run', 'Guide > Stop']),
     ('= Guide\n\n....\n= literal\n....\n', ['Guide']),
     ('= Guide\n\n////\n== commented out\n////\n', ['Guide']),
 ]

@@ -109,7 +109,8 @@ def test_a_failed_commit_leaves_the_previous_delta(built, monkeypatch):
                                                                               unit_rows(rng, 5))
     monkeypatch.undo()
     assert s.vectors.delta[0].tolist() == before and len(files(s.path, 'delta-*.f32')) == 1
-    with Store.open(s.path, readonly=True) as r: assert r.vectors.delta[0].tolist() == before and r.stats()['chunks'] == N + 10
+    with Store.open(s.path,
+                    readonly=True) as r: assert r.vectors.delta[0].tolist() == before and r.stats()['chunks'] == N + 10
 
 
 def test_a_damaged_delta_file_is_refused_with_its_name(built):
@@ -148,7 +149,8 @@ def test_adds_after_a_fold_in_the_same_transaction_go_into_the_index(built):
     assert len(s.vectors.delta[0]) == 0
     s.commit()
     with Store.open(s.path, readonly=True) as r:
-        assert r.vectors.index.element_count == N + 105 and r.vectors.delta_file is None and r.verify()['problems'] == []
+        assert r.vectors.index.element_count == N + 105 and r.vectors.delta_file is None
+        assert r.verify()['problems'] == []
 
 
 def test_big_stale_files_are_removed_on_a_thread(built, monkeypatch):

@@ -205,7 +205,7 @@ def test_the_bench_cases_for_hostile_entries_and_hyde_pass(tmp_path):
 
 
 def test_a_pinned_client_asking_with_another_tenants_words_gets_its_own_stores_answers(tmp_path):
-    "Issue 32.2: 60 questions of globex's words (and unknown ones) under an acme pin; each answer as acme's own store's."
+    "Issue 32.2: 60 questions of globex's words (and unknown ones) under an acme pin, each answered as acme's store."
     r = faults.pinned_tenant_oracle(questions=60, workdir=tmp_path)
     assert r['lost'] == 0 and r['tried'] == 60, r
 

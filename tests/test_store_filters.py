@@ -20,7 +20,7 @@ def store(tmp_path_factory):
     tenant = np.where(np.arange(n) < 5, 't0', np.where(np.arange(n) < 55, 't1', 't2'))
     chunks = [Chunk(f'[Doc: d{i}]\nchunk {i}', f'src/{i % 97}.md', 'documental', 's', 1, 1, 0, 1, 'v',
                     {'tenant': str(tenant[i]), 'app': 'core' if i % 2 else 'api'}) for i in range(n)]
-    s = Store.open(tmp_path_factory.mktemp('store'), embedder=VecOnly(), sentence_vectors=False)   # random vectors: no text model
+    s = Store.open(tmp_path_factory.mktemp('store'), embedder=VecOnly(), sentence_vectors=False)   # random vectors
     s.add_documents(chunks, vecs)
     yield s, vecs, tenant
     s.close()
@@ -31,7 +31,8 @@ def test_filter_selectivity(store, tenant, expected_n):
     s, vecs, tenants = store
     rng = np.random.default_rng(1)
     for _ in range(20):
-        q = rng.normal(size=64).astype(np.float32); q /= np.linalg.norm(q)
+        q = rng.normal(size=64).astype(np.float32)
+        q /= np.linalg.norm(q)
         k = 10
         res = s.search(q, k=k, filters={'tenant': tenant} if tenant else None)
         assert len(res) == min(k, expected_n)

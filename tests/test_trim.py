@@ -16,13 +16,17 @@ class HashEmbedder:
     "Deterministic pseudo-random unit vectors per text: arbitrary scores, so selection is exercised everywhere."
     name, dim = 'hash', 16
     def embed_documents(self, texts):
-        out = np.stack([np.random.default_rng(int(hashlib.sha1(t.encode()).hexdigest()[:8], 16)).standard_normal(self.dim) for t in texts]) if texts else np.zeros((0, self.dim))
+        if not texts: return np.zeros((0, self.dim), np.float32)
+        seeds = [int(hashlib.sha1(t.encode()).hexdigest()[:8], 16) for t in texts]
+        out = np.stack([np.random.default_rng(s).standard_normal(self.dim) for s in seeds])
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
 
 WORDS = ['datos', 'tenant', 'logs', 'keys', 'Loki', 'RLS', 'backup', 'rollback', 'canary', 'API']
 word = st.sampled_from(WORDS)
-sentence = st.builds(lambda ws, end: ' '.join([ws[0].capitalize(), *ws[1:]]) + end, st.lists(word, min_size=1, max_size=6), st.sampled_from('.?!'))
+sentence = st.builds(lambda ws, end: ' '.join([ws[0].capitalize(), *ws[1:]]) + end, st.lists(word, min_size=1,
+                                                                                             max_size=6),
+                     st.sampled_from('.?!'))
 paragraph = st.lists(sentence, min_size=1, max_size=5).map(' '.join)
 block = st.one_of(paragraph, paragraph, paragraph,
                   st.lists(word, min_size=1, max_size=3).map(lambda ws: '\n'.join(f'| {w} | 1 |' for w in ws)),
@@ -39,12 +43,15 @@ MARK = re.compile(r'(?:^|[ \n])\[\.\.\.\](?:[ \n]|$)')
 
 @settings(max_examples=300, deadline=None)
 @given(docs, st.integers(0, 2**31), st.floats(-0.5, 0.9), st.integers(0, 4), st.integers(0, 3), st.booleans())
-def test_trimmed_body_is_original_sentences_in_order_plus_markers(body, seed, threshold, min_sentences, window, prefixed):
+def test_trimmed_body_is_original_sentences_in_order_plus_markers(body, seed, threshold, min_sentences, window,
+                                                                  prefixed):
     emb = HashEmbedder()
     text = ('[Doc: Guía > Sección]\n' + body) if prefixed else body
     chunk = Chunk(text, 'g.md', 'documental', 'Sección', 1, 9, 0, len(body), 'v', {'tenant': 't1'}, id='1', score=0.5)
-    q = np.random.default_rng(seed).standard_normal(emb.dim).astype(np.float32); q /= np.linalg.norm(q)
-    [r] = trim_chunks_by_sentence(q, [chunk], embedder=emb, threshold=threshold, min_sentences=min_sentences, window=window)
+    q = np.random.default_rng(seed).standard_normal(emb.dim).astype(np.float32)
+    q /= np.linalg.norm(q)
+    [r] = trim_chunks_by_sentence(q, [chunk], embedder=emb, threshold=threshold, min_sentences=min_sentences,
+                                  window=window)
     spans = chunk_sentence_spans(chunk)
     assert r.original_text == text and r.metadata == chunk.metadata and r.id == '1' and r.score == 0.5
     assert r.text.startswith('[Doc: Guía > Sección]\n') == prefixed
@@ -83,11 +90,13 @@ def _random_chunks(bodies):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(structured_docs, min_size=1, max_size=4), st.integers(0, 2**31), st.floats(-0.5, 0.9), st.integers(0, 2))
+@given(st.lists(structured_docs, min_size=1, max_size=4), st.integers(0, 2**31), st.floats(-0.5, 0.9), st.integers(0,
+                                                                                                                   2))
 def test_structured_keeps_structure_and_at_least_one_sentence(bodies, seed, threshold, window):
     emb = HashEmbedder()
     chunks = _random_chunks(bodies)
-    q = np.random.default_rng(seed).standard_normal(emb.dim).astype(np.float32); q /= np.linalg.norm(q)
+    q = np.random.default_rng(seed).standard_normal(emb.dim).astype(np.float32)
+    q /= np.linalg.norm(q)
     out = trim_chunks_by_sentence(q, chunks, embedder=emb, threshold=threshold, window=window, policy='structured')
     assert [c.id for c in out] == [c.id for c in chunks if c.id in {o.id for o in out}]   # rank order, some dropped
     trimmable = [c for c in chunks if len(chunk_sentence_spans(c)) > 1]
@@ -111,7 +120,8 @@ def test_structured_keeps_structure_and_at_least_one_sentence(bodies, seed, thre
 def test_budget_is_never_exceeded_beyond_the_best_unit(bodies, seed, budget):
     emb = HashEmbedder()
     chunks = _random_chunks(bodies)
-    q = np.random.default_rng(seed).standard_normal(emb.dim).astype(np.float32); q /= np.linalg.norm(q)
+    q = np.random.default_rng(seed).standard_normal(emb.dim).astype(np.float32)
+    q /= np.linalg.norm(q)
     out = trim_chunks_by_sentence(q, chunks, embedder=emb, budget=budget)
     assert out
     units = sum(len(r.kept) > 0 or not r.sentence_scores for r in out)
@@ -124,7 +134,8 @@ def test_budget_is_never_exceeded_beyond_the_best_unit(bodies, seed, budget):
 
 def test_overlap_sentences_are_kept_once():
     emb = HashEmbedder()
-    a = Chunk('[Doc: G]\nUno va aquí.\nDos va aquí.\nTres va aquí.', 'g.md', 'documental', 'G', 1, 3, 0, 40, 'v', id='1')
+    a = Chunk('[Doc: G]\nUno va aquí.\nDos va aquí.\nTres va aquí.', 'g.md', 'documental', 'G', 1, 3, 0, 40, 'v',
+              id='1')
     b = Chunk('[Doc: G]\nTres va aquí.\nCuatro va aquí.\nUno va aquí.', 'g.md', 'documental', 'G', 3, 5, 30, 70, 'v',
               overlap=len('Tres va aquí.\n'), id='2')
     q = np.ones(emb.dim, np.float32) / np.sqrt(emb.dim)
@@ -147,9 +158,11 @@ def emb():
 
 def test_stored_vectors_follow_updates_and_match_on_the_fly(tmp_path, emb):
     from ragnb.index import Store
-    docs = tmp_path / 'docs'; docs.mkdir()
-    (docs / 'logs.md').write_text('# Logs\n\nApplication logs are kept for 14 days in Loki. Traces are kept for 7 days. '
-                                  'Audit logs are kept for two years.\n\nNothing else is stored.', encoding='utf-8')
+    docs = tmp_path / 'docs'
+    docs.mkdir()
+    (docs / 'logs.md').write_text('# Logs\n\nApplication logs are kept for 14 days in Loki. '
+                                  'Traces are kept for 7 days. Audit logs are kept for two years.\n\n'
+                                  'Nothing else is stored.', encoding='utf-8')
     (docs / 'keys.md').write_text('# Keys\n\nRotate API keys every 90 days. A rotated key keeps working for one hour. '
                                   'Keys are scoped to one tenant.', encoding='utf-8')
     store = Store.open(tmp_path / 'store', embedder=emb)
@@ -170,7 +183,8 @@ def test_stored_vectors_follow_updates_and_match_on_the_fly(tmp_path, emb):
 
     first = agree()
     assert any('Audit logs are kept for two years.' in c.text and '[...]' in c.text for c in first)
-    (docs / 'logs.md').write_text('# Logs\n\nAudit logs are kept for five years now. Traces are gone.', encoding='utf-8')
+    (docs / 'logs.md').write_text('# Logs\n\nAudit logs are kept for five years now. Traces are gone.',
+                                  encoding='utf-8')
     assert index_paths(store, [docs]).counts()['updated'] == 1
     second = agree()
     assert not any('two years' in c.original_text for c in second)
@@ -185,7 +199,8 @@ def test_stored_vectors_follow_updates_and_match_on_the_fly(tmp_path, emb):
 
 def test_store_without_sentence_vectors_trims_on_the_fly(tmp_path, emb):
     from ragnb.index import Store
-    (tmp_path / 'a.md').write_text('# A\n\nLogs are kept for 14 days. Keys rotate every 90 days. Backups run nightly.', encoding='utf-8')
+    (tmp_path / 'a.md').write_text('# A\n\nLogs are kept for 14 days. Keys rotate every 90 days. Backups run nightly.',
+                                   encoding='utf-8')
     with Store.open(tmp_path / 's', embedder=emb, sentence_vectors=False) as s:
         index_paths(s, [tmp_path / 'a.md'])
         assert s.manifest['sentence_vectors'] is False and s.stats()['sentence_vectors'] == 0
@@ -223,7 +238,8 @@ def test_truncated_sentence_file_is_detected(tmp_path, emb):
 def _write_docs(d, n, words):
     d.mkdir(exist_ok=True)
     for i in range(n):
-        (d / f'p{i}.md').write_text(f'# Page {i}\n\n' + ' '.join(f'Sentence {j} of page {i} is about {words}.' for j in range(6)), encoding='utf-8')
+        body = ' '.join(f'Sentence {j} of page {i} is about {words}.' for j in range(6))
+        (d / f'p{i}.md').write_text(f'# Page {i}\n\n{body}', encoding='utf-8')
 
 
 def test_crash_between_sentence_file_and_commit_leaves_the_previous_store(tmp_path, emb, monkeypatch):
@@ -278,10 +294,11 @@ def test_a_table_cut_across_chunks_keeps_its_header(tmp_path, emb):
     "A kept row of a table that started in an earlier chunk comes with that table's header, then `[...]`."
     from ragnb.index import Store
     from ragnb.trim import headless_rows
-    rows = '\n'.join(f'| pkg{i:02d} | checks item {i} of the installed files with a long description |' for i in range(90))
+    rows = '\n'.join(f'| pkg{i:02d} | checks item {i} of the installed files with a long description |'
+                     for i in range(90))
     (tmp_path / 'docs').mkdir()
-    (tmp_path / 'docs' / 'pkgs.md').write_text(f'# Packages\n\nThe packages:\n\n| package | what it does |\n|---|---|\n{rows}\n',
-                                               encoding='utf-8')
+    table = f'| package | what it does |\n|---|---|\n{rows}\n'
+    (tmp_path / 'docs' / 'pkgs.md').write_text(f'# Packages\n\nThe packages:\n\n{table}', encoding='utf-8')
     with Store.open(tmp_path / 's', embedder=emb) as store:
         index_paths(store, [tmp_path / 'docs'], progress=False)
         chunks = store.get_chunks([r[0] for r in store.db.execute('select id from chunks order by start_char')])
@@ -293,7 +310,8 @@ def test_a_table_cut_across_chunks_keeps_its_header(tmp_path, emb):
             assert t.body.startswith('| package | what it does |\n|---|---|\n[...]\n'), t.body[:120]
             [f] = trim_chunks_by_sentence(q, [c], store=store, policy='fixed', threshold=0.99)
             assert 'what it does' not in f.text                           # the first rule is unchanged
-        [t] = trim_chunks_by_sentence(q, [as_chunk(later[0], id=None)], embedder=emb, policy='structured', threshold=0.99)
+        [t] = trim_chunks_by_sentence(q, [as_chunk(later[0], id=None)], embedder=emb, policy='structured',
+                                      threshold=0.99)
         assert 'what it does' not in t.text                               # without the store, no earlier chunk
 
 
