@@ -2,7 +2,7 @@
 the same model, for MiniLM (the packaged default) and multilingual-e5-small (built offline); then, for the default
 model, ask latency by part, hnswlib recall@10 and store size. One run, the Debian Reference corpus. Prints one table.
 
-Usage: python bench/bench_index.py [--queries 100] [--models minilm,e5]
+Usage: python bench/bench_index.py [--queries 100] [--models minilm,e5] [--before DIR]
 
 Rows per model:
 - `forward pass`: the model alone over ragnb's chunk texts, same batch size and dtype (the ceiling);
@@ -12,8 +12,12 @@ Rows per model:
   into its in-memory vector store (its embedding calls, batched by `embed_batch_size=32`);
 - `chromadb`: the same chunk texts added to a persistent collection with the model as its embedding function.
 Chunks/s counts ragnb's chunks for every row (the peers embed the same texts); `share` is of the forward pass.
+
+`--before DIR` adds a row for another checkout's `ragnb index` with sentence vectors (its default), in a child process
+that imports that checkout (e.g. `git worktree add /tmp/before ac25a57`), on the same corpus and model, and prints
+each row's speed against it: the issue's "measured with the old code and the new in the same run".
 """
-import argparse, resource, shutil, sys, tempfile, time, pathlib
+import argparse, json, os, resource, shutil, subprocess, sys, tempfile, time, pathlib
 import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from corpus import corpus_dir
@@ -42,6 +46,28 @@ def ragnb_index(emb, root, tmp, sentences, sentence_pass='sentence'):
     with Store.open(path, embedder=emb, sentence_vectors=sentences, sentence_pass=sentence_pass) as s:
         rep = index_paths(s, [root], progress=False)
     return rep.seconds, path
+
+
+BEFORE_CHILD = '''
+import json, sys, time
+from ragnb.embed import Embedder
+from ragnb.index import Store
+from ragnb.ingest import index_paths
+model, store, root = sys.argv[1:4]
+emb = Embedder.from_pretrained(model) if model != '-' else Embedder.from_pretrained()
+emb.embed_documents(['warm up the model'] * 8, progress=False)
+t = time.perf_counter()
+with Store.open(store, embedder=emb) as s: index_paths(s, [root], progress=False)
+print(json.dumps(time.perf_counter() - t))
+'''
+
+
+def before_index(repo, model, root, tmp):
+    "Seconds of another checkout's `index_paths` (sentence vectors as it makes them), in a child importing it."
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    out = subprocess.run([sys.executable, '-c', BEFORE_CHILD, model or '-', str(tmp / 'before'), str(root)],
+                         env=env, capture_output=True, text=True, check=True, cwd=tmp)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def llamaindex_pipeline(emb, texts):
@@ -117,7 +143,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--queries', type=int, default=100)
     ap.add_argument('--models', default='minilm,e5')
+    ap.add_argument('--before', help="another checkout of ragnb: its `ragnb index` is timed in the same run")
     a = ap.parse_args()
+    label = a.before and subprocess.run(['git', '-C', a.before, 'rev-parse', '--short', 'HEAD'],
+                                        capture_output=True, text=True).stdout.strip()
     from ragnb.chunking import chunk_file
     from ragnb.embed import Embedder
     root = corpus_dir()
@@ -130,6 +159,8 @@ def main():
         ceiling = forward_pass(emb, texts)
         timed = [('forward pass (the ceiling)', ceiling)]
         with_sent, path = ragnb_index(emb, root, tmp, True)
+        if a.before: timed += [(f'ragnb index at {label}, with sentence vectors (before)',
+                                before_index(a.before, MODELS[key], root, tmp))]
         timed += [('ragnb index, with sentence vectors', with_sent),
                   ('ragnb index, late sentence vectors (`--sentence-pass late`)',
                    ragnb_index(emb, root, tmp, True, 'late')[0]),
@@ -137,16 +168,19 @@ def main():
                   ('LlamaIndex IngestionPipeline', llamaindex_pipeline(emb, texts)),
                   ('chromadb collection.add', chroma_collection(emb, texts, tmp))]
         name = emb.name.split('/')[-1]
-        rows += [(name, what, s, len(texts) / s, ceiling / s) for what, s in timed]
+        before = dict(timed).get(f'ragnb index at {label}, with sentence vectors (before)')
+        rows += [(name, what, s, len(texts) / s, ceiling / s, before and before / s) for what, s in timed]
         if not extra: extra = [(name, what, v) for what, v in ask_rows(emb, path, a.queries)]
         shutil.rmtree(tmp)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f'\nDebian Reference corpus: {len(texts)} chunks (ragnb\'s), the same texts for every row\n')
-    print('| model | what | seconds | chunks/s | share of the forward pass |')
-    print('|---|---|---|---|---|')
-    for name, what, s, cps, share in rows: print(f'| {name} | {what} | {s:.1f} | {cps:.1f} | {share:.0%} |')
-    for name, what, v in extra: print(f'| {name} | {what} | {v} | | |')
-    print(f'| | peak RSS of this run | {rss:.0f} MB | | |')
+    print(f'| model | what | seconds | chunks/s | share of the forward pass |{" vs before |" * bool(a.before)}')
+    print(f'|---|---|---|---|---|{"---|" * bool(a.before)}')
+    for name, what, s, cps, share, vs in rows:
+        print(f'| {name} | {what} | {s:.1f} | {cps:.1f} | {share:.0%} |' + (f' {vs:.2f}x |' if a.before else ''))
+    blank = ' |' * bool(a.before)
+    for name, what, v in extra: print(f'| {name} | {what} | {v} | | |{blank}')
+    print(f'| | peak RSS of this run | {rss:.0f} MB | | |{blank}')
 
 
 if __name__ == '__main__':
