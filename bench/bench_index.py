@@ -159,8 +159,8 @@ def main():
         ceiling = forward_pass(emb, texts)
         timed = [('forward pass (the ceiling)', ceiling)]
         with_sent, path = ragnb_index(emb, root, tmp, True)
-        if a.before: timed += [(f'ragnb index at {label}, with sentence vectors (before)',
-                                before_index(a.before, MODELS[key], root, tmp))]
+        before = a.before and before_index(a.before, MODELS[key], root, tmp)
+        if before: timed += [(f'ragnb index at {label}, with sentence vectors (before)', before)]
         timed += [('ragnb index, with sentence vectors', with_sent),
                   ('ragnb index, late sentence vectors (`--sentence-pass late`)',
                    ragnb_index(emb, root, tmp, True, 'late')[0]),
@@ -168,7 +168,6 @@ def main():
                   ('LlamaIndex IngestionPipeline', llamaindex_pipeline(emb, texts)),
                   ('chromadb collection.add', chroma_collection(emb, texts, tmp))]
         name = emb.name.split('/')[-1]
-        before = dict(timed).get(f'ragnb index at {label}, with sentence vectors (before)')
         rows += [(name, what, s, len(texts) / s, ceiling / s, before and before / s) for what, s in timed]
         if not extra: extra = [(name, what, v) for what, v in ask_rows(emb, path, a.queries)]
         shutil.rmtree(tmp)

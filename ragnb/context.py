@@ -48,8 +48,7 @@ class Section:
     allowed: set|None = None       # positions a retrieval may hand back (None: all; see `allow`)
     chosen: set = field(default_factory=set)
     best: int = 10**9              # rank of its best hit: pieces are handed back in this order
-    summary: str = ''              # a long section's summary line (`TreeContext.summarize`); '' for a short one
-    summarized: bool = False       # the summary line goes before its first piece
+    summary: str = ''              # the summary line before its first piece (`TreeContext.summarize`); '' for none
 
     def allow(self, meta:dict):
         "Allow the leaves whose metadata is a hit's: they pass the filters it passed (filters read source, metadata)."
@@ -60,6 +59,10 @@ class Section:
         "The allowed ones of `positions`."
         return set(positions) if self.allowed is None else set(positions) & self.allowed
 
+    def every(self) -> set:
+        "The positions a retrieval may hand back: the section whole, as far as the hits' filters allow."
+        return self.ok(range(len(self.ids)))
+
     def cost(self, positions=None) -> float:
         "Tokens of the pieces that `positions` (default: those chosen) make: a `[Doc: ...]` line per run."
         rs = runs(self.chosen if positions is None else positions)
@@ -67,7 +70,7 @@ class Section:
 
     def summary_cost(self) -> float:
         "Tokens of the summary line where it goes in: leaves are chosen, but not the whole section."
-        shown = self.summarized and self.chosen and self.chosen != self.ok(range(len(self.ids)))
+        shown = self.summary and self.chosen and self.chosen != self.every()
         return TOKENS_PER_WORD * _words(self.summary) if shown else 0.0
 
     def block(self, position:int) -> list[int]:
@@ -80,7 +83,7 @@ class Section:
         for b in sorted({self.blocks[p] for p in out}):
             whole = self.ok(p for p, x in enumerate(self.blocks) if x == b)
             if len(runs(out & whole)) > 1 and self.cost(whole) <= self.cost(out & whole): out |= whole
-        every = self.ok(range(len(self.ids)))
+        every = self.every()
         if len(runs(out)) > 1 and self.cost(every) <= self.cost(out): out = every
         return out
 
@@ -178,18 +181,18 @@ def add_chunk(self:TreeContext, rank:int, chunk:Chunk, query_vec, query:str|None
 def summarize(self:TreeContext):
     "Put each long section's summary line before its pieces, best section first, while the budget allows."
     for sec in sorted(self.sections.values(), key=lambda s: s.best):
-        shown = sorted(sec.ok(range(len(sec.ids))))                # only what the hits' filters let through
+        shown = sorted(sec.every())                              # only what the hits' filters let through
         blocks = [sec.blocks[p] for p in shown]
         if not sec.chosen or len(set(blocks)) < LONG_SECTION_CHUNKS: continue
-        sec.summary, sec.summarized = summary_line([self.leaves[sec.ids[p]] for p in shown], blocks), True
-        if self.left() < 0: sec.summarized = False
+        sec.summary = summary_line([self.leaves[sec.ids[p]] for p in shown], blocks)
+        if self.left() < 0: sec.summary = ''
 
 @patch
 def grow(self:TreeContext):
     "Spend the budget left: each section, best first, grows its pieces into their chunks, then into the section."
     if self.budget is None: return
     for sec in sorted(self.sections.values(), key=lambda s: s.best):
-        for bigger in (sec.chosen.union(*(sec.block(p) for p in sec.chosen)), sec.ok(range(len(sec.ids)))):
+        for bigger in (sec.chosen.union(*(sec.block(p) for p in sec.chosen)), sec.every()):
             old = sec.chosen
             sec.chosen = bigger
             if self.left() < 0: sec.chosen = old

@@ -23,9 +23,9 @@ __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEF
            'TRIM_AFTER', 'ONEDNN_CACHE_ENV', 'ONEDNN_CACHE', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages',
            'packaged_model_path', 'resolve_model', 'model_for_languages', 'read_pooling', 'read_query_instruction',
            'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location',
-           'ModelUnavailable', 'hub_download_problem', 'idle_cores', 'embedding_threads', 'torch_threads',
-           'shows_progress', 'trim_heap', 'bound_onednn_cache', 'special_tokens_around', 'OnnxQueryEncoder',
-           'QueryTokenizer', 'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
+           'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores', 'embedding_threads',
+           'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache', 'special_tokens_around',
+           'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -307,9 +307,13 @@ def _running_threads(stat_paths) -> int:
     return n
 
 # %% ../nbs/02_embed.ipynb #633ea629
+def usable_cores() -> int:
+    "The cores this process may run on, busy or not (its CPU affinity; the machine's count where there is none)."
+    return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+
 def idle_cores() -> int:
     "The cores this process may use that no other task is running on right now (all of them where Linux won't say)."
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    cores = usable_cores()
     try: running = int(Path('/proc/loadavg').read_text().split()[3].split('/')[0])
     except (OSError, ValueError, IndexError): return cores
     others = running - _running_threads(Path('/proc/self/task').glob('*/stat'))

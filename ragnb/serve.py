@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import anyio
 from pydantic import Field
 
-from .embed import THREADS_ENV
+from .embed import THREADS_ENV, usable_cores
 from .eval import EvalQuestion, eval_retrieval as evaluate_retrieval
 from .filters import narrowed_filters
 from .index import ScopedStore, StoreError
@@ -366,17 +366,13 @@ def timed_h11(request_timeout_s:float):
 # %% ../nbs/08_serve.ipynb #3c1f9e42
 WORKER_ENV = 'RAGNB_SERVE_WORKER'      # what each worker process of `serve(workers=N)` serves, as JSON
 
-def _cores() -> int:
-    "The cores this process may run on (busy or not: the server keeps its split for its whole life)."
-    return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
-
 def worker_env(store:str|Path, # the store's folder
                pins:dict|None, limits:ServeLimits, token:str|None,
                workers:int, # processes sharing this machine's cores
               ) -> dict[str, str]:
     "The environment `serve` hands its worker processes: the spec, and each one's share of the cores."
     spec = dict(store=str(store), pins=dict(pins or {}), limits=asdict(limits), token=token)
-    threads = os.environ.get(THREADS_ENV, '').strip() or str(max(1, _cores() // workers))
+    threads = os.environ.get(THREADS_ENV, '').strip() or str(max(1, usable_cores() // workers))   # kept for life
     return {WORKER_ENV: json.dumps(spec), THREADS_ENV: threads}
 
 def _worker_spec() -> dict:
@@ -432,7 +428,7 @@ def serve(store:StoreAPI|str|Path, # a store built by `ragnb index` (its folder,
           workers:int|str=1): # HTTP: processes answering at once, each with its own model and index; 'auto': 1 a core
     "Serve the store's retrieval as MCP tools until the client goes away (stdio) or the process is stopped (HTTP)."
     token = token or os.environ.get('RAGNB_MCP_TOKEN') or None
-    if workers == 'auto': workers = _cores()
+    if workers == 'auto': workers = usable_cores()
     if not isinstance(workers, int) or workers < 1: raise ValueError(f'workers={workers!r}: expected 1 or more')
     if workers > 1 and not http: raise ValueError('--workers needs --http: a stdio server has exactly one client')
     if http: check_bind(parse_http(http)[0], token)
