@@ -10,9 +10,9 @@ English pages with the PDF; each gets the model `ragnb index` chooses for its la
 the Spanish one, MiniLM for the English one), and every peer uses that same model and the same text (ragnb's
 readers' markdown, so that only chunking and retrieval differ).
 
-Questions: `bench/long_questions.jsonl` (38, dev), `long_questions_heldout.jsonl` (20, looked at once) or
-`long_questions_heldout2.jsonl` (30, written from paragraphs drawn at random, looked at once); each has an answer
-string that must appear in the context handed back.
+Questions: `bench/long_questions.jsonl` (38, dev), `long_questions_heldout.jsonl` (20, looked at once),
+`long_questions_heldout2.jsonl` or `long_questions_heldout3.jsonl` (30 each, written from paragraphs drawn at random,
+looked at once); each has an answer string that must appear in the context handed back.
 
 At each budget, every method hands back at most that many tokens (`trim.estimate_tokens`, the same count for all):
 - `documental`: `retrieve(..., context_budget=B)`: chunks whole in rank order, the first that does not fit cut to

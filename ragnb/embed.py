@@ -20,12 +20,13 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES',
            'MULTILINGUAL_MODEL', 'FOREIGN_SHARE', 'DTYPES', 'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV',
-           'TRIM_AFTER', 'ONEDNN_CACHE_ENV', 'ONEDNN_CACHE', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'model_languages',
-           'packaged_model_path', 'resolve_model', 'model_for_languages', 'read_pooling', 'read_query_instruction',
-           'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'Embedder', 'model_location',
-           'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores', 'embedding_threads',
-           'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache', 'special_tokens_around',
-           'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file', 'export_query_onnx', 'query_encoder_for']
+           'IDLE_LOOKS', 'IDLE_PAUSE', 'TRIM_AFTER', 'ONEDNN_CACHE_ENV', 'ONEDNN_CACHE', 'EMBED_WINDOW',
+           'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path', 'resolve_model', 'model_for_languages',
+           'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16',
+           'read_max_length', 'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem', 'usable_cores',
+           'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache',
+           'special_tokens_around', 'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file', 'export_query_onnx',
+           'query_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -311,13 +312,23 @@ def usable_cores() -> int:
     "The cores this process may run on, busy or not (its CPU affinity; the machine's count where there is none)."
     return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
 
-def idle_cores() -> int:
-    "The cores this process may use that no other task is running on right now (all of them where Linux won't say)."
-    cores = usable_cores()
-    try: running = int(Path('/proc/loadavg').read_text().split()[3].split('/')[0])
-    except (OSError, ValueError, IndexError): return cores
+def _idle_now(cores:int) -> int:
+    "One look: `cores` less the tasks Linux runs now that are not this process's threads."
+    running = int(Path('/proc/loadavg').read_text().split()[3].split('/')[0])
     others = running - _running_threads(Path('/proc/self/task').glob('*/stat'))
     return max(1, min(cores, cores - others))
+
+IDLE_LOOKS, IDLE_PAUSE = 5, 0.001   # looks at most, and seconds between them
+
+def idle_cores() -> int:
+    "The cores this process may use that no other task keeps busy (the most of a few looks; all where Linux won't say)."
+    cores, best = usable_cores(), 0
+    for _ in range(IDLE_LOOKS):
+        try: best = max(best, _idle_now(cores))
+        except (OSError, ValueError, IndexError): return cores
+        if best == cores: break
+        time.sleep(IDLE_PAUSE)
+    return best
 
 # %% ../nbs/02_embed.ipynb #b14abf3d
 def embedding_threads(n_texts:int, # texts in this call
@@ -388,16 +399,19 @@ def _bulk_pass(self:Embedder, n:int, progress:bool|None):
 
 @patch
 def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='') -> np.ndarray:
-    "Embed `prompt + text` for each text in length batches, with the thread policy; rows in input order."
+    "Embed `prompt + text` for each distinct text in length batches, with the thread policy; rows in input order."
     if isinstance(texts, str): raise TypeError('pass a list of texts, not one string')
     texts = texts if isinstance(texts, list) else list(texts)
-    out = np.zeros((len(texts), self.dim), dtype=np.float32)
+    distinct = list(dict.fromkeys(texts))                  # a repeated text is embedded once
+    out = np.zeros((len(distinct), self.dim), dtype=np.float32)
     if not texts: return out
-    with self._bulk_pass(len(texts), progress) as bar:
-        for lo in range(0, len(texts), EMBED_WINDOW):      # token ids for one window at a time: bounded memory
-            part = [prompt + t for t in texts[lo:lo + EMBED_WINDOW]]
+    with self._bulk_pass(len(distinct), progress) as bar:
+        for lo in range(0, len(distinct), EMBED_WINDOW):   # token ids for one window at a time: bounded memory
+            part = [prompt + t for t in distinct[lo:lo + EMBED_WINDOW]]
             out[lo:lo + len(part)] = self._embed_window(part, bar)
-    return out
+    if len(distinct) == len(texts): return out
+    row = {t: i for i, t in enumerate(distinct)}
+    return out[[row[t] for t in texts]]
 
 # %% ../nbs/02_embed.ipynb #791e5ad3
 EMBED_WINDOW = 4096   # texts tokenised and length-sorted together
