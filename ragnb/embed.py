@@ -402,16 +402,15 @@ def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='
     "Embed `prompt + text` for each distinct text in length batches, with the thread policy; rows in input order."
     if isinstance(texts, str): raise TypeError('pass a list of texts, not one string')
     texts = texts if isinstance(texts, list) else list(texts)
-    distinct = list(dict.fromkeys(texts))                  # a repeated text is embedded once
+    row = {t: i for i, t in enumerate(dict.fromkeys(texts))}      # a repeated text is embedded once
+    distinct = list(row)
     out = np.zeros((len(distinct), self.dim), dtype=np.float32)
     if not texts: return out
     with self._bulk_pass(len(distinct), progress) as bar:
         for lo in range(0, len(distinct), EMBED_WINDOW):   # token ids for one window at a time: bounded memory
             part = [prompt + t for t in distinct[lo:lo + EMBED_WINDOW]]
             out[lo:lo + len(part)] = self._embed_window(part, bar)
-    if len(distinct) == len(texts): return out
-    row = {t: i for i, t in enumerate(distinct)}
-    return out[[row[t] for t in texts]]
+    return out if len(distinct) == len(texts) else out[[row[t] for t in texts]]
 
 # %% ../nbs/02_embed.ipynb #791e5ad3
 EMBED_WINDOW = 4096   # texts tokenised and length-sorted together
