@@ -52,6 +52,8 @@ def one(cfg:int, sdir:str, qfiles:list[str], corpus:str) -> dict:
     from ragnb.ingest import index_paths
     from ragnb.retrieve import RetrieveOpts, retrieve
     _, model, max_length, target, max_chars, overlap = CONFIGS[cfg]
+    # `index_paths` takes no sizes: this process alone changes the documental chunker's defaults (and so the version
+    # its chunks carry), which is why each config runs in a child of its own
     ragnb.chunking._chunk_documental.__kwdefaults__.update(target=target, max_chars=max_chars, overlap=overlap)
     t, seconds = time.perf_counter(), None
     if not (pathlib.Path(sdir) / 'manifest.json').exists():
