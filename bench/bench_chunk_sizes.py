@@ -50,6 +50,7 @@ def one(cfg:int, sdir:str, qfiles:list[str], corpus:str) -> dict:
     from ragnb.embed import Embedder
     from ragnb.index import Store
     from ragnb.ingest import index_paths
+    from bench_retrieve import first_answer_rank
     from ragnb.retrieve import RetrieveOpts, retrieve
     _, model, max_length, target, max_chars, overlap = CONFIGS[cfg]
     # `index_paths` takes no sizes: this process alone changes the documental chunker's defaults (and so the version
@@ -64,12 +65,11 @@ def one(cfg:int, sdir:str, qfiles:list[str], corpus:str) -> dict:
     out = dict(seconds=seconds, chunks=store.stats()['chunks'], sets={})
     for qf in qfiles:
         for q in (json.loads(l) for l in (ROOT / 'bench' / qf).read_text().splitlines()):
-            a = q['answer'].lower()
             for mode in ('dense', 'hybrid'):
                 row = out['sets'].setdefault(qf, {}).setdefault(mode, {}).setdefault(q['lang'], [0] * 5)
                 for i, b in enumerate((None, *BUDGETS)):
                     chunks = retrieve(store, q['question'], opts=RetrieveOpts(mode=mode, context_budget=b)).chunks
-                    row[i] += any(a in c.text.lower() for c in chunks)
+                    row[i] += first_answer_rank([c.text for c in chunks], q['answer']) is not None
                 row[4] += 1
     store.close()
     return out

@@ -323,11 +323,11 @@ IDLE_LOOKS, IDLE_PAUSE = 5, 0.001   # looks at most, and seconds between them
 def idle_cores() -> int:
     "The cores this process may use that no other task keeps busy (the most of a few looks; all where Linux won't say)."
     cores, best = usable_cores(), 0
-    for _ in range(IDLE_LOOKS):
+    for look in range(IDLE_LOOKS):
+        if look: time.sleep(IDLE_PAUSE)                  # between looks only
         try: best = max(best, _idle_now(cores))
         except (OSError, ValueError, IndexError): return cores
         if best == cores: break
-        time.sleep(IDLE_PAUSE)
     return best
 
 # %% ../nbs/02_embed.ipynb #b14abf3d
