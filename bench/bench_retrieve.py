@@ -15,6 +15,8 @@ half of the corpus (a filter on the `en/` sources) and the reverse. Search p50 p
 
 `--questions debian_questions_cross.jsonl`: 20 questions (10 topics in Spanish and in English) written for the
 cross-language rows, reported separately from the dev set.
+`--questions debian_questions_dev2.jsonl`: a second dev set of 30 Spanish and 25 English questions, each written from a
+paragraph of the Debian Reference drawn at random (seed 20261205, the first usable ones in draw order), paraphrased.
 
 `--corpus html`: the quality issue's second kind of set, real HTML as a user indexes it: the Spanish Debian Handbook
 and Python's tutorial with 12 library pages (`corpus.html_corpus_dir`, 156 pages), with `html_questions.jsonl`
