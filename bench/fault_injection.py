@@ -1,12 +1,13 @@
 """Fault injection against ragnb stores, with the full trial counts: prints one table of tried / survived / lost.
 
 Usage: python bench/fault_injection.py [--kills 20] [--queries 1000] [--flips 200] [--resource-queries 2000]
-                                      [--ray-kills 3]
+                                      [--ray-kills 3] [--tree-kills 12]
 
 Cases (tests/faults.py holds them; tests/test_store_faults.py runs each with fewer trials):
 - kill -9 at a random moment of `ragnb index` on the bundled corpus, after edits that add, update and remove
   sources; after each kill the store must open with `Store.verify()` clean, and a final run must equal a store
-  built once, uninterrupted, from the same files;
+  built once, uninterrupted, from the same files; the same with every other run switching every file between flat
+  chunks and a tree (`--mode jerarquico`), the tree's rows compared too;
 - a long-lived reader answering queries while another process re-indexes and removes sources in a loop;
 - single-byte flips in each store file, each file in a child process so a segfault would show;
 - index files crafted to make hnswlib read out of bounds, with the database's size and SHA-256 updated to match;
@@ -34,6 +35,7 @@ def main():
     ap.add_argument('--flips', type=int, default=200)
     ap.add_argument('--resource-queries', type=int, default=2000)
     ap.add_argument('--ray-kills', type=int, default=3)
+    ap.add_argument('--tree-kills', type=int, default=12)
     ap.add_argument('--json', action='store_true', help='also print the details as JSON')
     a = ap.parse_args()
     rows, details = [], {}
@@ -46,6 +48,9 @@ def main():
 
     run('kill -9 during `ragnb index`', lambda: faults.kill_during_index(trials=a.kills),
         lambda r: f"final run equals a clean build: {r['final_state_equal']}; kills at 0.2–{r['full_run_s']} s")
+    run('kill -9 during `ragnb index`, every other run switching to `--mode jerarquico` and back',
+        lambda: faults.kill_during_index(trials=a.tree_kills, seed=7, modes=(None, 'jerarquico')),
+        lambda r: f"final run ({r['tree_leaves']} tree leaves) equals a clean build: {r['final_state_equal']}")
     run('reader during a writer (queries)', lambda: faults.readers_during_writer(queries=a.queries),
         lambda r: f"{r['reloads']} generation reloads, {r['short_results']} short results, "
                   f"{len(r['exceptions'])} exceptions")

@@ -54,19 +54,22 @@ def copy_corpus(dst):
 
 
 def store_state(path):
-    "What a store holds, comparable across runs: per source, its hash and its chunk texts; plus `verify()`."
+    """What a store holds, comparable across runs: per source, its hash and its chunk texts; each tree leaf's place
+    (issue 36), by its text; plus `verify()`."""
     from ragnb.index import Store
     with Store.open(path, readonly=True) as s:
         rows = s.db.execute('select source, content_hash from sources order by source').fetchall()
         texts = sorted(r[0] for r in s.db.execute('select text from chunks'))
-        return dict(sources=rows, texts=texts, problems=s.verify()['problems'])
+        tree = sorted(s.db.execute('select t.source, t.section, t.block, t.position, c.text from tree t '
+                                   'left join chunks c on c.id = t.id').fetchall())
+        return dict(sources=rows, texts=texts, tree=tree, problems=s.verify()['problems'])
 
 
 # --- kill -9 at random moments of `ragnb index` ---------------------------------------------------------------
 
-def _index_cmd(store, corpus):
+def _index_cmd(store, corpus, mode=None):
     return [sys.executable, '-m', 'ragnb.cli', 'index', str(corpus / 'docs'), str(corpus / 'code'),
-            '--store', str(store), '--quiet']
+            '--store', str(store), '--quiet', *(['--mode', mode] if mode else [])]
 
 
 def _edit_corpus(corpus, rng):
@@ -78,22 +81,26 @@ def _edit_corpus(corpus, rng):
     (corpus / 'docs' / f'new-{rng.randrange(10**6)}.md').write_text('# New\n\nA new page. It has two sentences.\n')
 
 
-def kill_during_index(trials=20, seed=0, workdir=None):
+def kill_during_index(trials=20, seed=0, workdir=None, modes=(None,)):
     """Build a store, edit the corpus, then run `ragnb index` and kill -9 it at a random moment, `trials` times.
     After each kill the store must open with no problems; a final uninterrupted run must reach the state of a
-    reference store built once from the same files."""
+    reference store built once from the same files. Trial i runs with `--mode modes[i % len(modes)]` (None: the
+    default), so `(None, 'jerarquico')` kills runs that switch every file between flat chunks and a tree and back;
+    the first build, the final run and the reference use the last trial's mode."""
     rng = random.Random(seed)
     work = Path(workdir or tempfile.mkdtemp())
     corpus, store = copy_corpus(work / 'corpus'), work / 'store'
     env = dict(os.environ, PYTHONUNBUFFERED='1')
+    last = modes[(trials - 1) % len(modes)]
     t0 = time.perf_counter()
-    subprocess.run(_index_cmd(store, corpus), check=True, capture_output=True, env=env)
+    subprocess.run(_index_cmd(store, corpus, last), check=True, capture_output=True, env=env)
     full = time.perf_counter() - t0
     survived, failures, phases = 0, [], []
     for i in range(trials):
         _edit_corpus(corpus, rng)
         at = rng.uniform(0.2, full)
-        p = subprocess.Popen(_index_cmd(store, corpus), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        p = subprocess.Popen(_index_cmd(store, corpus, modes[i % len(modes)]), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env)
         time.sleep(at)
         p.send_signal(signal.SIGKILL)
         p.communicate()
@@ -104,14 +111,15 @@ def kill_during_index(trials=20, seed=0, workdir=None):
             else: survived += 1
         except Exception as e:
             failures.append((i, at, f'{type(e).__name__}: {e}'))
-    r = subprocess.run(_index_cmd(store, corpus), capture_output=True, text=True, env=env)
+    r = subprocess.run(_index_cmd(store, corpus, last), capture_output=True, text=True, env=env)
     ref = work / 'reference'
-    subprocess.run(_index_cmd(ref, corpus), check=True, capture_output=True, env=env)
-    final_same = r.returncode == 0 and store_state(store) == store_state(ref)
+    subprocess.run(_index_cmd(ref, corpus, last), check=True, capture_output=True, env=env)
+    final = store_state(store)
+    final_same = r.returncode == 0 and final == store_state(ref)
     if not final_same: failures.append(('final', r.stderr[-500:]))
     shutil.rmtree(work, ignore_errors=True)
     return dict(tried=trials, survived=survived, lost=trials - survived, final_state_equal=final_same,
-                kill_times_s=phases, full_run_s=round(full, 1), failures=failures)
+                kill_times_s=phases, full_run_s=round(full, 1), failures=failures, tree_leaves=len(final['tree']))
 
 
 def kill_during_ray_index(trials=3, seed=0, workdir=None, shards=2):
