@@ -47,11 +47,7 @@ def parse_passage(raw:str|None) -> str:
 
 # %% ../nbs/05_hyde.ipynb #c90a37de
 class HydeError(RuntimeError): "HyDE generation failed (HTTP error, connection, bad configuration)."
-
-# %% ../nbs/05_hyde.ipynb #e5953112
 class HydeTimeout(HydeError): "The LLM did not answer within the timeout."
-
-# %% ../nbs/05_hyde.ipynb #50f0c2fd
 class HydeNoKey(HydeError): "No API key: set GOOGLE_AI_API_KEY or GEMINI_API_KEY, or pass a generator."
 
 # %% ../nbs/05_hyde.ipynb #ad044484
