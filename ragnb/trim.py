@@ -281,10 +281,9 @@ class TrimmedChunk(Chunk):
     tokens_before: int = 0
     tokens_after: int = 0
 
-# %% ../nbs/04_trim.ipynb #4be55831
+# %% ../nbs/04_trim.ipynb #007050cf
 def _chunk_fields(c:Chunk) -> dict: return {f.name: getattr(c, f.name) for f in fields(Chunk)}
 
-# %% ../nbs/04_trim.ipynb #007050cf
 def as_chunk(c:Chunk, **changes) -> Chunk:
     "A plain `Chunk` with `c`'s fields, some changed: `as_chunk(c, id=None)` is the same chunk without stored vectors."
     return Chunk(**_chunk_fields(c) | changes)
