@@ -147,14 +147,13 @@ def read_document_prompt(model_dir:str|Path) -> str:
     p = _prompts(model_dir)
     return p.get('passage') or p.get('document') or ''
 
-# %% ../nbs/02_embed.ipynb #82eea434
+# %% ../nbs/02_embed.ipynb #7f45f298
 def cpu_has_bf16() -> bool:
     "True when the CPU computes bf16 natively (avx512_bf16 or amx_bf16), so bf16 weights speed it up."
     try: flags = Path('/proc/cpuinfo').read_text()
     except OSError: return False
     return bool(re.search(r'\b(avx512_bf16|amx_bf16)\b', flags))
 
-# %% ../nbs/02_embed.ipynb #7f45f298
 DTYPES = ('auto', 'fp32', 'bf16', 'bf16-autocast')
 
 def runs_in_bf16(dtype:str, device:str='cpu') -> bool:
