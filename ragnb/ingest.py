@@ -441,13 +441,12 @@ def until_interrupted(batches:Iterable[tuple], # `(records, chunks, vectors, sen
         rep.interrupted, rep.chunks = True, chunks
         rep.added, rep.updated = [s for s in rep.added if s in done], [s for s in rep.updated if s in done]
 
-# %% ../nbs/03a_ingest.ipynb #a6947a64
+# %% ../nbs/03a_ingest.ipynb #bb3aef99
 def bundled_data_dir() -> Path:
     "The sample corpus shipped with the repository."
     import ragnb
     return Path(ragnb.__file__).resolve().parent.parent / 'data'
 
-# %% ../nbs/03a_ingest.ipynb #bb3aef99
 def default_corpus() -> list[Path]:
     "What the default store indexes: the bundled docs and code, never the labelled questions in `data/eval`."
     return [bundled_data_dir() / 'docs', bundled_data_dir() / 'code']
