@@ -6,8 +6,8 @@ Usage: python bench/fault_injection.py [--kills 20] [--queries 1000] [--flips 20
 Cases (tests/faults.py holds them; tests/test_store_faults.py runs each with fewer trials):
 - kill -9 at a random moment of `ragnb index` on the bundled corpus, after edits that add, update and remove
   sources; after each kill the store must open with `Store.verify()` clean, and a final run must equal a store
-  built once, uninterrupted, from the same files; the same with every other run switching every file between flat
-  chunks and a tree (`--mode jerarquico`), the tree's rows compared too;
+  built once, uninterrupted, from the same files; the same with runs alternating `--mode documental` and `--mode
+  jerarquico`, so that each switches every file between flat chunks and a tree, the tree's rows compared too;
 - a long-lived reader answering queries while another process re-indexes and removes sources in a loop;
 - single-byte flips in each store file, each file in a child process so a segfault would show;
 - index files crafted to make hnswlib read out of bounds, with the database's size and SHA-256 updated to match;
@@ -48,8 +48,8 @@ def main():
 
     run('kill -9 during `ragnb index`', lambda: faults.kill_during_index(trials=a.kills),
         lambda r: f"final run equals a clean build: {r['final_state_equal']}; kills at 0.2–{r['full_run_s']} s")
-    run('kill -9 during `ragnb index`, every other run switching to `--mode jerarquico` and back',
-        lambda: faults.kill_during_index(trials=a.tree_kills, seed=7, modes=(None, 'jerarquico')),
+    run('kill -9 during `ragnb index` switching every file between `--mode documental` and `jerarquico`',
+        lambda: faults.kill_during_index(trials=a.tree_kills, seed=7, modes=('documental', 'jerarquico')),
         lambda r: f"final run ({r['tree_leaves']} tree leaves) equals a clean build: {r['final_state_equal']}")
     run('reader during a writer (queries)', lambda: faults.readers_during_writer(queries=a.queries),
         lambda r: f"{r['reloads']} generation reloads, {r['short_results']} short results, "

@@ -84,9 +84,9 @@ def _edit_corpus(corpus, rng):
 def kill_during_index(trials=20, seed=0, workdir=None, modes=(None,)):
     """Build a store, edit the corpus, then run `ragnb index` and kill -9 it at a random moment, `trials` times.
     After each kill the store must open with no problems; a final uninterrupted run must reach the state of a
-    reference store built once from the same files. Trial i runs with `--mode modes[i % len(modes)]` (None: the
-    default), so `(None, 'jerarquico')` kills runs that switch every file between flat chunks and a tree and back;
-    the first build, the final run and the reference use the last trial's mode."""
+    reference store built once from the same files. Trial i runs with `--mode modes[i % len(modes)]` (None: no
+    `--mode`, so the store's recorded one). With `('documental', 'jerarquico')` every run switches every file between
+    flat chunks and a tree; the first build, the final run and the reference use the last trial's mode."""
     rng = random.Random(seed)
     work = Path(workdir or tempfile.mkdtemp())
     corpus, store = copy_corpus(work / 'corpus'), work / 'store'

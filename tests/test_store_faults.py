@@ -19,8 +19,8 @@ from ragnb.ingest import index_paths
 
 @pytest.mark.slow
 def test_kill9_at_random_moments_of_ragnb_index(tmp_path):
-    "Every other run switches the files between flat chunks and trees (`--mode jerarquico`), and is killed too."
-    r = faults.kill_during_index(trials=4, seed=1, workdir=tmp_path, modes=(None, 'jerarquico'))
+    "Runs alternate `--mode documental` and `--mode jerarquico`: each switches every file to flat chunks or a tree."
+    r = faults.kill_during_index(trials=4, seed=1, workdir=tmp_path, modes=('documental', 'jerarquico'))
     assert r['lost'] == 0 and r['final_state_equal'] and r['tree_leaves'] > 0, r
 
 
