@@ -10,8 +10,8 @@ from pathlib import Path
 from .sentences import sentence_spans
 
 # %% auto #0
-__all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index', 'cmd_ask',
-           'cmd_check', 'cmd_serve', 'cmd_eval']
+__all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'NOTHING_FOUND', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index',
+           'cmd_ask', 'cmd_check', 'cmd_serve', 'cmd_eval']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -371,8 +371,13 @@ def _print_hyde(h:dict|None):
     print()
 
 # %% ../nbs/09_cli.ipynb #94be2dad
-def _print_result(res, opts):
+NOTHING_FOUND = {True: 'Nothing found within --filter: check its keys and values (`ragnb index --meta KEY=VALUE` sets '
+                       'them per file).',
+                 False: 'Nothing found: no chunk holds these words; --mode hybrid also finds other wordings.'}
+
+def _print_result(res, opts, filtered:bool=False): # filtered: the ask had --filter
     "Each chunk (its citation, section and body; untrimmed bodies cut at 600 characters), then tokens and timings."
+    if not res.chunks: print(NOTHING_FOUND[filtered] + '\n')
     for i, c in enumerate(res.chunks, 1):            # a score's kind: a cosine, BM25 or a fused rank (RRF)
         print(f"#{i}  {res.info['score']} {c.score:.3f}  {c.cite}  [{c.section_title}]")
         body = c.body.strip()
@@ -405,7 +410,7 @@ def cmd_ask(args) -> int:
     else:
         print(f'Q: {res.query}\n')
         _print_hyde(res.info.get('hyde'))
-        _print_result(res, opts)
+        _print_result(res, opts, filtered=bool(args.filter))
     return 0
 
 # %% ../nbs/09_cli.ipynb #b0135bec
