@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser('ask', help='retrieve the best chunks for a question')
     s.add_argument('question')
     s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
-    s.add_argument('-k', type=int, default=5, help='how many chunks (default 5)')
+    s.add_argument('-k', type=_positive_int, default=5, help='how many chunks (default 5)')
     s.add_argument('--filter', action='append', metavar='KEY=VALUE',
                    help='metadata or source filter; repeat a key for "in"')
     s.add_argument('--model', help=argparse.SUPPRESS)
@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help='token saving and answer retention of trimming (and HyDE) on a labelled question set')
     s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
     s.add_argument('--questions', help='JSONL questions file (default: the bundled data/eval/questions.jsonl)')
-    s.add_argument('-k', type=int, default=5, help='chunks in the context (default 5)')
+    s.add_argument('-k', type=_positive_int, default=5, help='chunks in the context (default 5)')
     s.add_argument('--threshold', type=_threshold_arg,
                    help="trim threshold, or 'auto' (the default: the store's calibrated one, else the model's)")
     s.add_argument('--window', type=int,

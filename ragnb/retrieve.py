@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_retrieve.ipynb #b050b26f
 from __future__ import annotations
-import os, time
+import numbers, os, time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -160,8 +160,10 @@ def sentence_ranking(store:Store, # an open store; without sentence vectors the 
     return sorted(best, key=lambda i: (-best[i], i))
 
 # %% ../nbs/06_retrieve.ipynb #3a9b0b12
-def _check_request(query, opts:RetrieveOpts, threshold):
+def _check_request(query, opts:RetrieveOpts, threshold, top_k:int):
     "Refuse, before any work, what cannot be answered: an empty question, an unknown mode, text-less hybrid search."
+    if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1:
+        raise ValueError(f'top_k must be an integer of 1 or more, got {top_k!r}')
     if opts.mode not in SEARCH_MODES:
         raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {opts.mode!r}")
     if isinstance(query, str) and not query.strip(): raise ValueError('query is empty')
@@ -233,7 +235,7 @@ def retrieve(store:Store, # an open store
     "Embed the query, search the store (hybrid by default) with filters, trim if asked, and count the tokens."
     opts = opts or RetrieveOpts()
     threshold, origin = trim_threshold_origin(store, opts.trim_threshold, opts.trim_window, opts.trim_policy)
-    _check_request(query, opts, threshold)
+    _check_request(query, opts, threshold, top_k)
     info, timings = {}, {}
     qvec, tvec = _query_vectors(store, query, opts, info, timings)
     with store.snapshot():                                     # search and trim read one generation
