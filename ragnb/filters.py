@@ -19,7 +19,10 @@ def _filter_values(key:str, value) -> list:
     "The values a filter on `key` admits (a list, tuple or set, else the one value); `ValueError` for a bad key."
     if not isinstance(key, str) or not key.replace('_', '').replace('-', '').isalnum():
         raise ValueError(f'bad filter key {key!r}')
-    return list(value) if isinstance(value, (list, tuple, set)) else [value]
+    values = list(value) if isinstance(value, (list, tuple, set)) else [value]
+    if bad := [v for v in values if not isinstance(v, (str, int, float))]:      # what metadata holds (bool is an int)
+        raise ValueError(f'filter {key!r}: values must be strings or numbers, got {type(bad[0]).__name__} {bad[0]!r}')
+    return values
 
 # %% ../nbs/02f_filters.ipynb #5e9fb78d
 def _filter_sql(filters:dict|None, display:bool=True, # the store has display paths

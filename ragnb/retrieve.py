@@ -164,6 +164,11 @@ def _check_request(query, opts:RetrieveOpts, threshold, top_k:int):
     "Refuse, before any work, what cannot be answered: an empty question, an unknown mode, text-less hybrid search."
     if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1:
         raise ValueError(f'top_k must be an integer of 1 or more, got {top_k!r}')
+    budget = opts.context_budget
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget < 1):
+        raise ValueError(f'context_budget must be a number of tokens >= 1, got {budget!r}')
+    if not isinstance(query, str) and not np.isfinite(np.asarray(query, dtype=np.float32)).all():
+        raise ValueError('the query vector holds NaN or infinite values')
     if opts.mode not in SEARCH_MODES:
         raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {opts.mode!r}")
     if isinstance(query, str) and not query.strip(): raise ValueError('query is empty')
