@@ -20,8 +20,9 @@ def _filter_values(key:str, value) -> list:
     if not isinstance(key, str) or not key.replace('_', '').replace('-', '').isalnum():
         raise ValueError(f'bad filter key {key!r}')
     values = list(value) if isinstance(value, (list, tuple, set)) else [value]
-    if bad := [v for v in values if not isinstance(v, (str, int, float))]:      # what metadata holds (bool is an int)
-        raise ValueError(f'filter {key!r}: values must be strings or numbers, got {type(bad[0]).__name__} {bad[0]!r}')
+    if bad := [v for v in values if v is not None and not isinstance(v, (str, int, float))]:   # bool is an int
+        kind = type(bad[0]).__name__
+        raise ValueError(f'filter {key!r}: values must be strings, numbers or None, got {kind} {bad[0]!r}')
     return values
 
 # %% ../nbs/02f_filters.ipynb #5e9fb78d
