@@ -12,8 +12,9 @@ from fastcore.basics import patch
 
 from .chunking import Chunk
 from .index import Store
-from .trim import (DEFAULT_TRIM_POLICY, TrimmedChunk, calibration_key, check_trim_options, check_trim_policy,
-                        estimate_tokens, parse_threshold, store_trim_defaults, trim_chunks_by_sentence)
+from .trim import (DEFAULT_TRIM_POLICY, TrimmedChunk, calibration_key, check_trim_budget, check_trim_options,
+                        check_trim_policy, estimate_tokens, parse_threshold, store_trim_defaults,
+                        trim_chunks_by_sentence)
 from .embed import model_languages
 from .hyde import build_query_vec
 from .context import tree_context
@@ -164,9 +165,7 @@ def _check_request(query, opts:RetrieveOpts, threshold, top_k:int):
     "Refuse, before any work, what cannot be answered: an empty question, an unknown mode, text-less hybrid search."
     if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1:
         raise ValueError(f'top_k must be an integer of 1 or more, got {top_k!r}')
-    budget = opts.context_budget
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget < 1):
-        raise ValueError(f'context_budget must be a number of tokens >= 1, got {budget!r}')
+    check_trim_budget(opts.context_budget, 'context_budget')
     if not isinstance(query, str) and not np.isfinite(np.asarray(query, dtype=np.float32)).all():
         raise ValueError('the query vector holds NaN or infinite values')
     if opts.mode not in SEARCH_MODES:

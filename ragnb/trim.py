@@ -63,10 +63,10 @@ def check_trim_policy(policy:str) -> str:
         raise ValueError(f"trim policy must be one of {', '.join(TRIM_POLICIES)}, got {policy!r}")
     return policy
 
-def check_trim_budget(budget:int|None) -> int|None:
+def check_trim_budget(budget:int|None, what:str='budget') -> int|None: # what: its name in the message
     "`budget` if it is None or a number of tokens >= 1, else `ValueError`."
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget < 1):
-        raise ValueError(f'budget must be a number of tokens >= 1, got {budget!r}')
+        raise ValueError(f'{what} must be a number of tokens >= 1, got {budget!r}')
     return budget
 
 # %% ../nbs/04_trim.ipynb #204099f3
