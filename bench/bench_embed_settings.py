@@ -43,7 +43,7 @@ def main():
     a = ap.parse_args()
     from ragnb.embed import Embedder
     chunks, sents = corpus_texts(a.chunks, a.sentences)
-    base = Embedder.from_pretrained(a.model, dtype='fp32')
+    base = Embedder.from_pretrained(a.model, dtype='fp32', document_runtime='torch')
     own = base.max_length
     settings = [('fp32', 512, None), ('fp32', own, None), ('bf16-autocast', own, None), ('bf16', own, None),
                 ('bf16', own, 16384)]
@@ -53,7 +53,7 @@ def main():
         for p in procs: p.start()
         try:
             for dtype, length, budget in settings:
-                emb = Embedder.from_pretrained(a.model, dtype=dtype, max_length=length,
+                emb = Embedder.from_pretrained(a.model, dtype=dtype, max_length=length, document_runtime='torch',
                                                **({'batch_tokens': budget} if budget else {}))
                 if budget is None and hasattr(emb, 'batch_tokens'): emb.batch_tokens = None
                 c_rate, cv = timed(emb, chunks)

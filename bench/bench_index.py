@@ -5,13 +5,16 @@ model, ask latency by part, hnswlib recall@10 and store size. One run, the Debia
 Usage: python bench/bench_index.py [--queries 100] [--models minilm,e5] [--before DIR]
 
 Rows per model:
-- `forward pass`: the model alone over ragnb's chunk texts, same batch size and dtype (the ceiling);
-- `ragnb index`: walk, read, chunk, embed, hnswlib, SQLite, commit; with sentence vectors (the default), with late
+- `forward pass`: the model alone over ragnb's chunk texts, same batch size and dtype, in torch and in OpenVINO (the
+  runtime ragnb embeds documents with where `openvino` is installed: the ceiling);
+- `ragnb index`: walk, read, chunk, embed, hnswlib, SQLite, commit; with sentence vectors (the default, and the same
+  through torch, `RAGNB_DOCUMENT_RUNTIME=torch`), with late
   ones (pooled from each chunk's own pass, `--sentence-pass late`) and without;
 - `LlamaIndex IngestionPipeline`: the same chunk texts as `TextNode`s through `IngestionPipeline([embed_model])`
   into its in-memory vector store (its embedding calls, batched by `embed_batch_size=32`);
 - `chromadb`: the same chunk texts added to a persistent collection with the model as its embedding function.
-Chunks/s counts ragnb's chunks for every row (the peers embed the same texts); `share` is of the forward pass.
+Chunks/s counts ragnb's chunks for every row (the peers embed the same texts); `share` is of the
+fastest forward pass.
 
 `--before DIR` adds a row for another checkout's `ragnb index` with sentence vectors (its default), in a child process
 that imports that checkout (e.g. `git worktree add /tmp/before ac25a57`), on the same corpus and model, and prints
@@ -39,10 +42,22 @@ def forward_pass(emb, texts):
     return time.perf_counter() - t
 
 
-def ragnb_index(emb, root, tmp, sentences, sentence_pass='sentence'):
+def openvino_pass(emb, texts):
+    "Seconds for a bare loop over OpenVINO's compiled graph: same texts and batch size, input order, mean pooling."
+    threads = len(os.sched_getaffinity(0))
+    t = time.perf_counter()
+    for i in range(0, len(texts), emb.batch_size):
+        b = emb.tokenizer(texts[i:i + emb.batch_size], padding=True, truncation=True, max_length=emb.max_length,
+                          return_tensors='np')
+        h = emb.doc_encoder.hidden(b['input_ids'], b['attention_mask'], threads)
+        (h * b['attention_mask'][..., None]).sum(1)
+    return time.perf_counter() - t
+
+
+def ragnb_index(emb, root, tmp, sentences, sentence_pass='sentence', tag=''):
     from ragnb.index import Store
     from ragnb.ingest import index_paths
-    path = tmp / f'store-{sentences}-{sentence_pass}'
+    path = tmp / f'store-{sentences}-{sentence_pass}{tag}'
     with Store.open(path, embedder=emb, sentence_vectors=sentences, sentence_pass=sentence_pass) as s:
         rep = index_paths(s, [root], progress=False)
     return rep.seconds, path
@@ -153,15 +168,19 @@ def main():
     texts = [c.text for f in sorted(root.glob('*/*.md')) for c in chunk_file(f)]
     rows, extra = [], []
     for key in a.models.split(','):
-        emb = Embedder.from_pretrained(MODELS[key]) if MODELS[key] else Embedder.from_pretrained()
-        emb.embed_documents(texts[:64])                                   # warm up
+        emb = Embedder.from_pretrained(MODELS[key])
+        torch_emb = Embedder.from_pretrained(MODELS[key], document_runtime='torch')
+        for e in (emb, torch_emb): e.embed_documents(texts[:64])          # warm up
         tmp = pathlib.Path(tempfile.mkdtemp())
-        ceiling = forward_pass(emb, texts)
-        timed = [('forward pass (the ceiling)', ceiling)]
+        timed = [('forward pass, torch', forward_pass(torch_emb, texts))]
+        if emb.doc_encoder is not None: timed += [('forward pass, OpenVINO (ragnb\'s runtime: the ceiling)',
+                                                   openvino_pass(emb, texts))]
+        ceiling = timed[-1][1]
         with_sent, path = ragnb_index(emb, root, tmp, True)
         before = a.before and before_index(a.before, MODELS[key], root, tmp)
         if before: timed += [(f'ragnb index at {label}, with sentence vectors (before)', before)]
-        timed += [('ragnb index, with sentence vectors', with_sent),
+        timed += [('ragnb index, with sentence vectors, torch', ragnb_index(torch_emb, root, tmp, True, tag='t')[0]),
+                  ('ragnb index, with sentence vectors', with_sent),
                   ('ragnb index, late sentence vectors (`--sentence-pass late`)',
                    ragnb_index(emb, root, tmp, True, 'late')[0]),
                   ('ragnb index, without sentence vectors', ragnb_index(emb, root, tmp, False)[0]),

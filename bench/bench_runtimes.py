@@ -1,9 +1,10 @@
-"""The fastest runtime per model, by measurement (issue 37.2): torch bf16 (what `Embedder` runs today), torch fp32,
+"""The fastest runtime per model, by measurement (issue 37.2): torch bf16 (what `Embedder` ran before OpenVINO), torch
+fp32,
 ONNX Runtime fp32 (the graph `ragnb.model_build.export_onnx` makes for queries) and ONNX Runtime int8 (that graph
 through `onnxruntime.quantization.quantize_dynamic`, int8 weights, activations quantized per call): with its default
 settings, and with per-channel weight scales on the MatMul nodes only (the best of five settings tried on MiniLM:
-cosine to fp32 0.993 against 0.927); and OpenVINO on the same graph, bf16 and fp32 (where `openvino` is installed:
-it is not a dependency of ragnb).
+cosine to fp32 0.993 against 0.927); and OpenVINO on the same graph, bf16 and fp32 (the runtime `Embedder`
+now embeds documents with, `ragnb.embed.OpenVinoEncoder`, in bf16 where the CPU computes bf16).
 
     python bench/bench_runtimes.py [--models minilm,e5] [--threads 2]
 
@@ -83,10 +84,11 @@ def main():
     rows = []
     for key in a.models.split(','):
         name = MODELS[key]
-        bf16 = Embedder.from_pretrained(name, threads=a.threads, query_runtime='torch')
-        fp32 = Embedder.from_pretrained(name, threads=a.threads, dtype='fp32', query_runtime='torch')
+        bf16 = Embedder.from_pretrained(name, threads=a.threads, query_runtime='torch', document_runtime='torch')
+        fp32 = Embedder.from_pretrained(name, threads=a.threads, dtype='fp32', query_runtime='torch',
+                                        document_runtime='torch')
         graph = export_query_onnx(resolve_model(model_location(name))[0])
-        runtimes = {'torch fp32': lambda t, e=fp32: e._embed(t), 'torch bf16 (today)': lambda t, e=bf16: e._embed(t),
+        runtimes = {'torch fp32': lambda t, e=fp32: e._embed(t), 'torch bf16': lambda t, e=bf16: e._embed(t),
                     'ONNX Runtime fp32': onnx_runtime(bf16, graph, a.threads),
                     'ONNX Runtime int8 (dynamic)': onnx_runtime(bf16, quantized(graph), a.threads),
                     'ONNX Runtime int8 (dynamic, per channel, MatMul only)': onnx_runtime(

@@ -39,7 +39,7 @@ def main():
     import torch
     from ragnb.embed import Embedder, embedding_threads
     chunks, default = texts(), torch.get_num_threads()
-    emb = Embedder.from_pretrained()
+    emb = Embedder.from_pretrained(document_runtime='torch')     # torch's threads are what this measures
     emb.embed_documents(chunks[:4])
     rows = []
     for load in (False, True):

