@@ -169,9 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--pin', action='append', metavar='KEY=VALUE', help='a filter no client can widen; repeatable')
     for flag, v, metavar, what in SERVE_LIMIT_FLAGS:          # `ServeLimits` holds the defaults (ragnb.serve)
         s.add_argument(flag, type=float if metavar == 'S' else _positive_int, metavar=metavar, help=what.format(v))
-    s.add_argument('--workers', type=_workers_arg, default=1, metavar='N',
+    s.add_argument('--workers', type=_workers_arg, metavar='N',
                    help='with --http: processes answering at once, each with its own copy of the model and index '
-                        '(default 1; auto: one per core)')
+                        '(default auto: one per core, at most 4; 1 with --max-sessions or --session-idle)')
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
     s.set_defaults(model=None)
     return p

@@ -580,32 +580,46 @@ def _safetensors_memmap(path:Path, name:str) -> np.ndarray:
 
 # %% ../nbs/02_embed.ipynb #5a41e8c4
 class OnnxQueryEncoder:
-    "Texts → unit vectors through ONNX Runtime, with the torch path's tokenizer, `_pool` and normalisation."
-    def __init__(self, folder:str|Path, tokenizer, *, pooling:str, max_length:int=512, threads:int|None=None,
+    """Texts → unit vectors through ONNX Runtime, with the torch path's tokenizer, `_pool` and normalisation.
+    Thread-safe: sessions open once under a lock, and ONNX Runtime runs one session from many threads at once."""
+    def __init__(self, folder:str|Path, tokenizer, *, pooling:str, max_length:int=512,
+                 threads:int|None=None, # intra-op threads; None: `embedding_threads(2)` at the first query
                  onnx_file:Path|None=None): # default: the folder's own `onnx/model.onnx`
         self.folder, self.tokenizer, self.pooling, self.max_length = Path(folder), tokenizer, pooling, max_length
-        self.threads, self._session, self._lock = threads, None, threading.Lock()
+        self.threads, self._sessions, self._lock = threads, {}, threading.Lock()
+        self.threads_now = None      # or a callable: each call's thread count (a server's workers pick it by load)
         self.onnx_file = Path(onnx_file or self.folder / ONNX_MODEL)
         self.words = _safetensors_memmap(self.folder / 'model.safetensors', WORD_EMBEDDINGS)
 
-    @property
-    def session(self):
-        "The ONNX Runtime session, opened on the first query (an index build never pays for it)."
+    def session_for(self, threads:int):
+        "The ONNX Runtime session with `threads` intra-op threads, opened on first use (an index build never pays)."
         with self._lock:
-            if self._session is None:
+            if threads not in self._sessions:
                 import onnxruntime as ort
                 opts = ort.SessionOptions()
-                opts.intra_op_num_threads, opts.inter_op_num_threads = self.threads or embedding_threads(2), 1
-                self._session = ort.InferenceSession(str(self.onnx_file), opts, providers=['CPUExecutionProvider'])
-            return self._session
+                opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+                opts.add_session_config_entry('session.force_spinning_stop', '1')   # no spinning between calls
+                self._sessions[threads] = ort.InferenceSession(str(self.onnx_file), opts,
+                                                               providers=['CPUExecutionProvider'])
+            return self._sessions[threads]
 
-    def __call__(self, texts:list[str]) -> np.ndarray:
+    @property
+    def session(self):
+        "The session with the encoder's own thread count (`threads`, fixed at the first query)."
+        if self.threads is None: self.threads = embedding_threads(2)
+        return self.session_for(self.threads)
+
+    def __call__(self, texts:list[str],
+                 threads:int|None=None): # this call's intra-op threads; default: `threads_now()`, else `threads`
+        threads = threads or (self.threads_now() if self.threads_now else None)
         enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_length, padding=True,
                              return_tensors='np')
         mask = np.asarray(enc['attention_mask'], dtype=np.int64)
         x = np.ascontiguousarray(self.words[np.asarray(enc['input_ids'])], dtype=np.float32)
-        v = _pool_np(self.session.run(None, {'inputs_embeds': x, 'attention_mask': mask})[0], mask, self.pooling)
+        run = (self.session_for(threads) if threads else self.session).run
+        v = _pool_np(run(None, {'inputs_embeds': x, 'attention_mask': mask})[0], mask, self.pooling)
         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
 
 # %% ../nbs/02_embed.ipynb #7f8ea015
 class FastTokenizer:

@@ -4,7 +4,8 @@
 
 # %% ../nbs/08_serve.ipynb #c2a3c406
 from __future__ import annotations
-import functools, hmac, ipaddress, json, logging, os, sys, threading
+import fcntl, functools, gc, hmac, ipaddress, json, logging, mmap, os, sys, tempfile, threading
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,10 +13,11 @@ from typing import Annotated, Any
 import anyio
 from pydantic import Field
 
-from .embed import THREADS_ENV, usable_cores
+from .embed import THREADS_ENV, trim_heap, usable_cores
 from .eval import EvalQuestion, eval_retrieval as evaluate_retrieval
 from .filters import narrowed_filters
-from .index import ScopedStore, StoreError
+from .index import ScopedStore, Store, StoreError
+from .shards import ShardedStore
 from .lexical import load_language_detector
 from .stores import StoreAPI, open_store
 
@@ -25,9 +27,11 @@ from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
 __all__ = ['log', 'Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'ContextBudget', 'Questions',
-           'WORKER_ENV', 'STARTUP_FAILURE', 'ServeLimits', 'RequestError', 'parse_pins', 'check_filters',
-           'RetrievalService', 'argument_error', 'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http',
-           'http_app', 'timed_h11', 'worker_env', 'worker_app', 'open_service', 'serve_banner', 'serve']
+           'WORKER_ENV', 'STARTUP_FAILURE', 'AUTO_WORKERS', 'ServeLimits', 'RequestError', 'parse_pins',
+           'check_filters', 'RetrievalService', 'argument_error', 'build_mcp_server', 'BearerAuth', 'check_bind',
+           'parse_http', 'http_app', 'timed_h11', 'CoreBoard', 'worker_env', 'worker_app', 'threads_by_load',
+           'busy_while_answering', 'open_service', 'serve_banner', 'auto_workers', 'reopenable', 'serve_workers',
+           'serve']
 
 # %% ../nbs/08_serve.ipynb #530ef99e
 @dataclass(frozen=True)
@@ -363,15 +367,63 @@ def timed_h11(request_timeout_s:float):
             super().connection_lost(exc)
     return TimedH11
 
+# %% ../nbs/08_serve.ipynb #b554ceb4
+class CoreBoard:
+    """Which worker processes of one server are answering a request now: a shared file of one byte per worker, each
+    byte written only by the worker holding a lock on it. The lock lasts the process's life, and the kernel frees it
+    when the process dies, for the worker that replaces it. One board per process (POSIX locks belong to a process).
+    Thread-safety: `busy` and `others_busy` may be called from any thread; only the owner writes its byte."""
+    def __init__(self, path:str|Path): # a file made by `CoreBoard.create`
+        self.path, self._fd = Path(path), os.open(path, os.O_RDWR)
+        self.slots = os.fstat(self._fd).st_size
+        self._map = mmap.mmap(self._fd, self.slots)
+        self.slot, self._n, self._lock = None, 0, threading.Lock()
+
+    @staticmethod
+    def create(slots:int) -> Path:
+        "A new board file for `slots` workers, all idle (in /dev/shm where there is one); the caller removes it."
+        fd, name = tempfile.mkstemp(prefix='ragnb-board-', dir='/dev/shm' if os.path.isdir('/dev/shm') else None)
+        os.write(fd, bytes(slots))
+        os.close(fd)
+        return Path(name)
+
+    def claim(self) -> int|None:
+        "Take the first free byte for this process (and mark it idle): its index, or None when every one is held."
+        for i in range(self.slots):
+            try: fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, i)
+            except OSError: continue
+            self._map[i], self.slot = 0, i
+            return i
+        return None
+
+    def _mark(self, step:int):
+        with self._lock:
+            self._n += step
+            if self.slot is not None: self._map[self.slot] = min(self._n, 255)
+
+    @contextmanager
+    def busy(self):
+        "This worker counts as busy while the block runs (blocks that overlap count once each)."
+        self._mark(1)
+        try: yield
+        finally: self._mark(-1)
+
+    def others_busy(self) -> int:
+        "How many other workers are answering now."
+        return sum(1 for i, b in enumerate(self._map[:]) if b and i != self.slot)
+
+
 # %% ../nbs/08_serve.ipynb #3c1f9e42
 WORKER_ENV = 'RAGNB_SERVE_WORKER'      # what each worker process of `serve(workers=N)` serves, as JSON
 
 def worker_env(store:str|Path, # the store's folder
                pins:dict|None, limits:ServeLimits, token:str|None,
                workers:int, # processes sharing this machine's cores
+               board:str|Path|None=None, # their `CoreBoard`: a lone question may then use every core
               ) -> dict[str, str]:
     "The environment `serve` hands its worker processes: the spec, and each one's share of the cores."
-    spec = dict(store=str(store), pins=dict(pins or {}), limits=asdict(limits), token=token)
+    spec = dict(store=str(store), pins=dict(pins or {}), limits=asdict(limits), token=token,
+                board=board and str(board), wide=None if os.environ.get(THREADS_ENV, '').strip() else usable_cores())
     threads = os.environ.get(THREADS_ENV, '').strip() or str(max(1, usable_cores() // workers))   # kept for life
     return {WORKER_ENV: json.dumps(spec), THREADS_ENV: threads}
 
@@ -391,7 +443,25 @@ def worker_app():
         print(f'ragnb serve: worker {os.getpid()} could not start: {type(e).__name__}: {e}', file=sys.stderr,
               flush=True)
         sys.exit(STARTUP_FAILURE)
-    return http_app(build_mcp_server(service), spec['token'], limits, stateless=True)
+    app = http_app(build_mcp_server(service), spec['token'], limits, stateless=True)
+    if not spec.get('board'): return app
+    board = CoreBoard(spec['board'])
+    encoder = getattr(service.store.embedder, 'query_encoder', None)
+    if board.claim() is not None and spec['wide'] and encoder is not None:
+        encoder.session_for(spec['wide'])    # opened now, not by the first lone question
+        encoder.threads_now = threads_by_load(board, wide=spec['wide'], narrow=int(os.environ[THREADS_ENV]))
+    return busy_while_answering(app, board)
+
+def threads_by_load(board:CoreBoard, wide:int, narrow:int):
+    "A query encoder's `threads_now`: `wide` threads while no other worker on `board` is answering, else `narrow`."
+    return lambda: narrow if board.others_busy() else wide
+
+def busy_while_answering(app, board:CoreBoard):
+    "The ASGI `app`, with this worker marked busy on `board` while it answers an HTTP request."
+    async def marked(scope, receive, send):
+        if scope['type'] != 'http': return await app(scope, receive, send)
+        with board.busy(): await app(scope, receive, send)
+    return marked
 
 def __getattr__(name:str):
     "`ragnb.serve:TimedH11`, which uvicorn's worker processes load by name: `timed_h11` with the spec's deadline."
@@ -420,17 +490,41 @@ def serve_banner(service:RetrievalService, http:str|None, token:str|None, worker
             'no token: any local process can call it (set RAGNB_MCP_TOKEN or --token to require one)')
     return f'ragnb serve: MCP over streamable HTTP at {url}; {auth}; {what}'
 
+AUTO_WORKERS = 4   # `workers='auto'`: one process per core, at most this many (each holds a model and an index)
+
+def auto_workers() -> int:
+    "How many processes `workers='auto'` starts: one per usable core, at most `AUTO_WORKERS`."
+    return max(1, min(usable_cores(), AUTO_WORKERS))
+
+def reopenable(store:StoreAPI|str|Path) -> bool:
+    "Can worker processes open `store` for themselves: a folder, or a store opened from one (not one Ray serves)?"
+    if isinstance(store, (str, Path, Store)): return True
+    return isinstance(store, ShardedStore) and all(isinstance(s, Store) for s in store.shards)
+
+def serve_workers(workers:int|str|None, http:str|None, limits:ServeLimits=ServeLimits(),
+                  store:StoreAPI|str|Path|None=None) -> int: # what `serve` serves; None: a folder
+    """The worker processes `serve` starts: `workers`, 'auto' (`auto_workers`), or None: 'auto' over HTTP, and 1 over
+    stdio, when `limits` bound MCP sessions (which live in one process), or for a store workers cannot reopen."""
+    base = ServeLimits()
+    sessions = (limits.max_sessions, limits.session_idle_s) != (base.max_sessions, base.session_idle_s)
+    if workers is None: workers = 'auto' if http and not sessions and reopenable(store or '.') else 1
+    if workers == 'auto': workers = auto_workers()
+    if not isinstance(workers, int) or workers < 1: raise ValueError(f'workers={workers!r}: expected 1 or more')
+    if workers > 1 and not http: raise ValueError('--workers needs --http: a stdio server has exactly one client')
+    if workers > 1 and sessions:
+        raise ValueError('--max-sessions and --session-idle bound MCP sessions, which live in one process, and '
+                         f'{workers} worker processes keep none: drop them, or pass --workers 1')
+    return workers
+
 def serve(store:StoreAPI|str|Path, # a store built by `ragnb index` (its folder, or the store opened read-only)
           *, http:str|None=None, # 'HOST:PORT' for streamable HTTP; default: stdio
           token:str|None=None, # bearer token for HTTP (default: $RAGNB_MCP_TOKEN)
           pins:dict|None=None, # filters fixed by the server, e.g. {'tenant': ['acme']}
           limits:ServeLimits=ServeLimits(),
-          workers:int|str=1): # HTTP: processes answering at once, each with its own model and index; 'auto': 1 a core
+          workers:int|str|None=None): # HTTP: processes answering at once; 'auto' or None: see `serve_workers`
     "Serve the store's retrieval as MCP tools until the client goes away (stdio) or the process is stopped (HTTP)."
     token = token or os.environ.get('RAGNB_MCP_TOKEN') or None
-    if workers == 'auto': workers = usable_cores()
-    if not isinstance(workers, int) or workers < 1: raise ValueError(f'workers={workers!r}: expected 1 or more')
-    if workers > 1 and not http: raise ValueError('--workers needs --http: a stdio server has exactly one client')
+    workers = serve_workers(workers, http, limits, store)
     if http: check_bind(parse_http(http)[0], token)
     if workers > 1: return _serve_workers(store, http, token, pins, limits, workers)
     service = open_service(store, pins, limits)
@@ -449,17 +543,21 @@ def _serve_workers(store:StoreAPI|str|Path, http:str, token:str|None, pins:dict|
     import uvicorn
     from fastcore.xtras import modified_env
     from uvicorn.supervisors import Multiprocess
-    path = Path(store if isinstance(store, (str, Path)) else store.path)
-    with modified_env(**worker_env(path, pins, limits, token, workers)):
-        probe = open_service(path, pins, limits)      # what each worker will do, once here: errors come out clean
-        try: print(serve_banner(probe, http, token, workers), file=sys.stderr, flush=True)
-        finally: probe.store.close()
-        del probe
-        host, port = parse_http(http)
-        config = uvicorn.Config('ragnb.serve:worker_app', factory=True, workers=workers, host=host, port=port,
-                                log_level='warning', http='ragnb.serve:TimedH11', headers=[('Connection', 'close')],
-                                limit_concurrency=limits.max_connections)
-        supervisor = Multiprocess(config, sockets=[config.bind_socket()])
-        supervisor.run()
+    path, board = Path(store if isinstance(store, (str, Path)) else store.path), CoreBoard.create(workers)
+    try:
+        with modified_env(**worker_env(path, pins, limits, token, workers, board)):
+            probe = open_service(path, pins, limits)      # what each worker will do, once here: errors come out clean
+            try: print(serve_banner(probe, http, token, workers), file=sys.stderr, flush=True)
+            finally: probe.store.close()
+            del probe
+            gc.collect()
+            trim_heap()                                   # the supervisor keeps no model: 170 MB, not 260
+            host, port = parse_http(http)
+            config = uvicorn.Config('ragnb.serve:worker_app', factory=True, workers=workers, host=host, port=port,
+                                    log_level='warning', http='ragnb.serve:TimedH11',
+                                    headers=[('Connection', 'close')], limit_concurrency=limits.max_connections)
+            supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+            supervisor.run()
+    finally: board.unlink(missing_ok=True)
     if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
         raise RuntimeError('a worker process could not start (its error is above); the server stopped')

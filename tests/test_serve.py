@@ -1,6 +1,6 @@
 """`ragnb serve` (issue 17): the SDK's real MCP client over stdio and HTTP, pins under every filter combination,
 200 concurrent asks, new commits seen without a restart, errors without tracebacks or keys."""
-import concurrent.futures as cf, itertools, os, socket, subprocess, sys, time
+import concurrent.futures as cf, itertools, json, os, socket, subprocess, sys, time
 
 from pathlib import Path
 
@@ -12,7 +12,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from ragnb.index import Store
 from ragnb.ingest import bundled_data_dir, index_paths
-from ragnb.serve import RetrievalService
+from ragnb.serve import RetrievalService, auto_workers
 
 QUESTIONS = ['¿Cómo hago un rollback en producción?', 'How do I roll back a deployment?',
              '¿Cuánto tiempo se guardan los logs?', 'What are the API rate limits?', 'tenant isolation',
@@ -116,9 +116,11 @@ SAID = {}
 
 
 def test_the_http_server_says_where_it_listens_and_that_it_needs_a_token(http_server, store_dir):
+    "The default HTTP server: one worker process per core (at most 4), as its banner says."
     with Store.open(store_dir, readonly=True) as s: n = s.stats()['chunks']
-    assert SAID['http'] == (f'ragnb serve: MCP over streamable HTTP at {http_server}; clients must send its bearer '
-                            f'token; store {store_dir} ({n} chunks), pinned to tenant=acme\n')
+    workers = f' ({auto_workers()} worker processes, stateless)' if auto_workers() > 1 else ''
+    assert SAID['http'] == (f'ragnb serve: MCP over streamable HTTP at {http_server}{workers}; clients must send its '
+                            f'bearer token; store {store_dir} ({n} chunks), pinned to tenant=acme\n')
 
 
 def test_http_needs_the_token(http_server):
@@ -348,6 +350,23 @@ def test_sessions_never_closed_are_bounded_and_expire(strict_server):
     assert 'store ' in SAID['strict'] and 'no token' in SAID['strict']
 
 
+def _board_slots(workers, wait_s=60):
+    """The byte of their server's `CoreBoard` each worker process holds a lock on (from /proc/locks): {pid: byte},
+    once every one of `workers` holds one (a worker claims its byte when it has loaded the store), or after `wait_s`."""
+    t0 = time.perf_counter()
+    while len((got := _held_slots(workers))[1]) < len(workers) and time.perf_counter() - t0 < wait_s: time.sleep(0.2)
+    return got
+
+
+def _held_slots(workers):
+    env = dict(x.split('=', 1) for x in Path(f'/proc/{workers[0]}/environ').read_bytes().decode().split('\0') if '=' in x)
+    board = json.loads(env['RAGNB_SERVE_WORKER'])['board']
+    inode, held = os.stat(board).st_ino, {}
+    for f in map(str.split, Path('/proc/locks').read_text().splitlines()):
+        if f[1] == 'POSIX' and f[3] == 'WRITE' and int(f[5].rsplit(':', 1)[1]) == inode: held[int(f[4])] = int(f[6])
+    return board, held
+
+
 def _workers_of(pid):
     "The worker processes uvicorn's supervisor `pid` has spawned (read from /proc: their parent and command line)."
     out = []
@@ -393,7 +412,10 @@ def test_worker_processes_answer_concurrent_clients_as_the_library_does(workers_
     "Issue 37.5: 4 clients at once against 2 worker processes get the pinned answers the library gives, in full."
     url, proc = workers_server
     assert f'MCP over streamable HTTP at {url} (2 worker processes, stateless); clients must send' in SAID['workers']
-    assert len(_workers_of(proc.pid)) == 2
+    workers = _workers_of(proc.pid)
+    assert len(workers) == 2
+    held = _board_slots(workers)[1]
+    assert sorted(held) == workers and sorted(held.values()) == [0, 1]      # each worker holds its own byte
     with Store.open(store_dir, readonly=True) as s:
         acme = RetrievalService(s, pins={'tenant': ['acme']})
         want = [strip(acme.ask(q, k=5, trim=True)) for q in QUESTIONS]
@@ -412,8 +434,11 @@ def test_a_killed_worker_is_replaced_and_sigterm_stops_them_all(workers_server):
     while (len(now := _workers_of(proc.pid)) < 2 or before[0] in now) and time.perf_counter() - t0 < 60:
         time.sleep(0.2)
     assert len(now) == 2 and before[0] not in now and before[1] in now
+    board, held = _board_slots(now)
+    assert sorted(held) == now and sorted(held.values()) == [0, 1]          # the new worker took the freed byte
     answers = _ask_all(url, QUESTIONS[:2], 4)          # answered by whichever worker takes each connection
     assert all(a[0]['chunks'] and a[1]['chunks'] for a in answers)
     proc.terminate()
     assert proc.wait(30) == 0
     assert not [p for p in now if Path(f'/proc/{p}').exists()]
+    assert not Path(board).exists()
