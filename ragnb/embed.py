@@ -26,8 +26,8 @@ __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEF
            'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16', 'read_max_length',
            'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores',
            'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache',
-           'special_tokens_around', 'OnnxQueryEncoder', 'FastTokenizer', 'query_onnx_file', 'export_query_onnx',
-           'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for']
+           'special_tokens_around', 'word_embeddings', 'OnnxQueryEncoder', 'FastTokenizer', 'query_onnx_file',
+           'export_query_onnx', 'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -188,6 +188,10 @@ def _pool_np(hidden:np.ndarray, mask:np.ndarray, mode:str) -> np.ndarray:
     if mode == 'max': return np.where(m > 0, hidden, -np.inf).max(1)
     if mode == 'last': return hidden[np.arange(len(hidden)), mask.sum(1) - 1]
     raise ValueError(f'unknown pooling {mode!r}')
+
+def _unit(v:np.ndarray) -> np.ndarray:
+    "The rows of `v` scaled to unit length (a zero row stays zero), float32."
+    return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)).astype(np.float32, copy=False)
 
 # %% ../nbs/02_embed.ipynb #d8a2b716
 class Embedder:
@@ -469,7 +473,7 @@ def _embed_window(self:Embedder, texts:list[str], bar, threads:int) -> np.ndarra
     for idx in batches:
         ids, mask = _padded(rows, idx, padded[idx[0]], self.tokenizer.pad_token_id or 0)
         v = _pool_np(self._hidden(ids, mask, threads), mask, self.pooling)
-        out[idx] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        out[idx] = _unit(v)
         bar.update(len(idx))
     return out
 
@@ -561,8 +565,7 @@ def _late_window(self:Embedder, texts:list[str], spans:list, threads:int) -> tup
     text = tsum / np.maximum(tn, 1)[:, None]
     owner = np.repeat(np.arange(len(texts)), np.diff(first))
     sent = np.where(sn[:, None] > 0, ssum / np.maximum(sn, 1)[:, None], text[owner])
-    unit = lambda v: (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)).astype(np.float32)
-    return unit(text), unit(sent)
+    return _unit(text), _unit(sent)
 
 def _token_ranges(starts:np.ndarray, spans:list) -> tuple[np.ndarray, np.ndarray]:
     "For each span `(s, e)`: the range of tokens (by their start offsets, ascending) that start inside it."
@@ -578,6 +581,20 @@ def _safetensors_memmap(path:Path, name:str) -> np.ndarray:
     if info['dtype'] != 'F32': raise ValueError(f'{path}: {name} is {info["dtype"]}, not F32')
     return np.memmap(path, dtype='<f4', mode='r', offset=8 + n + info['data_offsets'][0], shape=tuple(info['shape']))
 
+@functools.lru_cache(maxsize=8)
+def _word_table(key:tuple) -> np.ndarray: # (path, size, mtime): a rebuilt file is mapped anew
+    return _safetensors_memmap(Path(key[0]), WORD_EMBEDDINGS)
+
+def word_embeddings(folder:str|Path) -> np.ndarray:
+    "Model folder `folder`'s word-embedding table, memory-mapped once per process and weights file (encoders share it)."
+    f = (Path(folder) / 'model.safetensors').resolve()
+    st = f.stat()
+    return _word_table((str(f), st.st_size, st.st_mtime_ns))
+
+def _inputs_embeds(words:np.ndarray, ids:np.ndarray) -> np.ndarray:
+    "The graph's `inputs_embeds`: the rows of `words` for token `ids`, float32 and contiguous."
+    return np.ascontiguousarray(words[ids], dtype=np.float32)
+
 # %% ../nbs/02_embed.ipynb #5a41e8c4
 class OnnxQueryEncoder:
     """Texts → unit vectors through ONNX Runtime, with the torch path's tokenizer, `_pool` and normalisation.
@@ -589,7 +606,7 @@ class OnnxQueryEncoder:
         self.threads, self._sessions, self._lock = threads, {}, threading.Lock()
         self.threads_now = None      # or a callable: each call's thread count (a server's workers pick it by load)
         self.onnx_file = Path(onnx_file or self.folder / ONNX_MODEL)
-        self.words = _safetensors_memmap(self.folder / 'model.safetensors', WORD_EMBEDDINGS)
+        self.words = word_embeddings(self.folder)
 
     def session_for(self, threads:int):
         "The ONNX Runtime session with `threads` intra-op threads, opened on first use (an index build never pays)."
@@ -615,10 +632,10 @@ class OnnxQueryEncoder:
         enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_length, padding=True,
                              return_tensors='np')
         mask = np.asarray(enc['attention_mask'], dtype=np.int64)
-        x = np.ascontiguousarray(self.words[np.asarray(enc['input_ids'])], dtype=np.float32)
+        x = _inputs_embeds(self.words, np.asarray(enc['input_ids']))
         run = (self.session_for(threads) if threads else self.session).run
         v = _pool_np(run(None, {'inputs_embeds': x, 'attention_mask': mask})[0], mask, self.pooling)
-        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        return _unit(v)
 
 
 # %% ../nbs/02_embed.ipynb #7f8ea015
@@ -764,7 +781,7 @@ class OpenVinoEncoder:
     about half a second). Thread-safe: a lock runs one batch at a time."""
     def __init__(self, folder:str|Path, onnx_file:str|Path, *, bf16:bool):
         self.onnx_file, self.precision = Path(onnx_file), 'bf16' if bf16 else 'f32'
-        self.words = _safetensors_memmap(Path(folder) / 'model.safetensors', WORD_EMBEDDINGS)
+        self.words = word_embeddings(folder)
         self.threads, self._request, self._lock = None, None, threading.Lock()
 
     def _compile(self, threads:int):
@@ -778,7 +795,7 @@ class OpenVinoEncoder:
 
     def hidden(self, ids:np.ndarray, mask:np.ndarray, threads:int) -> np.ndarray:
         "Last hidden states, float32 `(texts, tokens, dim)`, of token `ids` with their attention `mask`."
-        x = np.ascontiguousarray(self.words[ids], dtype=np.float32)
+        x = _inputs_embeds(self.words, ids)
         with self._lock:
             self._compile(threads)
             out = self._request.infer({'inputs_embeds': x, 'attention_mask': mask})[0]
