@@ -5,7 +5,7 @@ light one (raw JSON-RPC posts over keep-alive connections, one thread per client
 to hide the server's. Prints one table; the HTTP rows give requests/s and its ratio to one client's on the same server
 (issue 37.5 asks 4 clients for >= 1.6x).
 
-    python bench/bench_serve.py [--rounds 5] [--workers N]
+    python bench/bench_serve.py [--rounds 5] [--workers N] [--model NAME]
 """
 import argparse, http.client, json, os, socket, subprocess, sys, tempfile, threading, time
 import concurrent.futures as cf
@@ -163,16 +163,21 @@ def http_rows(store_dir, qs, workers):
 def main():
     import anyio
     from ragnb.index import Store
-    from ragnb.ingest import default_corpus, index_paths
+    from ragnb.embed import Embedder
+    from ragnb.ingest import default_corpus, index_paths, new_store_model
     from ragnb.serve import RetrievalService
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument('--rounds', type=int, default=5)
     ap.add_argument('--workers', type=int, default=len(os.sched_getaffinity(0)),
                     help='worker processes of the second HTTP server (default: one per core)')
+    ap.add_argument('--model', help="the store's model (default: the one `ragnb index` picks for the bundled docs, "
+                                    "as the README's first command builds it)")
     args = ap.parse_args()
     qs = [json.loads(x)['question'] for x in (ROOT / 'data' / 'eval' / 'questions.jsonl').read_text().splitlines()]
     store_dir = Path(tempfile.mkdtemp()) / 'store'
-    with Store.open(store_dir) as w: index_paths(w, default_corpus(), progress=False)
+    model = args.model or new_store_model(default_corpus())[0]
+    with Store.open(store_dir, embedder=Embedder.from_pretrained(model) if model else None) as w:
+        index_paths(w, default_corpus(), progress=False)
     svc = RetrievalService(Store.open(store_dir, readonly=True))
     svc.ask(qs[0])
     lat_in = [_timed(svc, q) for q in fresh(qs, 'in', args.rounds)]
