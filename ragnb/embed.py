@@ -27,7 +27,7 @@ __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEF
            'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores',
            'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache',
            'special_tokens_around', 'word_embeddings', 'OnnxQueryEncoder', 'FastTokenizer', 'query_onnx_file',
-           'export_query_onnx', 'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for']
+           'export_query_onnx', 'runtime_choice', 'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -232,7 +232,7 @@ class Embedder:
         if not local_files_only and (why := hub_download_problem(str(path))): raise ModelUnavailable(why)
         log.info('embedding model: %s (%s)', path, reason)
         name = _known_name(path) or name_or_path or os.environ.get('RAGNB_MODEL') or _model_name(path)
-        if (query_runtime or os.environ.get(QUERY_RUNTIME_ENV) or '').strip().lower() == 'torch':
+        if runtime_choice(query_runtime, QUERY_RUNTIME_ENV) == 'torch':
             document_runtime = document_runtime or os.environ.get(DOCUMENT_RUNTIME_ENV) or 'torch'   # all on torch
         doc = document_encoder_for(path, device, dtype, document_runtime) if Path(path).exists() else None
         if doc is not None:                   # no torch model (it loads if something asks for `model`), no transformers
@@ -597,7 +597,7 @@ def _inputs_embeds(words:np.ndarray, ids:np.ndarray) -> np.ndarray:
 
 # %% ../nbs/02_embed.ipynb #5a41e8c4
 class OnnxQueryEncoder:
-    """Texts → unit vectors through ONNX Runtime, with the torch path's tokenizer, `_pool` and normalisation.
+    """Texts → unit vectors through ONNX Runtime, with the documents' tokenizer, `_pool_np` and `_unit`.
     Thread-safe: sessions open once under a lock, and ONNX Runtime runs one session from many threads at once."""
     def __init__(self, folder:str|Path, tokenizer, *, pooling:str, max_length:int=512,
                  threads:int|None=None, # intra-op threads; None: `embedding_threads(2)` at the first query
@@ -708,11 +708,15 @@ def export_query_onnx(path) -> Path|None:
 # %% ../nbs/02_embed.ipynb #6606aea9
 QUERY_RUNTIME_ENV = 'RAGNB_QUERY_RUNTIME'
 
+def runtime_choice(value:str|None, env:str) -> str:
+    "A runtime asked for: `value`, else `$env`, else 'auto'; lower case, without spaces around it."
+    return (value or os.environ.get(env) or 'auto').strip().lower()
+
 def query_encoder_for(path, tokenizer, pooling:str, max_length:int, threads:int|None=None,
                       runtime:str|None=None) -> OnnxQueryEncoder|None:
     "The ONNX query encoder of the model folder `path` when it has one and onnxruntime is installed ('auto')."
     import importlib.util
-    runtime = (runtime or os.environ.get(QUERY_RUNTIME_ENV) or 'auto').strip().lower()
+    runtime = runtime_choice(runtime, QUERY_RUNTIME_ENV)
     if runtime not in ('auto', 'onnx', 'torch'):
         raise ValueError(f"query runtime must be 'auto', 'onnx' or 'torch', not {runtime!r} (${QUERY_RUNTIME_ENV})")
     onnx = query_onnx_file(path) or (export_query_onnx(path) if runtime != 'torch' else None)
@@ -729,8 +733,7 @@ def for_queries(cls:Embedder, name_or_path:str|None=None, **kw) -> Embedder:
     "Queries through ONNX Runtime now, the torch model on first use; `from_pretrained(name_or_path, **kw)` if no graph."
     import importlib.util
     t0, (path, _) = time.perf_counter(), resolve_model(name_or_path)
-    runtime, onnx = (kw.get('query_runtime') or os.environ.get(QUERY_RUNTIME_ENV) or 'auto').strip().lower(), \
-        query_onnx_file(path)
+    runtime, onnx = runtime_choice(kw.get('query_runtime'), QUERY_RUNTIME_ENV), query_onnx_file(path)
     if onnx is None or runtime == 'torch' or importlib.util.find_spec('onnxruntime') is None:
         return cls.from_pretrained(name_or_path, **kw)
     emb, name = cls.__new__(cls), str(_known_name(path) or name_or_path or os.environ.get('RAGNB_MODEL') or path)
@@ -813,7 +816,7 @@ def document_encoder_for(path, # a local model folder
     """The OpenVINO encoder for `path`'s documents, or None for torch. 'auto' is torch off the CPU, for autocast,
     and where openvino or the graph is missing."""
     import importlib.util
-    runtime = (runtime or os.environ.get(DOCUMENT_RUNTIME_ENV) or 'auto').strip().lower()
+    runtime = runtime_choice(runtime, DOCUMENT_RUNTIME_ENV)
     if runtime not in DOCUMENT_RUNTIMES:
         raise ValueError(f'document runtime must be one of {DOCUMENT_RUNTIMES}, not {runtime!r} '
                          f'(${DOCUMENT_RUNTIME_ENV})')

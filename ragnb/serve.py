@@ -422,9 +422,10 @@ def worker_env(store:str|Path, # the store's folder
                board:str|Path|None=None, # their `CoreBoard`: a lone question may then use every core
               ) -> dict[str, str]:
     "The environment `serve` hands its worker processes: the spec, and each one's share of the cores."
+    told = os.environ.get(THREADS_ENV, '').strip()          # a count the user set holds for every question
     spec = dict(store=str(store), pins=dict(pins or {}), limits=asdict(limits), token=token,
-                board=board and str(board), wide=None if os.environ.get(THREADS_ENV, '').strip() else usable_cores())
-    threads = os.environ.get(THREADS_ENV, '').strip() or str(max(1, usable_cores() // workers))   # kept for life
+                board=board and str(board), wide=None if told else usable_cores())
+    threads = told or str(max(1, usable_cores() // workers))   # kept for life
     return {WORKER_ENV: json.dumps(spec), THREADS_ENV: threads}
 
 def _worker_spec() -> dict:
