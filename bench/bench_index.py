@@ -7,14 +7,16 @@ Usage: python bench/bench_index.py [--queries 100] [--models minilm,e5] [--befor
 Rows per model:
 - `forward pass`: the model alone over ragnb's chunk texts, same batch size and dtype, in torch and in OpenVINO (the
   runtime ragnb embeds documents with where `openvino` is installed: the ceiling);
-- `ragnb index`: walk, read, chunk, embed, hnswlib, SQLite, commit; with sentence vectors (the default, and the same
-  through torch, `RAGNB_DOCUMENT_RUNTIME=torch`), with late
+- `ragnb index`: walk, read, chunk, embed, hnswlib, SQLite, commit; with sentence vectors (the default; the same with
+  the sentence pass in int8, `RAGNB_SENTENCE_PRECISION=int8`, where `nncf` is installed; and through torch,
+  `RAGNB_DOCUMENT_RUNTIME=torch`), with late
   ones (pooled from each chunk's own pass, `--sentence-pass late`) and without;
 - `LlamaIndex IngestionPipeline`: the same chunk texts as `TextNode`s through `IngestionPipeline([embed_model])`
   into its in-memory vector store (its embedding calls, batched by `embed_batch_size=32`);
 - `chromadb`: the same chunk texts added to a persistent collection with the model as its embedding function.
 Chunks/s counts ragnb's chunks for every row (the peers embed the same texts); `share` is of the
-fastest forward pass.
+fastest forward pass. The int8 sentence graph is built before the clock starts, as the model is loaded: once per
+model and machine.
 
 `--before DIR` adds a row for another checkout's `ragnb index` with sentence vectors (its default), in a child process
 that imports that checkout (e.g. `git worktree add /tmp/before ac25a57`), on the same corpus and model, and prints
@@ -163,14 +165,17 @@ def main():
     label = a.before and subprocess.run(['git', '-C', a.before, 'rev-parse', '--short', 'HEAD'],
                                         capture_output=True, text=True).stdout.strip()
     from ragnb.chunking import chunk_file
-    from ragnb.embed import Embedder
+    from ragnb.embed import Embedder, int8_problem
     root = corpus_dir()
     texts = [c.text for f in sorted(root.glob('*/*.md')) for c in chunk_file(f)]
     rows, extra = [], []
     for key in a.models.split(','):
         emb = Embedder.from_pretrained(MODELS[key])
+        int8 = int8_problem(Embedder.from_pretrained(MODELS[key]).doc_encoder.onnx_file) is None
+        q8_emb = Embedder.from_pretrained(MODELS[key], sentence_precision='int8') if int8 else None
         torch_emb = Embedder.from_pretrained(MODELS[key], document_runtime='torch')
         for e in (emb, torch_emb): e.embed_documents(texts[:64])          # warm up
+        if q8_emb: q8_emb.embed_sentences(texts[:64])                       # the int8 sentence graph, built once
         tmp = pathlib.Path(tempfile.mkdtemp())
         timed = [('forward pass, torch', forward_pass(torch_emb, texts))]
         if emb.doc_encoder is not None: timed += [('forward pass, OpenVINO (ragnb\'s runtime: the ceiling)',
@@ -181,6 +186,8 @@ def main():
         if before: timed += [(f'ragnb index at {label}, with sentence vectors (before)', before)]
         timed += [('ragnb index, with sentence vectors, torch', ragnb_index(torch_emb, root, tmp, True, tag='t')[0]),
                   ('ragnb index, with sentence vectors', with_sent),
+                  *[('ragnb index, with sentence vectors in int8 (`RAGNB_SENTENCE_PRECISION=int8`)',
+                     ragnb_index(q8_emb, root, tmp, True, tag='q')[0])] * bool(q8_emb),
                   ('ragnb index, late sentence vectors (`--sentence-pass late`)',
                    ragnb_index(emb, root, tmp, True, 'late')[0]),
                   ('ragnb index, without sentence vectors', ragnb_index(emb, root, tmp, False)[0]),

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_embed.ipynb #9bb7ee00
 from __future__ import annotations
-import functools, hashlib, json, logging, os, re, struct, threading, time
+import functools, hashlib, importlib.util, json, logging, os, re, shutil, struct, subprocess, sys, threading, time
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,15 +19,17 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES',
-           'MULTILINGUAL_MODEL', 'FOREIGN_SHARE', 'DTYPES', 'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV',
-           'IDLE_LOOKS', 'IDLE_PAUSE', 'TRIM_AFTER', 'ONEDNN_CACHE_ENV', 'ONEDNN_CACHE', 'EMBED_WINDOW',
-           'QUERY_RUNTIME_ENV', 'LOADED_ON_FIRST_USE', 'DOCUMENT_RUNTIME_ENV', 'DOCUMENT_RUNTIMES', 'BATCH_TOKENS',
-           'model_languages', 'packaged_model_path', 'resolve_model', 'model_for_languages', 'read_pooling',
-           'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16', 'read_max_length',
-           'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores',
+           'MULTILINGUAL_MODEL', 'FOREIGN_SHARE', 'DTYPES', 'SENTENCE_PRECISION_ENV', 'SENTENCE_PRECISIONS',
+           'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV', 'IDLE_LOOKS', 'IDLE_PAUSE', 'TRIM_AFTER', 'ONEDNN_CACHE_ENV',
+           'ONEDNN_CACHE', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'LOADED_ON_FIRST_USE', 'DOCUMENT_RUNTIME_ENV',
+           'DOCUMENT_RUNTIMES', 'BATCH_TOKENS', 'INT8_VERSION', 'model_languages', 'packaged_model_path',
+           'resolve_model', 'model_for_languages', 'read_pooling', 'read_query_instruction', 'read_document_prompt',
+           'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'runtime_choice', 'sentence_choice', 'Embedder',
+           'model_location', 'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores',
            'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache',
            'special_tokens_around', 'word_embeddings', 'OnnxQueryEncoder', 'FastTokenizer', 'query_onnx_file',
-           'export_query_onnx', 'runtime_choice', 'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for']
+           'export_query_onnx', 'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for', 'bundled_data_dir',
+           'calibration_texts', 'int8_graph_dir', 'quantize_int8', 'int8_problem', 'int8_encoder']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -193,6 +195,22 @@ def _unit(v:np.ndarray) -> np.ndarray:
     "The rows of `v` scaled to unit length (a zero row stays zero), float32."
     return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)).astype(np.float32, copy=False)
 
+# %% ../nbs/02_embed.ipynb #d0fe3ca3
+def runtime_choice(value:str|None, env:str) -> str:
+    "A runtime asked for: `value`, else `$env`, else 'auto'; lower case, without spaces around it."
+    return (value or os.environ.get(env) or 'auto').strip().lower()
+
+SENTENCE_PRECISION_ENV = 'RAGNB_SENTENCE_PRECISION'
+SENTENCE_PRECISIONS = ('full', 'int8')
+
+def sentence_choice(value:str|None=None) -> str:
+    "The sentence pass's precision asked for: `value`, else `$RAGNB_SENTENCE_PRECISION`, else 'full'; checked."
+    v = (value or os.environ.get(SENTENCE_PRECISION_ENV) or 'full').strip().lower()
+    if v not in SENTENCE_PRECISIONS:
+        raise ValueError(f"sentence precision must be one of {', '.join(SENTENCE_PRECISIONS)}, not {v!r} "
+                         f'(${SENTENCE_PRECISION_ENV})')
+    return v
+
 # %% ../nbs/02_embed.ipynb #d8a2b716
 class Embedder:
     """Texts → L2-normalised vectors, with a model's own tokenizer, pooling and prompts. Documents run through
@@ -202,7 +220,8 @@ class Embedder:
     does, since a call sets torch's thread count for the process."""
     def __init__(self, model, tokenizer, *, name:str, pooling:str='cls', query_instruction:str='',
                  document_prompt:str='', device:str='cpu', dtype:str='auto', max_length:int=512, batch_size:int=32,
-                 batch_tokens:int=8192, query_cache_size:int=1024, threads:int|None=None, query_encoder=None):
+                 batch_tokens:int=8192, query_cache_size:int=1024, threads:int|None=None, query_encoder=None,
+                 sentence_precision:str|None=None):
         self.query_encoder = query_encoder   # embeds queries instead of the torch model (see `OnnxQueryEncoder`)
         self.doc_encoder = None              # embeds documents instead of the torch model (see `OpenVinoEncoder`)
         self.bf16, self.autocast = runs_in_bf16(dtype, device), dtype == 'bf16-autocast'
@@ -213,6 +232,7 @@ class Embedder:
         self.max_length, self.batch_size, self.batch_tokens = max_length, batch_size, batch_tokens
         self.dim = int(model.config.hidden_size)
         self._qcache, self._qcache_size = OrderedDict(), query_cache_size
+        self.sentence_precision = sentence_choice(sentence_precision)   # see `embed_sentences`
 
     @classmethod
     def from_pretrained(cls, name_or_path:str|None=None, # model folder or hub name; None: see `resolve_model`
@@ -224,6 +244,7 @@ class Embedder:
                         progress:bool|None=None, # transformers' 'Loading weights' bar; default: only if $RAGNB_VERBOSE
                         query_runtime:str|None=None, # 'auto', 'onnx' or 'torch'; default $RAGNB_QUERY_RUNTIME or auto
                         document_runtime:str|None=None, # see `document_encoder_for`; torch when queries are
+                        sentence_precision:str|None=None, # 'auto', 'int8' or 'full'; see `embed_sentences`
                        ):
         "Load a model's tokenizer and runtimes; never downloads unless `name_or_path` names a hub model explicitly."
         t0 = time.perf_counter()
@@ -238,7 +259,7 @@ class Embedder:
         if doc is not None:                   # no torch model (it loads if something asks for `model`), no transformers
             max_length = max_length or read_max_length(path)
             kw = dict(device=device, dtype=dtype, max_length=max_length, batch_size=batch_size, threads=threads,
-                      batch_tokens=batch_tokens or BATCH_TOKENS['openvino'])
+                      batch_tokens=batch_tokens or BATCH_TOKENS['openvino'], sentence_precision=sentence_precision)
             tok, emb = FastTokenizer(path, max_length), cls.__new__(cls)
             emb.__dict__.update(_settings(path, str(name), **kw), tokenizer=tok, doc_encoder=doc, _load_full=lambda:
                                 cls.from_pretrained(path, **kw, progress=progress, document_runtime='torch'))
@@ -253,7 +274,7 @@ class Embedder:
             emb = cls(model.to(device), tok, name=str(name), pooling=read_pooling(path), device=device, dtype=dtype,
                       query_instruction=read_query_instruction(path, str(name)), max_length=max_length,
                       document_prompt=read_document_prompt(path), batch_size=batch_size, threads=threads,
-                      batch_tokens=batch_tokens or BATCH_TOKENS['torch'])
+                      batch_tokens=batch_tokens or BATCH_TOKENS['torch'], sentence_precision=sentence_precision)
         emb.query_encoder = query_encoder_for(path, tok, emb.pooling, max_length, threads, query_runtime)
         emb.load_seconds = time.perf_counter() - t0
         return emb
@@ -431,7 +452,8 @@ def _torch_pass(self:Embedder, threads:int):
         yield
 
 @patch
-def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='') -> np.ndarray:
+def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='',
+           encoder=None) -> np.ndarray: # another graph than the documents' (`embed_sentences`' int8 one)
     "Embed `prompt + text` for each distinct text in length batches, with the thread policy; rows in input order."
     if isinstance(texts, str): raise TypeError('pass a list of texts, not one string')
     texts = texts if isinstance(texts, list) else list(texts)
@@ -442,7 +464,7 @@ def _embed(self:Embedder, texts:list[str], progress:bool|None=None, prompt:str='
     with self._bulk_pass(len(distinct), progress) as (bar, threads):
         for lo in range(0, len(distinct), EMBED_WINDOW):   # token ids for one window at a time: bounded memory
             part = [prompt + t for t in distinct[lo:lo + EMBED_WINDOW]]
-            out[lo:lo + len(part)] = self._embed_window(part, bar, threads)
+            out[lo:lo + len(part)] = self._embed_window(part, bar, threads, encoder)
     return out if len(distinct) == len(texts) else out[[row[t] for t in texts]]
 
 # %% ../nbs/02_embed.ipynb #3b1c912b
@@ -453,8 +475,9 @@ def _padded(rows:list[list[int]], idx:list[int], length:int, pad_id:int) -> tupl
     return ids, mask
 
 @patch
-def _hidden(self:Embedder, ids:np.ndarray, mask:np.ndarray, threads:int) -> np.ndarray:
+def _hidden(self:Embedder, ids:np.ndarray, mask:np.ndarray, threads:int, encoder=None) -> np.ndarray:
     "The last hidden states of one padded batch, float32 `(texts, tokens, dim)`: OpenVINO's graph, else torch's model."
+    if encoder is not None: return encoder.hidden(ids, mask, threads)
     if self.doc_encoder is not None: return self.doc_encoder.hidden(ids, mask, threads)
     import torch
     ids, mask = torch.from_numpy(ids).to(self.device), torch.from_numpy(mask).to(self.device)
@@ -465,14 +488,14 @@ def _hidden(self:Embedder, ids:np.ndarray, mask:np.ndarray, threads:int) -> np.n
 EMBED_WINDOW = 4096   # texts tokenised and length-sorted together
 
 @patch
-def _embed_window(self:Embedder, texts:list[str], bar, threads:int) -> np.ndarray:
+def _embed_window(self:Embedder, texts:list[str], bar, threads:int, encoder=None) -> np.ndarray:
     "Tokenise `texts`, embed them in length batches (inside `_bulk_pass`); unit rows in input order."
     rows = self.tokenizer(texts, truncation=True, max_length=self.max_length, padding=False)['input_ids']
     batches, padded = _length_batches(rows, self.batch_size, self.batch_tokens)
     out = np.zeros((len(texts), self.dim), np.float32)
     for idx in batches:
         ids, mask = _padded(rows, idx, padded[idx[0]], self.tokenizer.pad_token_id or 0)
-        v = _pool_np(self._hidden(ids, mask, threads), mask, self.pooling)
+        v = _pool_np(self._hidden(ids, mask, threads, encoder), mask, self.pooling)
         out[idx] = _unit(v)
         bar.update(len(idx))
     return out
@@ -708,10 +731,6 @@ def export_query_onnx(path) -> Path|None:
 # %% ../nbs/02_embed.ipynb #6606aea9
 QUERY_RUNTIME_ENV = 'RAGNB_QUERY_RUNTIME'
 
-def runtime_choice(value:str|None, env:str) -> str:
-    "A runtime asked for: `value`, else `$env`, else 'auto'; lower case, without spaces around it."
-    return (value or os.environ.get(env) or 'auto').strip().lower()
-
 def query_encoder_for(path, tokenizer, pooling:str, max_length:int, threads:int|None=None,
                       runtime:str|None=None) -> OnnxQueryEncoder|None:
     "The ONNX query encoder of the model folder `path` when it has one and onnxruntime is installed ('auto')."
@@ -746,13 +765,14 @@ def for_queries(cls:Embedder, name_or_path:str|None=None, **kw) -> Embedder:
 
 # %% ../nbs/02_embed.ipynb #e22c5de2
 def _settings(path, name:str, *, device:str='cpu', dtype:str='auto', max_length:int|None=None, batch_size:int=32,
-              batch_tokens:int|None=None, threads:int|None=None, **_) -> dict:
+              batch_tokens:int|None=None, threads:int|None=None, sentence_precision:str|None=None, **_) -> dict:
     "What an `Embedder` of model folder `path` knows without loading a model (`for_queries`, OpenVINO documents)."
     return dict(name=name, pooling=read_pooling(path), query_instruction=read_query_instruction(path, name),
                 document_prompt=read_document_prompt(path), device=device,
                 max_length=max_length or read_max_length(path), batch_size=batch_size, batch_tokens=batch_tokens,
                 threads=threads, bf16=runs_in_bf16(dtype, device),
                 autocast=dtype == 'bf16-autocast', _qcache=OrderedDict(), _qcache_size=1024,
+                sentence_precision=sentence_choice(sentence_precision),
                 dim=int(json.loads((Path(path) / 'config.json').read_text())['hidden_size']))
 
 # %% ../nbs/02_embed.ipynb #e1b9e853
@@ -783,7 +803,7 @@ class OpenVinoEncoder:
     compiled model and one infer request, for the thread count of the last call (another count compiles anew, in
     about half a second). Thread-safe: a lock runs one batch at a time."""
     def __init__(self, folder:str|Path, onnx_file:str|Path, *, bf16:bool):
-        self.onnx_file, self.precision = Path(onnx_file), 'bf16' if bf16 else 'f32'
+        self.folder, self.onnx_file, self.precision = Path(folder), Path(onnx_file), 'bf16' if bf16 else 'f32'
         self.words = word_embeddings(folder)
         self.threads, self._request, self._lock = None, None, threading.Lock()
 
@@ -832,3 +852,89 @@ def document_encoder_for(path, # a local model folder
                          f'use document_runtime="torch" or ${DOCUMENT_RUNTIME_ENV}=torch')
     if enc is None: log.info('documents of %s through torch: %s', path, why or 'no ONNX graph')
     return enc
+
+# %% ../nbs/02_embed.ipynb #f73e0ffa
+INT8_VERSION = 'nncf-transformer-v1'   # part of the int8 graph's cache key: another way of building it builds anew
+
+def bundled_data_dir() -> Path:
+    "The sample corpus shipped with the repository."
+    import ragnb
+    return Path(ragnb.__file__).resolve().parent.parent / 'data'
+
+def calibration_texts() -> list[str]:
+    "What an int8 graph is calibrated on: the sample corpus's chunks, then their distinct sentences ([] without it)."
+    from ragnb.chunking import chunk_file
+    from ragnb.sentences import sentence_spans
+    root = bundled_data_dir()
+    files = sorted(p for d in ('docs', 'code') if (root / d).is_dir() for p in (root / d).rglob('*') if p.is_file())
+    chunks = [c for f in files for c in chunk_file(f)]
+    sentences = [c.text[s:e] for c in chunks if c.mode != 'codigo' for s, e in sentence_spans(c.text)]
+    return [c.text for c in chunks] + list(dict.fromkeys(sentences))
+
+# %% ../nbs/02_embed.ipynb #f64abc0b
+def int8_graph_dir(onnx_file:str|Path) -> Path:
+    "Where the int8 copy of graph `onnx_file` goes, keyed by its file, the calibration texts and `INT8_VERSION`."
+    st = Path(onnx_file).stat()
+    key = '\n'.join([str(Path(onnx_file).resolve()), str(st.st_size), str(st.st_mtime_ns), INT8_VERSION,
+                     *calibration_texts()])
+    return ragnb_cache_dir() / 'int8' / hashlib.sha256(key.encode()).hexdigest()[:16]
+
+def quantize_int8(path:str|Path, # the model folder: its tokenizer, word vectors and document prompt
+                  onnx_file:str|Path, dest:str|Path): # the graph, and the folder its int8 copy is saved in
+    "Quantize `onnx_file` to int8 with NNCF, calibrated on `calibration_texts` as documents (`dest/model.xml`)."
+    import nncf, openvino as ov
+    n = read_max_length(path)
+    tok, words, prompt = FastTokenizer(path, n), word_embeddings(path), read_document_prompt(path)
+    rows = tok([prompt + t for t in calibration_texts()], truncation=True, max_length=n)['input_ids']
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+    batches = [order[lo:lo + 8] for lo in range(0, len(order), 8)]
+    data = []
+    for idx in batches:
+        ids, mask = _padded(rows, idx, max(len(rows[i]) for i in idx), tok.pad_token_id)
+        data.append({'inputs_embeds': _inputs_embeds(words, ids), 'attention_mask': mask})
+    model = nncf.quantize(_ov_core().read_model(str(onnx_file)), nncf.Dataset(data), subset_size=len(data),
+                          model_type=nncf.ModelType.TRANSFORMER)
+    ov.save_model(model, str(Path(dest) / 'model.xml'), compress_to_fp16=False)
+
+# %% ../nbs/02_embed.ipynb #10a0ba5b
+def int8_problem(onnx_file) -> str|None:
+    "Why no int8 graph can be built for `onnx_file` here, or None."
+    if onnx_file is None: return 'documents do not run through OpenVINO (see `document_encoder_for`)'
+    if importlib.util.find_spec('nncf') is None: return "nncf is not installed: pip install 'ragnb[int8]'"
+    return None if calibration_texts() else f'no sample corpus to calibrate on in {bundled_data_dir()}'
+
+def int8_encoder(doc:OpenVinoEncoder) -> OpenVinoEncoder:
+    "An encoder like `doc` on the int8 copy of its graph, built once per graph and machine in a child process."
+    dest = int8_graph_dir(doc.onnx_file)
+    if not (dest / 'model.xml').exists():
+        log.warning('building the int8 sentence graph of %s once, into %s (20-40 s)', doc.folder, dest)
+        tmp = dest.with_name(f'{dest.name}.tmp{os.getpid()}')
+        tmp.mkdir(parents=True, exist_ok=True)
+        try:
+            code = 'import sys; from ragnb.embed import quantize_int8; quantize_int8(*sys.argv[1:])'
+            run = subprocess.run([sys.executable, '-c', code, str(doc.folder), str(doc.onnx_file), str(tmp)],
+                                 capture_output=True, text=True)
+            if run.returncode: raise RuntimeError(f'int8 quantization of {doc.onnx_file} failed: {run.stderr[-2000:]}')
+            try: tmp.rename(dest)                 # atomic; a concurrent build that finished first wins
+            except OSError:
+                if not (dest / 'model.xml').exists(): raise
+        finally: shutil.rmtree(tmp, ignore_errors=True)
+    return OpenVinoEncoder(doc.folder, dest / 'model.xml', bf16=doc.precision == 'bf16')
+
+# %% ../nbs/02_embed.ipynb #ce15af1f
+@patch
+def _sentence_encoder(self:Embedder):
+    "The int8 encoder when `sentence_precision` is 'int8' (built on first use), else None: the documents' encoder."
+    if (self.__dict__.get('sentence_precision') or 'full') == 'full': return None
+    if self.__dict__.get('_int8') is None:
+        doc = self.doc_encoder
+        if why := int8_problem(doc.onnx_file if doc is not None else None):
+            raise ValueError(f"{self.name}: sentences cannot run in int8: {why}; use sentence_precision='full' or "
+                             f'${SENTENCE_PRECISION_ENV}=full')
+        self.__dict__['_int8'] = int8_encoder(doc)
+    return self.__dict__['_int8']
+
+@patch
+def embed_sentences(self:Embedder, texts:list[str], progress:bool|None=None) -> np.ndarray:
+    "Embed sentences as documents (for trimming and ranking), through the int8 graph when `sentence_precision` says."
+    return self._embed(texts, progress, prompt=self.document_prompt, encoder=self._sentence_encoder())

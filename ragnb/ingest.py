@@ -19,7 +19,7 @@ from .index import SourceRecord, Store, StoreMismatchError, sentence_pass, text_
 from .sentence_file import chunk_sentence_spans
 from .hierarchy import JERARQUICO_STRATEGIES
 from .stores import StoreAPI, open_store, store_exists
-from .embed import Embedder, model_for_languages, resolve_model, shows_progress
+from .embed import Embedder, bundled_data_dir, model_for_languages, resolve_model, shows_progress
 from .lexical import detect_language
 from .readers import (Document, document_version, file_kind, locate_chunks, read_document, reader_for,
                            reader_version)
@@ -29,8 +29,8 @@ __all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'INDEX_BATCH', 'IndexR
            'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies',
            'store_chunking', 'SourceFile', 'not_text', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
            'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model',
-           'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks', 'until_interrupted', 'bundled_data_dir',
-           'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
+           'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks', 'until_interrupted', 'default_corpus',
+           'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -425,7 +425,8 @@ def embed_chunks(emb, chunks:list[Chunk], spans:list|None, # sentence spans per 
     if spans is not None and late: return emb.embed_late([c.text for c in chunks], spans, progress=False)
     vecs = emb.embed_documents([c.text for c in chunks], progress=False)
     if spans is None: return vecs, None
-    return vecs, emb.embed_documents([c.text[s:e] for c, sp in zip(chunks, spans) for s, e in sp], progress=False)
+    sentences = getattr(emb, 'embed_sentences', emb.embed_documents)   # a stand-in model may embed them as documents
+    return vecs, sentences([c.text[s:e] for c, sp in zip(chunks, spans) for s, e in sp], progress=False)
 
 # %% ../nbs/03a_ingest.ipynb #098f2d37
 def until_interrupted(batches:Iterable[tuple], # `(records, chunks, vectors, sentence vectors)` from `embedded_batches`
@@ -442,11 +443,6 @@ def until_interrupted(batches:Iterable[tuple], # `(records, chunks, vectors, sen
         rep.added, rep.updated = [s for s in rep.added if s in done], [s for s in rep.updated if s in done]
 
 # %% ../nbs/03a_ingest.ipynb #bb3aef99
-def bundled_data_dir() -> Path:
-    "The sample corpus shipped with the repository."
-    import ragnb
-    return Path(ragnb.__file__).resolve().parent.parent / 'data'
-
 def default_corpus() -> list[Path]:
     "What the default store indexes: the bundled docs and code, never the labelled questions in `data/eval`."
     return [bundled_data_dir() / 'docs', bundled_data_dir() / 'code']
