@@ -171,7 +171,7 @@ def main():
     rows, extra = [], []
     for key in a.models.split(','):
         emb = Embedder.from_pretrained(MODELS[key])
-        int8 = int8_problem(Embedder.from_pretrained(MODELS[key]).doc_encoder.onnx_file) is None
+        int8 = int8_problem(emb.doc_encoder and emb.doc_encoder.onnx_file) is None
         q8_emb = Embedder.from_pretrained(MODELS[key], sentence_precision='int8') if int8 else None
         torch_emb = Embedder.from_pretrained(MODELS[key], document_runtime='torch')
         for e in (emb, torch_emb): e.embed_documents(texts[:64])          # warm up

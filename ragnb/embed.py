@@ -196,16 +196,16 @@ def _unit(v:np.ndarray) -> np.ndarray:
     return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)).astype(np.float32, copy=False)
 
 # %% ../nbs/02_embed.ipynb #d0fe3ca3
-def runtime_choice(value:str|None, env:str) -> str:
-    "A runtime asked for: `value`, else `$env`, else 'auto'; lower case, without spaces around it."
-    return (value or os.environ.get(env) or 'auto').strip().lower()
+def runtime_choice(value:str|None, env:str, default:str='auto') -> str:
+    "A runtime asked for: `value`, else `$env`, else `default`; lower case, without spaces around it."
+    return (value or os.environ.get(env) or default).strip().lower()
 
 SENTENCE_PRECISION_ENV = 'RAGNB_SENTENCE_PRECISION'
 SENTENCE_PRECISIONS = ('full', 'int8')
 
 def sentence_choice(value:str|None=None) -> str:
     "The sentence pass's precision asked for: `value`, else `$RAGNB_SENTENCE_PRECISION`, else 'full'; checked."
-    v = (value or os.environ.get(SENTENCE_PRECISION_ENV) or 'full').strip().lower()
+    v = runtime_choice(value, SENTENCE_PRECISION_ENV, 'full')
     if v not in SENTENCE_PRECISIONS:
         raise ValueError(f"sentence precision must be one of {', '.join(SENTENCE_PRECISIONS)}, not {v!r} "
                          f'(${SENTENCE_PRECISION_ENV})')
@@ -715,7 +715,6 @@ def query_onnx_file(path) -> Path|None:
 # %% ../nbs/02_embed.ipynb #92e40967
 def export_query_onnx(path) -> Path|None:
     "Export model folder `path`'s encoder into ragnb's cache for queries, once; None without onnx and onnxruntime."
-    import importlib.util, shutil
     if query_onnx_file(path) is not None or any(importlib.util.find_spec(m) is None for m in ('onnx', 'onnxruntime')):
         return query_onnx_file(path)
     dest = _exported_onnx_dir(path)
@@ -734,7 +733,6 @@ QUERY_RUNTIME_ENV = 'RAGNB_QUERY_RUNTIME'
 def query_encoder_for(path, tokenizer, pooling:str, max_length:int, threads:int|None=None,
                       runtime:str|None=None) -> OnnxQueryEncoder|None:
     "The ONNX query encoder of the model folder `path` when it has one and onnxruntime is installed ('auto')."
-    import importlib.util
     runtime = runtime_choice(runtime, QUERY_RUNTIME_ENV)
     if runtime not in ('auto', 'onnx', 'torch'):
         raise ValueError(f"query runtime must be 'auto', 'onnx' or 'torch', not {runtime!r} (${QUERY_RUNTIME_ENV})")
@@ -750,7 +748,6 @@ def query_encoder_for(path, tokenizer, pooling:str, max_length:int, threads:int|
 @patch(cls_method=True)
 def for_queries(cls:Embedder, name_or_path:str|None=None, **kw) -> Embedder:
     "Queries through ONNX Runtime now, the torch model on first use; `from_pretrained(name_or_path, **kw)` if no graph."
-    import importlib.util
     t0, (path, _) = time.perf_counter(), resolve_model(name_or_path)
     runtime, onnx = runtime_choice(kw.get('query_runtime'), QUERY_RUNTIME_ENV), query_onnx_file(path)
     if onnx is None or runtime == 'torch' or importlib.util.find_spec('onnxruntime') is None:
@@ -835,7 +832,6 @@ def document_encoder_for(path, # a local model folder
                         ) -> OpenVinoEncoder|None:
     """The OpenVINO encoder for `path`'s documents, or None for torch. 'auto' is torch off the CPU, for autocast,
     and where openvino or the graph is missing."""
-    import importlib.util
     runtime = runtime_choice(runtime, DOCUMENT_RUNTIME_ENV)
     if runtime not in DOCUMENT_RUNTIMES:
         raise ValueError(f'document runtime must be one of {DOCUMENT_RUNTIMES}, not {runtime!r} '
