@@ -6,6 +6,7 @@
 from __future__ import annotations
 import functools, hashlib, importlib.util, json, logging, os, re, shutil, struct, subprocess, sys, threading, time
 from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -662,43 +663,65 @@ class OnnxQueryEncoder:
 
 
 # %% ../nbs/02_embed.ipynb #7f8ea015
+def _cut(seq:list, n:int, tail:int) -> list:
+    "One encoding's ids, mask or offsets cut to `n` items as `tokenizers` truncates: its last `tail` (special) kept."
+    return seq if len(seq) <= n else seq[:n - tail] + seq[len(seq) - tail:]
+
 class FastTokenizer:
     """A model's `tokenizer.json` through the `tokenizers` library alone (no transformers, so no torch import),
-    answering the calls `Embedder` and `OnnxQueryEncoder` make as a transformers fast tokenizer would. Thread-safe:
-    one backend per truncation length, made once under a lock, and encoding changes nothing."""
+    answering the calls `Embedder` and `OnnxQueryEncoder` make as a transformers fast tokenizer would. The file is
+    parsed once, and truncation is done here on the encodings (`_cut`), so every length shares that one backend.
+    Thread-safe: encoding changes nothing, and a backend made for an unusual template is made once under a lock."""
     def __init__(self, folder:str|Path, max_length:int): # the model's input length: truncation's default
-        self.file, self.model_max_length, self._cut, self._lock = Path(folder) / 'tokenizer.json', max_length, {}, \
-            threading.Lock()
-        self._whole = self._backend(None)
+        from tokenizers import Tokenizer
+        self.file, self.model_max_length = Path(folder) / 'tokenizer.json', max_length
+        self._whole, self._cutters, self._lock = Tokenizer.from_file(str(self.file)), {}, threading.Lock()
+        self._whole.no_padding()
+        self._whole.no_truncation()
         cfg = Path(folder) / 'tokenizer_config.json'
         pad = (json.loads(cfg.read_text()) if cfg.exists() else {}).get('pad_token') or '[PAD]'
         self.pad_token_id = self._whole.token_to_id(pad['content'] if isinstance(pad, dict) else pad) or 0
+        self.added_after = self._added_after()
 
-    def _backend(self, max_length:int|None):
+    def _added_after(self) -> int|None:
+        "How many special tokens follow a text's own (BERT's `[SEP]`, XLM-R's `</s>`: 1); None if they do not wrap it."
+        bare, full = self._whole.encode('a b', add_special_tokens=False).ids, self._whole.encode('a b').ids
+        return next((len(full) - h - len(bare) for h in range(len(full) - len(bare) + 1)
+                     if full[h:h + len(bare)] == bare), None)
+
+    def _truncating(self, max_length:int):
+        "A second backend that truncates by itself, for a template `_cut` cannot follow (parsed once per length)."
         from tokenizers import Tokenizer
         with self._lock:
-            if max_length not in self._cut:
+            if max_length not in self._cutters:
                 tok = Tokenizer.from_file(str(self.file))
                 tok.no_padding()
-                if max_length: tok.enable_truncation(max_length)
-                else: tok.no_truncation()
-                self._cut[max_length] = tok
-            return self._cut[max_length]
+                tok.enable_truncation(max_length)
+                self._cutters[max_length] = tok
+            return self._cutters[max_length]
+
+    def _encode(self, texts:list[str], truncation:bool, max_length:int|None, special:bool) -> tuple[list, Callable]:
+        "The encodings of `texts`, and what cuts each of their lists to the length asked for."
+        n, tail = max_length or self.model_max_length, self.added_after if special else 0
+        if truncation and tail is None:
+            return self._truncating(n).encode_batch(texts, add_special_tokens=special), lambda seq: seq
+        encs = self._whole.encode_batch(texts, add_special_tokens=special)
+        return encs, (lambda seq: _cut(seq, n, tail)) if truncation else (lambda seq: seq)
 
     def __call__(self, texts:str|list[str], *, truncation:bool=False, max_length:int|None=None, padding:bool=False,
                  add_special_tokens:bool=True, return_offsets_mapping:bool=False, return_tensors:str|None=None,
                  **_) -> dict: # transformers' `verbose` and the like change nothing here
         one = isinstance(texts, str)
-        tok = self._backend(max_length or self.model_max_length) if truncation else self._whole
-        encs = tok.encode_batch([texts] if one else list(texts), add_special_tokens=add_special_tokens)
-        out = dict(input_ids=[e.ids for e in encs], attention_mask=[e.attention_mask for e in encs])
-        if return_offsets_mapping: out['offset_mapping'] = [e.offsets for e in encs]
+        encs, cut = self._encode([texts] if one else list(texts), truncation, max_length, add_special_tokens)
+        out = dict(input_ids=[cut(e.ids) for e in encs], attention_mask=[cut(e.attention_mask) for e in encs])
+        if return_offsets_mapping: out['offset_mapping'] = [cut(e.offsets) for e in encs]
         if padding:
             width = max(map(len, out['input_ids']), default=0)
             out['input_ids'] = [x + [self.pad_token_id] * (width - len(x)) for x in out['input_ids']]
             out['attention_mask'] = [x + [0] * (width - len(x)) for x in out['attention_mask']]
         if return_tensors == 'np': out = {k: np.array(v, np.int64) for k, v in out.items()}
         return {k: v[0] for k, v in out.items()} if one else out
+
 
 # %% ../nbs/02_embed.ipynb #aa877138
 def _exported_onnx_dir(path) -> Path:
