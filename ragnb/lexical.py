@@ -4,22 +4,68 @@
 
 # %% ../nbs/02b_lexical.ipynb #9085bf42
 from __future__ import annotations
-import functools, math, re, unicodedata
+import functools, hashlib, logging, math, os, re, threading, unicodedata
+from pathlib import Path
 
 import numpy as np
 
+from .model_build import ragnb_cache_dir
+
+log = logging.getLogger(__name__)
+
+
 # %% auto #0
-__all__ = ['STEMMERS', 'BM25_K1', 'BM25_B', 'detect_language', 'load_language_detector', 'fold', 'identifier_parts',
-           'lexical_terms', 'query_terms', 'match_expression', 'word_terms', 'term_prefix', 'bm25_idf',
-           'informative_terms', 'bm25_scores', 'bm25_score']
+__all__ = ['log', 'LANGID_LANGUAGES', 'STEMMERS', 'BM25_K1', 'BM25_B', 'langid_copy', 'detect_language', 'load_language_detector',
+           'fold', 'identifier_parts', 'lexical_terms', 'query_terms', 'match_expression', 'word_terms', 'term_prefix',
+           'bm25_idf', 'informative_terms', 'bm25_scores', 'bm25_score']
 
 # %% ../nbs/02b_lexical.ipynb #d1d811cd
+LANGID_LANGUAGES = ('es', 'en')        # what the detector chooses between
+
+def langid_copy(src:Path) -> Path: # py3langid's packaged model file
+    "Where ragnb keeps `src` uncompressed and cut to `LANGID_LANGUAGES`: in its cache, keyed by the file."
+    st = src.stat()
+    key = f'{src.resolve()}|{st.st_size}|{st.st_mtime_ns}|{",".join(LANGID_LANGUAGES)}'
+    return ragnb_cache_dir() / 'langid' / f'{hashlib.sha256(key.encode()).hexdigest()[:16]}.npz'
+
+def _save_langid_copy(src:Path, dest:Path):
+    "Decompress `src` once, keep the columns of `LANGID_LANGUAGES`, and write it to `dest` atomically."
+    from py3langid.modelio import load_model
+    ptc, pc, classes, nextmove, row, out = load_model(src)
+    keep = [i for i, c in enumerate(classes) if c in LANGID_LANGUAGES]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f'{dest.stem}.tmp{os.getpid()}-{threading.get_ident()}.npz')
+    try:
+        np.savez(tmp, ptc=ptc[:, keep], pc=pc[keep], classes=np.array(classes)[keep], out_feat=np.array(out),
+                 nextmove=np.frombuffer(nextmove, dtype=nextmove.typecode),
+                 nextmove_row=np.frombuffer(row, dtype=row.typecode))
+        os.replace(tmp, dest)
+    finally: tmp.unlink(missing_ok=True)
+
+def _identifier_from_copy(dest:Path):
+    "A `LanguageIdentifier` over the copy at `dest`, its arrays converted as `py3langid.modelio.load_model` does."
+    from py3langid.langid import LanguageIdentifier
+    from py3langid.modelio import _to_array
+    with np.load(dest, allow_pickle=False) as d:
+        return LanguageIdentifier(d['ptc'], d['pc'], d['classes'].tolist(), _to_array(d['nextmove']),
+                                  d['out_feat'].tolist(), tk_row=_to_array(d['nextmove_row']))
+
 @functools.cache
 def _langid():
-    from py3langid.langid import LanguageIdentifier, MODEL_FILE
-    ident = LanguageIdentifier.from_model_file(MODEL_FILE)
-    ident.set_languages(['es', 'en'])
+    """py3langid for `LANGID_LANGUAGES`. Its packaged model is LZMA-compressed, so it is read through an uncompressed
+    copy in ragnb's cache, made by the first load; anything wrong with that copy falls back to the packaged file."""
+    from py3langid.langid import LanguageIdentifier, MODEL_DIR, MODEL_FILE
+    src = Path(MODEL_DIR) / MODEL_FILE
+    try:
+        dest = langid_copy(src)
+        if not dest.exists(): _save_langid_copy(src, dest)
+        ident = _identifier_from_copy(dest)
+    except Exception as e:                 # a read-only cache, another py3langid layout: the slow path still works
+        log.info('py3langid from its packaged model (%s: %s)', type(e).__name__, e)
+        ident = LanguageIdentifier.from_model_file(src)
+    ident.set_languages(list(LANGID_LANGUAGES))
     return ident
+
 
 # %% ../nbs/02b_lexical.ipynb #4ebcfb72
 _ES_WORDS = set('''de la que el en y los del se las por un una para con su al lo como más pero sus le ya este
