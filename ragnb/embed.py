@@ -28,9 +28,9 @@ __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEF
            'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'runtime_choice', 'sentence_choice', 'Embedder',
            'model_location', 'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores',
            'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache',
-           'special_tokens_around', 'word_embeddings', 'OnnxQueryEncoder', 'FastTokenizer', 'query_onnx_file',
-           'export_query_onnx', 'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for', 'bundled_data_dir',
-           'calibration_texts', 'int8_graph_dir', 'quantize_int8', 'int8_problem', 'int8_encoder']
+           'special_tokens_around', 'word_embeddings', 'OnnxQueryEncoder', 'FastTokenizer', 'fast_tokenizer',
+           'query_onnx_file', 'export_query_onnx', 'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for',
+           'bundled_data_dir', 'calibration_texts', 'int8_graph_dir', 'quantize_int8', 'int8_problem', 'int8_encoder']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -261,7 +261,7 @@ class Embedder:
             max_length = max_length or read_max_length(path)
             kw = dict(device=device, dtype=dtype, max_length=max_length, batch_size=batch_size, threads=threads,
                       batch_tokens=batch_tokens or BATCH_TOKENS['openvino'], sentence_precision=sentence_precision)
-            tok, emb = FastTokenizer(path, max_length), cls.__new__(cls)
+            tok, emb = fast_tokenizer(path, max_length), cls.__new__(cls)
             emb.__dict__.update(_settings(path, str(name), **kw), tokenizer=tok, doc_encoder=doc, _load_full=lambda:
                                 cls.from_pretrained(path, **kw, progress=progress, document_runtime='torch'))
         else:
@@ -722,6 +722,15 @@ class FastTokenizer:
         if return_tensors == 'np': out = {k: np.array(v, np.int64) for k, v in out.items()}
         return {k: v[0] for k, v in out.items()} if one else out
 
+@functools.lru_cache(maxsize=8)
+def _shared_tokenizer(key:tuple) -> FastTokenizer: # (folder, file size, mtime, max length): a rebuilt file anew
+    return FastTokenizer(key[0], key[3])
+
+def fast_tokenizer(folder:str|Path, max_length:int) -> FastTokenizer:
+    "Model folder `folder`'s `FastTokenizer`, made once per process and file: every encoder of the model shares it."
+    st = (Path(folder) / 'tokenizer.json').stat()
+    return _shared_tokenizer((str(Path(folder).resolve()), st.st_size, st.st_mtime_ns, max_length))
+
 
 # %% ../nbs/02_embed.ipynb #aa877138
 def _exported_onnx_dir(path) -> Path:
@@ -777,7 +786,7 @@ def for_queries(cls:Embedder, name_or_path:str|None=None, **kw) -> Embedder:
         return cls.from_pretrained(name_or_path, **kw)
     emb, name = cls.__new__(cls), str(_known_name(path) or name_or_path or os.environ.get('RAGNB_MODEL') or path)
     emb.__dict__.update(_settings(path, name, **kw), _load_full=lambda: cls.from_pretrained(name_or_path, **kw))
-    emb.query_encoder = OnnxQueryEncoder(path, FastTokenizer(path, emb.max_length), pooling=emb.pooling,
+    emb.query_encoder = OnnxQueryEncoder(path, fast_tokenizer(path, emb.max_length), pooling=emb.pooling,
                                          max_length=emb.max_length, threads=emb.threads, onnx_file=onnx)
     emb.query_encoder.session                   # opened now: loading is the load's time, not the first query's
     emb.load_seconds = time.perf_counter() - t0
