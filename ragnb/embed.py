@@ -778,7 +778,9 @@ def query_encoder_for(path, tokenizer, pooling:str, max_length:int, threads:int|
 
 # %% ../nbs/02_embed.ipynb #2f82f706
 @patch(cls_method=True)
-def for_queries(cls:Embedder, name_or_path:str|None=None, **kw) -> Embedder:
+def for_queries(cls:Embedder, name_or_path:str|None=None,
+                open_session:bool=True, # open the ONNX session now, so the first question does not pay for it
+                **kw) -> Embedder:
     "Queries through ONNX Runtime now, the torch model on first use; `from_pretrained(name_or_path, **kw)` if no graph."
     t0, (path, _) = time.perf_counter(), resolve_model(name_or_path)
     runtime, onnx = runtime_choice(kw.get('query_runtime'), QUERY_RUNTIME_ENV), query_onnx_file(path)
@@ -788,7 +790,7 @@ def for_queries(cls:Embedder, name_or_path:str|None=None, **kw) -> Embedder:
     emb.__dict__.update(_settings(path, name, **kw), _load_full=lambda: cls.from_pretrained(name_or_path, **kw))
     emb.query_encoder = OnnxQueryEncoder(path, fast_tokenizer(path, emb.max_length), pooling=emb.pooling,
                                          max_length=emb.max_length, threads=emb.threads, onnx_file=onnx)
-    emb.query_encoder.session                   # opened now: loading is the load's time, not the first query's
+    if open_session: emb.query_encoder.session     # the load's time, not the first query's
     emb.load_seconds = time.perf_counter() - t0
     return emb
 

@@ -475,11 +475,12 @@ def embedder_loaded(self:Store) -> bool:
 # %% ../nbs/03_index.ipynb #c25039fb
 @patch(as_prop=True)
 def embedder(self:Store):
-    "The embedder of this store's model (where `embed.model_location` finds it), for queries first (`for_queries`)."
+    """The embedder of this store's model (where `embed.model_location` finds it), for queries first (`for_queries`);
+    a writer leaves the query session to its first question, since it may never ask one."""
     if self._embedder is None:
         from ragnb.embed import Embedder, model_location
         name = os.environ.get('RAGNB_MODEL') or model_location(self.manifest['model'])
-        self._embedder = Embedder.for_queries(name)
+        self._embedder = Embedder.for_queries(name, open_session=self._lock is None)
     return self._embedder
 
 # %% ../nbs/03_index.ipynb #f2b87ba7

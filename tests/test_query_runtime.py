@@ -112,3 +112,24 @@ def test_a_cold_ask_imports_neither_torch_nor_transformers(tmp_path):
     assert json.loads(imported) == []
     assert 'a year' in json.loads(out)['chunks'][0]['text']
     assert np.isfinite(json.loads(out)['timings_ms']['load'])
+
+
+def test_a_writer_opens_no_query_session_until_it_asks(tmp_path):
+    "`ragnb index` embeds documents only: its store's embedder leaves the ONNX query session (and its memory) unmade."
+    from ragnb.index import Store
+    from ragnb.ingest import index_paths
+    docs = tmp_path / 'docs'
+    docs.mkdir()
+    (docs / 'keys.md').write_text('# Keys\n\nRotate the API key every 90 days. Revoke the old one after a day.\n')
+    with Store.open(tmp_path / 'store') as w:
+        index_paths(w, [docs], progress=False)
+        assert w.embedder.query_encoder._sessions == {}
+    (docs / 'keys.md').write_text('# Keys\n\nRotate the API key every 30 days.\n')
+    with Store.open(tmp_path / 'store') as w:                  # a writer's small add: documents, no question
+        index_paths(w, [docs], progress=False)
+        assert w.embedder.doc_encoder is not None and w.embedder.query_encoder._sessions == {}
+    r = Store.open(tmp_path / 'store', readonly=True)
+    try:
+        assert r.embedder.query_encoder._sessions                # a reader's is opened with the load
+        assert r.search_lexical('rotate', k=1)
+    finally: r.close()
