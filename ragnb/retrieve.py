@@ -22,7 +22,7 @@ from .lexical import detect_language
 
 # %% auto #0
 __all__ = ['SEARCH_MODES', 'SCORE_KINDS', 'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult',
-           'rrf_fuse', 'sentence_ranking', 'retrieve']
+           'rrf_fuse', 'detects_question_language', 'sentence_ranking', 'retrieve']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -149,6 +149,11 @@ def _dense_weight(store:Store, query:str, opts:RetrieveOpts) -> float:
     "1, or `opts.foreign_dense_weight` when the store's model is monolingual in another language than the question."
     langs = model_languages(store.manifest['model'])
     return 1.0 if langs is None or detect_language(query) in langs else opts.foreign_dense_weight
+
+def detects_question_language(store:Store) -> bool:
+    "Does `retrieve` ask each question's language on `store`: is its model one that reads only some languages?"
+    return model_languages(store.manifest['model']) is not None
+
 
 # %% ../nbs/06_retrieve.ipynb #4296b202
 def sentence_ranking(store:Store, # an open store; without sentence vectors the ranking is empty

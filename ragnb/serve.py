@@ -22,7 +22,7 @@ from .lexical import load_language_detector
 from .stores import StoreAPI, open_store
 
 log = logging.getLogger(__name__)
-from .retrieve import SEARCH_MODES, RetrieveOpts, retrieve
+from .retrieve import SEARCH_MODES, RetrieveOpts, detects_question_language, retrieve
 from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
@@ -474,7 +474,7 @@ def open_service(store:StoreAPI|str|Path, pins:dict|None=None, limits:ServeLimit
     "A service over `store` (or the store at that path, opened read-only), with its model loaded."
     store = open_store(store, readonly=True) if isinstance(store, (str, Path)) else store
     service = RetrievalService(store, pins=pins, limits=limits)
-    load_language_detector()                      # 0.5 s at start, not on the first question its words leave open
+    if detects_question_language(service.view): load_language_detector()   # now, not at the first open question
     service.ask('warm up', k=1, trim=True)        # the model, the maps and caches a first ask would load
     return service
 

