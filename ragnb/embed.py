@@ -681,13 +681,9 @@ class FastTokenizer:
         cfg = Path(folder) / 'tokenizer_config.json'
         pad = (json.loads(cfg.read_text()) if cfg.exists() else {}).get('pad_token') or '[PAD]'
         self.pad_token_id = self._whole.token_to_id(pad['content'] if isinstance(pad, dict) else pad) or 0
-        self.added_after = self._added_after()
-
-    def _added_after(self) -> int|None:
-        "How many special tokens follow a text's own (BERT's `[SEP]`, XLM-R's `</s>`: 1); None if they do not wrap it."
-        bare, full = self._whole.encode('a b', add_special_tokens=False).ids, self._whole.encode('a b').ids
-        return next((len(full) - h - len(bare) for h in range(len(full) - len(bare) + 1)
-                     if full[h:h + len(bare)] == bare), None)
+        self.added_after = None           # the special tokens after a text's own (BERT's `[SEP]`: 1), measured next
+        try: self.added_after = len(special_tokens_around(self)[1])
+        except ValueError: pass           # they do not wrap the text: `_truncating` cuts instead
 
     def _truncating(self, max_length:int):
         "A second backend that truncates by itself, for a template `_cut` cannot follow (parsed once per length)."
