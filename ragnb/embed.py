@@ -31,8 +31,8 @@ __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEF
            'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache',
            'special_tokens_around', 'word_embeddings', 'OnnxQueryEncoder', 'UnigramIds', 'unigram_cache_file',
            'light_or_parsed', 'FastTokenizer', 'fast_tokenizer', 'query_onnx_file', 'export_query_onnx',
-           'query_encoder_for', 'OpenVinoEncoder', 'document_encoder_for', 'bundled_data_dir', 'calibration_texts',
-           'int8_graph_dir', 'quantize_int8', 'int8_problem', 'int8_encoder']
+           'query_encoder_for', 'ov_cache_dir', 'OpenVinoEncoder', 'document_encoder_for', 'bundled_data_dir',
+           'calibration_texts', 'int8_graph_dir', 'quantize_int8', 'int8_problem', 'int8_encoder']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -983,11 +983,17 @@ def _ov_core():
     import openvino as ov
     return ov.Core()
 
+def ov_cache_dir(threads:int) -> Path|None:
+    """Where OpenVINO keeps the model compiled for `threads` threads, so that the next process reads it back: ragnb's
+    cache for 1 thread (one text) and for every core (a batch on an idle machine); None for other counts, which
+    compile each time, so that the disk stays bounded (about 85 MB per model, precision and count)."""
+    return ragnb_cache_dir() / 'openvino' if threads in (1, os.cpu_count() or 1) else None
+
 class OpenVinoEncoder:
     """Padded token ids → the model's last hidden states through OpenVINO, for documents: the graph the query path
     exports (`inputs_embeds`), compiled for the CPU in bf16 where the CPU computes bf16, else in f32. It holds one
     compiled model and one infer request, for the thread count of the last call (another count compiles anew, in
-    about half a second). Thread-safe: a lock runs one batch at a time."""
+    about a second, or reads it back from `ov_cache_dir`). Thread-safe: a lock runs one batch at a time."""
     def __init__(self, folder:str|Path, onnx_file:str|Path, *, bf16:bool):
         self.folder, self.onnx_file, self.precision = Path(folder), Path(onnx_file), 'bf16' if bf16 else 'f32'
         self.words = word_embeddings(folder)
@@ -997,10 +1003,16 @@ class OpenVinoEncoder:
         "Compile for `threads` inference threads, unless that is what is compiled now (the lock is held)."
         if threads != self.threads:
             self._request = None                                    # the old model goes before the new one comes
-            self._request = _ov_core().compile_model(str(self.onnx_file), 'CPU', {
-                'INFERENCE_PRECISION_HINT': self.precision, 'INFERENCE_NUM_THREADS': threads,
-                'PERFORMANCE_HINT': 'LATENCY'}).create_infer_request()
-            self.threads = threads
+            config = {'INFERENCE_PRECISION_HINT': self.precision, 'INFERENCE_NUM_THREADS': threads,
+                      'PERFORMANCE_HINT': 'LATENCY'}
+            kept = ov_cache_dir(threads)
+            try: compiled = _ov_core().compile_model(str(self.onnx_file), 'CPU', config | ({'CACHE_DIR': str(kept)}
+                                                                                       if kept else {}))
+            except RuntimeError as e:                              # a cache it cannot write or read: compile anew
+                if kept is None: raise
+                log.info('OpenVINO without its cache in %s: %s', kept, e)
+                compiled = _ov_core().compile_model(str(self.onnx_file), 'CPU', config)
+            self._request, self.threads = compiled.create_infer_request(), threads
 
     def hidden(self, ids:np.ndarray, mask:np.ndarray, threads:int) -> np.ndarray:
         "Last hidden states, float32 `(texts, tokens, dim)`, of token `ids` with their attention `mask`."
