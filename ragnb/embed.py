@@ -983,11 +983,41 @@ def _ov_core():
     import openvino as ov
     return ov.Core()
 
-def ov_cache_dir(threads:int) -> Path|None:
-    """Where OpenVINO keeps the model compiled for `threads` threads, so that the next process reads it back: ragnb's
-    cache for 1 thread (one text) and for every core (a batch on an idle machine); None for other counts, which
-    compile each time, so that the disk stays bounded (about 85 MB per model, precision and count)."""
-    return ragnb_cache_dir() / 'openvino' if threads in (1, os.cpu_count() or 1) else None
+@functools.cache
+def _cpu_identity() -> str:
+    "OpenVINO's version and this CPU's name and instruction sets: a compiled model is kept per machine of that kind."
+    import openvino as ov, platform
+    info = Path('/proc/cpuinfo')
+    flags = next((l for l in info.read_text().splitlines() if l.startswith('flags')), '') if info.exists() else ''
+    return f'{ov.__version__}|{_ov_core().get_property("CPU", "FULL_DEVICE_NAME")}|{platform.machine()}|{flags}'
+
+def ov_cache_dir(onnx_file:Path, precision:str, threads:int) -> Path|None:
+    """Where the model of `onnx_file` compiled for `precision` and `threads` threads is kept, so that the next process
+    reads it back: a folder in ragnb's cache per graph, precision, count and kind of machine, for 1 thread (one
+    text) and for every core (a batch on an idle machine); None for other counts, which compile each time, so that
+    the disk stays bounded (about 85 MB per model, precision and count)."""
+    if threads not in (1, os.cpu_count() or 1): return None
+    st = Path(onnx_file).stat()
+    key = f'{Path(onnx_file).resolve()}|{st.st_size}|{st.st_mtime_ns}|{precision}|{threads}|{_cpu_identity()}'
+    return ragnb_cache_dir() / 'openvino' / hashlib.sha256(key.encode()).hexdigest()[:16]
+
+def _compiled(onnx_file:Path, config:dict, kept:Path|None):
+    """`onnx_file` compiled with `config`: read back from `kept` when a whole copy is there, else compiled, and
+    OpenVINO's copy published there atomically (it writes the file in place, so it writes into a folder of its own
+    that is renamed to `kept` once complete). A cache it cannot write or read: compiled without one."""
+    core, f = _ov_core(), str(onnx_file)
+    if kept is None: return core.compile_model(f, 'CPU', config)
+    if kept.is_dir():
+        try: return core.compile_model(f, 'CPU', config | {'CACHE_DIR': str(kept)})
+        except RuntimeError as e: log.info('OpenVINO could not read its copy in %s (%s); compiling', kept, e)
+        return core.compile_model(f, 'CPU', config)
+    tmp, compiled = kept.with_name(f'{kept.name}.tmp{os.getpid()}-{threading.get_ident()}'), None
+    try:
+        compiled = core.compile_model(f, 'CPU', config | {'CACHE_DIR': str(tmp)})
+        if any(tmp.iterdir()): os.rename(tmp, kept)     # atomic; when another process published first, theirs stays
+    except (RuntimeError, OSError) as e: log.info('no copy of the compiled model kept in %s (%s)', kept.parent, e)
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+    return compiled if compiled is not None else core.compile_model(f, 'CPU', config)
 
 class OpenVinoEncoder:
     """Padded token ids → the model's last hidden states through OpenVINO, for documents: the graph the query path
@@ -1005,13 +1035,7 @@ class OpenVinoEncoder:
             self._request = None                                    # the old model goes before the new one comes
             config = {'INFERENCE_PRECISION_HINT': self.precision, 'INFERENCE_NUM_THREADS': threads,
                       'PERFORMANCE_HINT': 'LATENCY'}
-            kept = ov_cache_dir(threads)
-            try: compiled = _ov_core().compile_model(str(self.onnx_file), 'CPU', config | ({'CACHE_DIR': str(kept)}
-                                                                                       if kept else {}))
-            except RuntimeError as e:                              # a cache it cannot write or read: compile anew
-                if kept is None: raise
-                log.info('OpenVINO without its cache in %s: %s', kept, e)
-                compiled = _ov_core().compile_model(str(self.onnx_file), 'CPU', config)
+            compiled = _compiled(self.onnx_file, config, ov_cache_dir(self.onnx_file, self.precision, threads))
             self._request, self.threads = compiled.create_infer_request(), threads
 
     def hidden(self, ids:np.ndarray, mask:np.ndarray, threads:int) -> np.ndarray:

@@ -174,3 +174,27 @@ def test_a_multilingual_server_does_without_the_language_detector(tmp_path):
         assert svc.ask('rotar clave API', trim=True)['chunks'][0]['cite'].startswith('docs/claves.md')
         assert lexical._langid.cache_info().currsize == 0
     finally: svc.store.close()
+
+
+COMPILE_AND_RUN = '''
+import sys, numpy as np
+from ragnb.embed import OpenVinoEncoder, packaged_model_path
+enc = OpenVinoEncoder(packaged_model_path(), sys.argv[1], bf16=False)
+ids = np.array([[101, 7592, 2088, 102]])
+np.save(sys.argv[2], enc.hidden(ids, np.ones_like(ids), threads=1))
+'''
+
+
+def test_processes_that_compile_at_once_keep_one_whole_copy(tmp_path):
+    "Three processes compile MiniLM's documents' model into an empty cache together; a fourth reads the copy back."
+    onnx = export_query_onnx(packaged_model_path())
+    env = dict(os.environ, RAGNB_CACHE_DIR=str(tmp_path / 'cache'))
+    run = lambda i: subprocess.Popen([sys.executable, '-c', COMPILE_AND_RUN, str(onnx), str(tmp_path / f'{i}.npy')],
+                                     env=env)
+    assert [p.wait(timeout=300) for p in [run(i) for i in range(3)]] == [0, 0, 0]
+    kept = list((tmp_path / 'cache' / 'openvino').iterdir())
+    assert len(kept) == 1 and '.tmp' not in kept[0].name and any(kept[0].iterdir())   # published whole, once
+    assert run(3).wait(timeout=300) == 0
+    assert list((tmp_path / 'cache' / 'openvino').iterdir()) == kept
+    outs = [np.load(tmp_path / f'{i}.npy') for i in range(4)]
+    assert all(np.allclose(o, outs[0], atol=1e-4) for o in outs)
