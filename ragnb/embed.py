@@ -994,9 +994,9 @@ def _cpu_identity() -> str:
 def ov_cache_dir(onnx_file:Path, precision:str, threads:int) -> Path|None:
     """Where the model of `onnx_file` compiled for `precision` and `threads` threads is kept, so that the next process
     reads it back: a folder in ragnb's cache per graph, precision, count and kind of machine, for 1 thread (one
-    text) and for every core (a batch on an idle machine); None for other counts, which compile each time, so that
-    the disk stays bounded (about 85 MB per model, precision and count)."""
-    if threads not in (1, os.cpu_count() or 1): return None
+    text) and for every usable core (a batch on an idle machine); None for other counts, which compile each time,
+    so that the disk stays bounded (about 85 MB per model, precision and count)."""
+    if threads not in (1, usable_cores()): return None
     st = Path(onnx_file).stat()
     key = f'{Path(onnx_file).resolve()}|{st.st_size}|{st.st_mtime_ns}|{precision}|{threads}|{_cpu_identity()}'
     return ragnb_cache_dir() / 'openvino' / hashlib.sha256(key.encode()).hexdigest()[:16]
