@@ -766,6 +766,11 @@ def _save_unigram(light:UnigramIds, dest:Path):
         os.replace(tmp, dest)
     finally: tmp.unlink(missing_ok=True)
 
+def _model_type(text:str) -> str|None:
+    "A `tokenizer.json`'s model type, read without parsing the file (so WordPiece is parsed once); None: unsure."
+    m = re.search(r'"model"\s*:\s*\{\s*"type"\s*:\s*"(\w+)"', text)   # as `tokenizers` writes it: the type first
+    return m and m[1]
+
 def light_or_parsed(file:Path) -> tuple[UnigramIds|None, object|None]:
     """Tokenizer `file` as `FastTokenizer` starts it: `(UnigramIds, None)` for a Unigram file (from ragnb's cache
     after the first time), else `(None, the tokenizers backend)`, parsed once from the same text."""
@@ -775,7 +780,7 @@ def light_or_parsed(file:Path) -> tuple[UnigramIds|None, object|None]:
     except FileNotFoundError: pass
     except Exception as e: log.info('%s: %s; reading %s again', dest, e, file)    # a damaged copy: rebuilt
     text = Path(file).read_text(encoding='utf-8')
-    light = UnigramIds.of(json.loads(text))
+    light = UnigramIds.of(json.loads(text)) if _model_type(text) in (None, 'Unigram') else None
     if light is None: return None, Tokenizer.from_str(text)
     try: _save_unigram(light, dest)
     except OSError as e: log.info('no copy of %s in ragnb\'s cache (%s)', file, e)   # a read-only cache: no matter
