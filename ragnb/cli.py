@@ -11,7 +11,7 @@ from .sentences import sentence_spans
 
 # %% auto #0
 __all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'NOTHING_FOUND', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index',
-           'cmd_ask', 'cmd_check', 'cmd_serve', 'cmd_eval']
+           'cmd_ask', 'cmd_check', 'cmd_cache', 'cmd_serve', 'cmd_eval']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "what the store recorded, else documental; a change re-indexes only the files it changes")
     s = sub.add_parser('check', help='verify a store end to end and print one table (exit 1 on any problem)')
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
+    s = sub.add_parser('cache', help="show ragnb's cache of model copies; --prune removes the stale ones")
+    s.add_argument('--prune', action='store_true',
+                   help='remove copies whose source file changed or went, and temporaries a dead process left')
     s = sub.add_parser('ask', help='retrieve the best chunks for a question')
     s.add_argument('question')
     s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
@@ -446,6 +449,24 @@ def cmd_check(args) -> int:
     bad = v is None or bool(v['problems'])
     print(f"\n{'problems found: see the table' if bad else 'the store is sound'}")
     return 1 if bad else 0
+
+# %% ../nbs/09_cli.ipynb #35a91106
+def cmd_cache(args) -> int:
+    from ragnb.model_build import cache_report, prune_cache, ragnb_cache_dir
+    root = ragnb_cache_dir()
+    held = lambda rows: sum(r['bytes'] for r in rows)
+    if args.prune:
+        before = held(cache_report(root))
+        gone = prune_cache(root)
+        print(f'removed {len(gone)} stale or left copies, {(before - held(cache_report(root))) / 1e6:.1f} MB')
+    rows = cache_report(root)
+    print(f'{root}\n\n| kind | copies | MB | stale | unnoted | temporary |\n|---|---|---|---|---|---|')
+    for r in rows:
+        cells = [r['kind'], r['copies'], f"{r['bytes'] / 1e6:.1f}", r['stale'], r['unnoted'], r['temporary']]
+        print('| ' + ' | '.join(map(str, cells)) + ' |')
+    print(f'\n{held(rows) / 1e6:.1f} MB in all' if rows else '\nthe cache is empty')
+    return 0
+
 
 # %% ../nbs/09_cli.ipynb #81fed3d6
 def cmd_serve(args) -> int:

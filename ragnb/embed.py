@@ -752,7 +752,8 @@ class UnigramIds:
 # %% ../nbs/02_embed.ipynb #124a6494
 def unigram_cache_file(file:Path) -> Path:
     "Where ragnb keeps `UnigramIds`' state for tokenizer `file`: in its cache, keyed by the file and this Python."
-    return cache_path('tokenizers', f'{file_key(file)}|{sys.version_info[:2]}|{marshal.version}', '.marshal')
+    return cache_path('tokenizers', f'{file_key(file)}|{sys.version_info[:2]}|{marshal.version}', '.marshal',
+                      source=file)
 
 def _save_unigram(light:UnigramIds, dest:Path):
     "Write `light`'s state to `dest` atomically."
@@ -894,7 +895,7 @@ def _exported_onnx_dir(path) -> Path:
     w = Path(path) / 'model.safetensors'
     st = w.stat() if w.exists() else None
     key = f'{Path(path).resolve()}|{st and st.st_size}|{st and st.st_mtime_ns}'
-    return cache_path('onnx', key)
+    return cache_path('onnx', key, source=w if st else None)
 
 def query_onnx_file(path) -> Path|None:
     "The ONNX query graph of model folder `path`: its own `onnx/model.onnx`, else the one exported into ragnb's cache."
@@ -998,7 +999,7 @@ def ov_cache_dir(onnx_file:Path, precision:str, threads:int) -> Path|None:
     text) and for every usable core (a batch on an idle machine); None for other counts, which compile each time,
     so that the disk stays bounded (about 85 MB per model, precision and count)."""
     if threads not in (1, usable_cores()): return None
-    return cache_path('openvino', f'{file_key(onnx_file)}|{precision}|{threads}|{_cpu_identity()}')
+    return cache_path('openvino', f'{file_key(onnx_file)}|{precision}|{threads}|{_cpu_identity()}', source=onnx_file)
 
 def _compiled(onnx_file:Path, config:dict, kept:Path|None):
     """`onnx_file` compiled with `config`: read back from `kept` when a whole copy is there, else compiled, and
@@ -1097,7 +1098,7 @@ def int8_graph_dir(onnx_file:str|Path) -> Path:
     st = Path(onnx_file).stat()
     key = '\n'.join([str(Path(onnx_file).resolve()), str(st.st_size), str(st.st_mtime_ns), INT8_VERSION,
                      *calibration_texts()])
-    return cache_path('int8', key)
+    return cache_path('int8', key, source=onnx_file)
 
 def quantize_int8(path:str|Path, # the model folder: its tokenizer, word vectors and document prompt
                   onnx_file:str|Path, dest:str|Path): # the graph, and the folder its int8 copy is saved in

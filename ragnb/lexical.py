@@ -24,7 +24,7 @@ LANGID_LANGUAGES = ('es', 'en')        # what the detector chooses between
 
 def langid_copy(src:Path) -> Path: # py3langid's packaged model file
     "Where ragnb keeps `src` uncompressed and cut to `LANGID_LANGUAGES`: in its cache, keyed by the file."
-    return cache_path('langid', f'{file_key(src)}|{",".join(LANGID_LANGUAGES)}', '.npz')
+    return cache_path('langid', f'{file_key(src)}|{",".join(LANGID_LANGUAGES)}', '.npz', source=src)
 
 def _save_langid_copy(src:Path, dest:Path):
     "Decompress `src` once, keep the columns of `LANGID_LANGUAGES`, and write it to `dest` atomically."

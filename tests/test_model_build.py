@@ -164,6 +164,23 @@ def test_prompts_and_pooling_come_from_the_folder(tmp_path):
     assert json.loads((d / '1_Pooling' / 'config.json').read_text())['pooling_mode_mean_tokens'] is True
 
 
+def test_a_rebuilt_model_leaves_no_stale_copies(tmp_path, monkeypatch):
+    "A model folder written again in place: its next use makes new copies in the cache and prunes the old ones."
+    monkeypatch.setenv(mb.CACHE_ENV, str(tmp_path / 'cache'))
+    d = tiny_xlmr_folder(tmp_path / 'm', pooling='mean')
+    def use():
+        emb = Embedder.from_pretrained(str(d), dtype='fp32')
+        emb.embed_documents(['rotate the key every day', 'the cluster replicates data'])
+        emb.embed_query('rotate the key')
+        return {p for p in (tmp_path / 'cache').glob('*/*') if not p.name.endswith(mb.SOURCE_NOTE)}
+    first = use()
+    assert {p.parent.name for p in first} >= {'onnx', 'openvino', 'tokenizers'}
+    tiny_xlmr_folder(d, pooling='mean')                      # the same model, its files written anew
+    second = use()
+    assert second and not first & second                     # every copy made anew, every old one gone
+    assert all(r['stale'] == r['unnoted'] == r['temporary'] == 0 for r in mb.cache_report())
+
+
 @pytest.mark.slow
 def test_cli_indexes_and_answers_spanish_with_e5_offline(tmp_path):
     "`ragnb index --model intfloat/multilingual-e5-small` with no network; the store keeps the model and its trim."
