@@ -899,7 +899,10 @@ def _exported_onnx_dir(path) -> Path:
 
 def query_onnx_file(path) -> Path|None:
     "The ONNX query graph of model folder `path`: its own `onnx/model.onnx`, else the one exported into ragnb's cache."
-    return next((f for f in (Path(path) / ONNX_MODEL, _exported_onnx_dir(path) / ONNX_MODEL) if f.exists()), None)
+    own = Path(path) / ONNX_MODEL
+    if own.exists(): return own
+    exported = _exported_onnx_dir(path) / ONNX_MODEL       # looked up only here: it notes the weights it comes from
+    return exported if exported.exists() else None
 
 # %% ../nbs/02_embed.ipynb #92e40967
 def export_query_onnx(path) -> Path|None:
