@@ -372,6 +372,13 @@ SOURCE_NOTE = '.source'     # beside a copy: the file it was made from, as it wa
 LEFT_TMP_S = 3600           # a temporary copy this old was left by a process that died while writing it
 TMP_NAMES = ('*.tmp[0-9]*', '.building-*')   # the temporary names of copies being written (`os.replace`d after)
 
+def _remove(path:Path):
+    "Remove file or folder `path`, if it can be."
+    try:
+        if path.is_dir() and not path.is_symlink(): shutil.rmtree(path, ignore_errors=True)
+        else: path.unlink(missing_ok=True)
+    except OSError: pass
+
 def _note_source(path:Path, source:Path) -> bool:
     "Note `source`'s state beside `path` unless a note is there: True when this call wrote one."
     note = path.with_name(path.name + SOURCE_NOTE)
@@ -383,8 +390,9 @@ def _note_source(path:Path, source:Path) -> bool:
         tmp.write_text(json.dumps(dict(source=str(source.resolve()), size=st.st_size, mtime_ns=st.st_mtime_ns)))
         os.replace(tmp, note)
         return True
-    except OSError: return False            # a cache that cannot be written is used as it is
-    finally: tmp.unlink(missing_ok=True)
+    except OSError:                         # a cache that cannot be written is used as it is
+        _remove(tmp)
+        return False
 
 def _stale(note:Path) -> bool:
     "Whether the file that `note` names has changed or gone since the copy beside it was made."
@@ -395,28 +403,28 @@ def _stale(note:Path) -> bool:
     except (OSError, ValueError, KeyError, TypeError): return False     # unreadable: left alone
     return (st.st_size, st.st_mtime_ns) != (was['size'], was['mtime_ns'])
 
-def _remove(path:Path):
-    if path.is_dir() and not path.is_symlink(): shutil.rmtree(path, ignore_errors=True)
-    else: path.unlink(missing_ok=True)
+
+def _older(path:Path, than:float) -> bool:
+    try: return path.lstat().st_mtime < than
+    except OSError: return False
 
 def prune_cache(root:str|Path|None=None, # a cache folder; default `ragnb_cache_dir()`
                 left_after_s:float=LEFT_TMP_S, # temporary copies older than this were left by a dead process
                ) -> list[Path]:
     """Remove the copies in `root` whose source file has changed or gone, with their notes, and temporary copies
-    older than `left_after_s`. Returns the copies and temporary paths removed. Thread- and process-safe: it removes
-    only what no up-to-date reader looks up, and a copy goes before its note, so an interrupted prune resumes."""
-    root, gone = Path(root or ragnb_cache_dir()), []
+    older than `left_after_s` (and notes as old whose copy was never made). Returns the copies and temporary paths
+    removed. Thread- and process-safe: it removes only what no up-to-date reader looks up, and a copy goes before its
+    note, so that an interrupted prune resumes."""
+    root, gone, old = Path(root or ragnb_cache_dir()), [], time.time() - left_after_s
     for note in sorted(root.glob(f'*/*{SOURCE_NOTE}')):
-        if not _stale(note): continue
         copy = note.with_name(note.name[:-len(SOURCE_NOTE)])
-        _remove(copy)
-        note.unlink(missing_ok=True)
-        gone.append(copy)
-    old = time.time() - left_after_s
+        if _stale(note):
+            _remove(copy)
+            note.unlink(missing_ok=True)
+            gone.append(copy)
+        elif not copy.exists() and _older(note, old): note.unlink(missing_ok=True)   # a copy never made
     for tmp in sorted({p for pattern in TMP_NAMES for p in root.glob(f'*/{pattern}')}):
-        try: left = tmp.lstat().st_mtime < old
-        except OSError: continue
-        if left:
+        if _older(tmp, old):
             _remove(tmp)
             gone.append(tmp)
     return gone
