@@ -334,18 +334,21 @@ def _index_outcome(rep, paths) -> int:
     return 1
 
 def _print_index_report(path, rep, st, verbose):
-    "The summary on stdout; each unreadable file once on stderr; binary files as one count (each with --verbose)."
+    """The summary on stdout; each unreadable file once on stderr; binary files and documentation builds' machinery as
+    a count each (each file with --verbose)."""
     c = rep.counts()
     print(f"{path}: added {c['added']}, updated {c['updated']}, removed {c['removed']}, unchanged {c['unchanged']}, "
           f"skipped {c['skipped']} files; {rep.chunks} chunks embedded in {rep.seconds:.1f}s; "
           f"store has {st['chunks']} chunks")
     if rep.kind_summary(): print('by kind: ' + rep.kind_summary())
     if rep.binary: print(rep.binary_summary() + ('' if verbose else ' (list them with --verbose)'))
+    if rep.generated: print(rep.generated_summary() + ('' if verbose else ' (list them with --verbose)'))
     if rep.chrome: print(rep.chrome_summary())
     for f, why in rep.skipped:
         print(f'  skipped {why}' if why.startswith(f) else f'  skipped {f}: {why}', file=sys.stderr)
     if verbose:
         for f, kind in rep.binary: print(f'  binary ({kind}): {f}', file=sys.stderr)
+        for f, what in rep.generated: print(f'  left out ({what}): {f}', file=sys.stderr)
 
 # %% ../nbs/09_cli.ipynb #42a13ee5
 def _ask_options(args, store):

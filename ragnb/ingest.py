@@ -4,10 +4,10 @@
 
 # %% ../nbs/03a_ingest.ipynb #2c4980fa
 from __future__ import annotations
-import errno, hashlib, json, os, stat, time
+import errno, hashlib, json, os, re, stat, time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from itertools import chain
 from typing import Callable, Iterable
 
@@ -25,9 +25,10 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
                            reader_version)
 
 # %% auto #0
-__all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason',
-           'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies',
-           'store_chunking', 'SourceFile', 'not_text', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
+__all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'INDEX_BATCH', 'IndexReport',
+           'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key',
+           'display_path', 'chunking_strategies', 'store_chunking', 'SourceFile', 'not_text', 'site_kind',
+           'site_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
            'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model',
            'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks', 'until_interrupted', 'default_corpus',
            'default_store_dir', 'open_for_indexing', 'open_default_store']
@@ -47,8 +48,10 @@ class IndexReport:
     interrupted: bool = False                       # Ctrl-C: the files done before it were committed
     refused: list = field(default_factory=list)     # (folder, reason): not indexed until the user fixes it
     chrome: list = field(default_factory=list)      # (path, characters dropped as chrome, visible characters)
+    generated: list = field(default_factory=list)   # (path, what): a documentation site's machinery, not its pages
     def counts(self):
-        return {k: len(getattr(self, k)) for k in ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary')}
+        keys = ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary', 'generated')
+        return {k: len(getattr(self, k)) for k in keys}
     def __repr__(self): return f'IndexReport({self.counts()}, chunks={self.chunks}, {self.seconds:.1f}s)'
 
 # %% ../nbs/03a_ingest.ipynb #19fa6018
@@ -58,6 +61,14 @@ def binary_summary(self:IndexReport) -> str:
     if not self.binary: return ''
     kinds = sorted(Counter(k for _, k in self.binary).items(), key=lambda kn: (-kn[1], kn[0]))
     return f'skipped {len(self.binary)} binary files: ' + ', '.join(f'{k} {n}' for k, n in kinds)
+@patch
+def generated_summary(self:IndexReport) -> str:
+    "One line on the documentation sites' machinery left out: 'left out 530 files ...: page sources 497, ...'; or ''."
+    if not self.generated: return ''
+    whats = sorted(Counter(w for _, w in self.generated).items(), key=lambda wn: (-wn[1], wn[0]))
+    return (f'left out {len(self.generated)} files that documentation builds keep beside their pages: '
+            + ', '.join(f'{w} {n}' for w, n in whats))
+
 
 # %% ../nbs/03a_ingest.ipynb #5b7c31d2
 @patch
@@ -235,6 +246,42 @@ def not_text(f:Path) -> str|None:
     try: return sniffed_kind(os.read(fd, 2048)) if stat.S_ISREG(os.fstat(fd).st_mode) else None
     finally: os.close(fd)
 
+# %% ../nbs/03a_ingest.ipynb #f6534881
+SITE_MARKERS = {'sphinx': ('searchindex.js', '_static'), 'mkdocs': ('search/search_index.json', 'sitemap.xml')}
+INDEX_PAGE = re.compile(r'genindex(-[^/]+)?\.html|[^/]*modindex\.html|search\.html')
+
+def site_kind(folder:Path) -> str|None:
+    "'sphinx' or 'mkdocs' when `folder` is the root of that generator's HTML build (`SITE_MARKERS`), else None."
+    return next((k for k, marks in SITE_MARKERS.items() if all((folder / m).exists() for m in marks)), None)
+
+def site_machinery(kind:str, # the build's generator (`site_kind`)
+                   rel:PurePosixPath) -> str|None: # a file's path under the build's root
+    "What file `rel` of a `kind` build is when it serves the pages rather than being one ('page sources'...), or None."
+    top, at_root = rel.parts[0], len(rel.parts) == 1
+    if kind == 'sphinx':
+        if top == '_sources' and not at_root: return 'page sources'
+        if top == '_static' and not at_root: return 'theme files'
+        if at_root and rel.name in ('searchindex.js', 'objects.inv'): return 'search index'
+        if at_root and INDEX_PAGE.fullmatch(rel.name): return 'index pages'
+    if kind == 'mkdocs':
+        if top == 'search' and not at_root: return 'search index'
+        if top in ('assets', 'js', 'css', 'fonts') and not at_root: return 'theme files'
+        if at_root and rel.name in ('sitemap.xml', 'sitemap.xml.gz'): return 'site map'
+        if at_root and rel.name == '404.html': return 'error page'
+    return None
+
+def generated_reason(f:Path, p:Path, # a file listed under the path `p` given
+                     sites:dict) -> str|None: # folder → `site_kind`, filled as folders are first looked at
+    "What `f` is when it is the machinery of a documentation build whose root is `p` or a folder under it, else None."
+    if not p.is_dir(): return None
+    d = f.parent
+    while True:
+        if d not in sites: sites[d] = site_kind(d)
+        if sites[d]: return site_machinery(sites[d], PurePosixPath(f.relative_to(d).as_posix()))
+        if d == p or d == d.parent: return None
+        d = d.parent
+
+
 # %% ../nbs/03a_ingest.ipynb #a3ee8447
 def scan_path(p:Path, # a file or folder given to `index_paths`
               rep:IndexReport, # where unchanged, skipped, binary and removed sources are recorded
@@ -261,12 +308,16 @@ def changed_sources(listed:list[tuple[Path, Path]], rep:IndexReport, known:dict[
 
 def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
                max_bytes:int=MAX_FILE_BYTES) -> tuple[list[Path], list[str]]:
-    "The files under `p` worth reading (the rest go to `rep.skipped`), and the `known` sources gone from it."
-    root, files, seen, unreadable = (p.resolve().as_posix() if p.is_dir() else ''), [], set(), []
+    """The files under `p` worth reading (the rest go to `rep.skipped`, `.binary` or `.generated`), and the `known`
+    sources gone from it."""
+    root, files, seen, unreadable, sites = (p.resolve().as_posix() if p.is_dir() else ''), [], set(), [], {}
     for f in walk_files(p, rep, unreadable):
         why = unreadable_reason(f, p, max_bytes) or eval_data_reason(f, p)
         if not why and (kind := not_text(f)):        # images, stylesheets, build files: not read, and gone from the
             rep.binary.append((os.fsdecode(f), kind))  # store if an older ragnb took them for text
+            continue
+        if not why and (what := generated_reason(f, p, sites)):     # a documentation site's machinery: the same
+            rep.generated.append((os.fsdecode(f), what))
             continue
         if why: rep.skipped.append((os.fsdecode(f), why))
         if isinstance(why, KeptReason): seen.add(source_key(f, p))     # not known to be gone: nothing is removed

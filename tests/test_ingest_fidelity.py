@@ -3,6 +3,7 @@ a DocBook (Publican) page with sidebars, a banner and footer navigation; a Sphin
 line ends, real compounds and running heads that change with the chapter; a docs folder with drawings, stylesheets,
 icons and a Makefile."""
 import re
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +176,22 @@ def test_line_end_hyphens_follow_the_document(compound, joined, text):
     if compound: assert compound in out
     if joined: assert joined in out and joined[:4] + '-' not in out.lower()
     assert chunk_text(out, 'h.pdf')                                             # and it chunks
+
+
+PYDOC_BUILD = Path('/usr/share/doc/python3/html')   # python3-doc: a real Sphinx HTML build
+
+
+@pytest.mark.skipif(not (PYDOC_BUILD / 'searchindex.js').exists(), reason='python3-doc is not installed')
+def test_a_real_sphinx_build_is_listed_as_its_pages():
+    "Python's docs as installed: every page listed once, without its source copy, search index or theme scripts."
+    from ragnb.ingest import IndexReport, list_files
+    rep = IndexReport()
+    files, _ = list_files(PYDOC_BUILD, rep, {})
+    rel = {f.relative_to(PYDOC_BUILD).as_posix() for f in files}
+    left = {Path(f).relative_to(PYDOC_BUILD).as_posix(): what for f, what in rep.generated}
+    pages = {r for r in rel if r.endswith('.html')}
+    assert len(pages) > 400 and not any(r.startswith(('_sources/', '_static/')) for r in rel)
+    twins = [f'_sources/{p[:-5]}.rst.txt' for p in pages if (PYDOC_BUILD / f'_sources/{p[:-5]}.rst.txt').exists()]
+    assert len(twins) > 400 and all(left[t] == 'page sources' for t in twins)
+    assert left['searchindex.js'] == 'search index' and left['genindex-all.html'] == 'index pages'
+    assert 'tutorial/index.html' in rel and 'library/json.html' in rel
