@@ -15,12 +15,13 @@ from .sentences import ATX_HEADING, ATX_HEADING_COL0, MAX_HEADING_CHARS
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'CHUNK_SIZES',
-           'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
-           'not_text_kind', 'sniffed_kind', 'read_text_file', 'read_file_bytes', 'decode_text', 'normalize_markdown',
-           'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown', 'chunk_code', 'rst_as_markdown',
-           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
-           'chunk_file', 'mode_for', 'strategy_version']
+__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'LOCK_FILES',
+           'MINIFIED', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'CHUNK_SIZES', 'CODIGO_VERSION', 'CHUNKERS',
+           'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError', 'not_text_kind', 'sniffed_kind',
+           'minified_head', 'read_text_file', 'read_file_bytes', 'decode_text', 'normalize_markdown', 'normalize_code',
+           'ChunkSizes', 'chunker_version', 'chunk_markdown', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown',
+           'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for',
+           'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 @dataclass
@@ -92,6 +93,9 @@ TEXT_APPLICATIONS = {f'application/{t}' for t in (
     'yaml toml sql x-httpd-php x-python-code-source x-ruby ecmascript').split()}
 BUILD_FILES = {'makefile', 'gnumakefile', 'makefile.am', 'makefile.in', 'cmakelists.txt', 'meson.build',
                'build.ninja', 'configure.ac', 'sconstruct'}
+LOCK_FILES = {'package-lock.json', 'npm-shrinkwrap.json', 'yarn.lock', 'pnpm-lock.yaml', 'poetry.lock', 'pipfile.lock',
+              'uv.lock', 'pdm.lock', 'cargo.lock', 'composer.lock', 'gemfile.lock', 'go.sum'}
+MINIFIED = re.compile(r'.+\.min\.(js|mjs|cjs|css|map)|.+\.(js|mjs|cjs|css)\.map', re.I)   # and `minified_head`
 _BY_MAJOR = {'image': 'images', 'audio': 'media', 'video': 'media', 'font': 'fonts', 'model': 'other'}
 _SIGNATURES = [(re.compile(rb'\s*(<\?xml[^>]*>\s*)?(<!--.*?-->\s*|<!DOCTYPE[^>]*>\s*)*<svg\b', re.S), 'images'),
                (re.compile(rb'/\* XPM \*/'), 'images'), (re.compile(rb'%!PS'), 'documents')]
@@ -101,6 +105,8 @@ def not_text_kind(path:str|Path) -> str|None:
     p = Path(path)
     ext = p.suffix.lower()
     if p.name.lower() in BUILD_FILES or ext in ('.mk', '.ninja', '.cmake'): return 'build files'
+    if p.name.lower() in LOCK_FILES: return 'lockfiles'
+    if MINIFIED.fullmatch(p.name): return 'minified code'
     if ext in TEXT_EXTS or ext in CODE_EXTS: return None
     if ext in BINARY_KIND: return BINARY_KIND[ext]
     mime = _MIME.guess_type(p.name, strict=False)[0]
@@ -114,6 +120,14 @@ def sniffed_kind(head:bytes) -> str|None:
     "What a file of no known type is, by its first bytes, when it is not text to read: an SVG, an XPM, PostScript."
     return next((kind for sig, kind in _SIGNATURES if sig.match(head[:2048])), None)
 
+MINIFIED_EXTS = ('.js', '.mjs', '.cjs')   # scripts that a bundler may have written on one line
+MINIFIED_LINE = 2048                     # a script whose first line is longer than this is a bundle, not source
+
+def minified_head(path:str|Path, head:bytes) -> str|None:
+    "'minified code' when `path` is a script whose first bytes `head` are one line of over `MINIFIED_LINE`, else None."
+    long = len(head) > MINIFIED_LINE and b'\n' not in head[:MINIFIED_LINE]
+    return 'minified code' if long and Path(path).suffix.lower() in MINIFIED_EXTS else None
+
 # %% ../nbs/01_chunking.ipynb #ee77a0a4
 def read_text_file(path:str|Path, # file to read
                    max_bytes:int|None=None, # refuse a file larger than this when it is opened
@@ -124,7 +138,7 @@ def read_text_file(path:str|Path, # file to read
     if kind: raise BinaryFileError(f'{path}: not text to index ({kind}); skipped', kind)
     try: data = read_file_bytes(path, max_bytes)
     except OSError as e: raise ChunkingError(f'{path}: cannot read ({e.strerror})') from None
-    if kind := sniffed_kind(data):
+    if kind := sniffed_kind(data) or minified_head(path, data[:MINIFIED_LINE + 1]):
         raise BinaryFileError(f'{path}: not text to index ({kind}, by its content); skipped', kind)
     return decode_text(data, str(path))
 

@@ -13,8 +13,8 @@ from typing import Callable, Iterable
 
 from fastcore.basics import patch
 
-from .chunking import (CODE_EXTS, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError, chunk_text, not_text_kind,
-                            read_file_bytes, read_text_file, sniffed_kind)
+from .chunking import (CODE_EXTS, MINIFIED_EXTS, MINIFIED_LINE, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError,
+                            chunk_text, minified_head, not_text_kind, read_file_bytes, read_text_file, sniffed_kind)
 from .index import SourceRecord, Store, StoreMismatchError, sentence_pass, text_hash
 from .sentence_file import chunk_sentence_spans
 from .hierarchy import JERARQUICO_STRATEGIES
@@ -240,11 +240,14 @@ def not_text(f:Path) -> str|None:
     "What the listed file `f` is when it is not text to index (a kind for the binary line), by name, else by content."
     if reader_for(f) is not None: return None
     if kind := not_text_kind(f): return kind
-    if f.suffix.lower() in TEXT_EXTS or f.suffix.lower() in CODE_EXTS: return None
+    ext = f.suffix.lower()
+    known = ext in TEXT_EXTS or ext in CODE_EXTS
+    if known and ext not in MINIFIED_EXTS: return None
     try: fd = os.open(f, os.O_RDONLY | os.O_NONBLOCK)
     except OSError: return None                      # reading it will say why
-    try: return sniffed_kind(os.read(fd, 2048)) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    try: head = os.read(fd, MINIFIED_LINE + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else None
     finally: os.close(fd)
+    return head and ((None if known else sniffed_kind(head)) or minified_head(f, head))
 
 # %% ../nbs/03a_ingest.ipynb #f6534881
 SITE_MARKERS = {'sphinx': ('searchindex.js', '_static'), 'mkdocs': ('search/search_index.json', 'sitemap.xml')}
