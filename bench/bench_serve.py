@@ -140,8 +140,9 @@ def server_cpu(proc):
     return total / tick
 
 
-def http_rows(store_dir, qs, workers):
-    "{(client, clients): (latencies, wall, server CPU s)} for one server of `workers` processes, warm."
+def http_rows(store_dir, qs, workers, times=3):
+    """{(client, clients): (latencies, wall, server CPU s)} for one server of `workers` processes, warm, each row
+    asking every question `times` times."""
     import anyio
     proc, port = http_server(store_dir, workers)
     url = f'http://127.0.0.1:{port}/mcp'
@@ -152,7 +153,7 @@ def http_rows(store_dir, qs, workers):
         for client, run in runs.items():
             for n in (1, 4, 16):
                 cpu = server_cpu(proc)
-                lat, wall = run(fresh(qs, f'{client[0]}{n}w{workers}-'), n)
+                lat, wall = run(fresh(qs, f'{client[0]}{n}w{workers}-', times), n)
                 out[client, n] = lat, wall, server_cpu(proc) - cpu
         return out
     finally:
@@ -167,7 +168,7 @@ def main():
     from ragnb.ingest import default_corpus, index_paths, new_store_model
     from ragnb.serve import RetrievalService
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument('--rounds', type=int, default=5)
+    ap.add_argument('--rounds', type=int, default=5, help='times each question is asked in each row')
     ap.add_argument('--workers', type=int, default=len(os.sched_getaffinity(0)),
                     help='worker processes of the second HTTP server (default: one per core)')
     ap.add_argument('--model', help="the store's model (default: the one `ragnb index` picks for the bundled docs, "
@@ -186,7 +187,7 @@ def main():
     with cf.ThreadPoolExecutor(8) as ex: lat8 = list(ex.map(lambda q: _timed(svc, q), fresh(qs, 'th')))
     wall_threads = time.perf_counter() - t
     procs = {p: in_processes(store_dir, fresh(qs, f'p{p}-'), p) for p in sorted({1, args.workers})}
-    http = {w: http_rows(store_dir, qs, w) for w in sorted({1, args.workers})}
+    http = {w: http_rows(store_dir, qs, w, args.rounds) for w in sorted({1, args.workers})}
     d_p50 = pct(lat_stdio, .5) - pct(lat_in, .5)
     print(f'ask(k=5, trim=True) on the bundled docs ({svc.store.stats()["chunks"]} chunks), {len(qs)} questions, '
           f'{os.cpu_count()} cores; model {svc.store.manifest["model"]}\n')
