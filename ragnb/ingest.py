@@ -30,8 +30,8 @@ __all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX
            'display_path', 'chunking_strategies', 'store_chunking', 'SourceFile', 'not_text', 'site_kind',
            'site_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
            'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model',
-           'index_paths', 'chunk_batches', 'embedded_batches', 'embed_chunks', 'until_interrupted', 'default_corpus',
-           'default_store_dir', 'open_for_indexing', 'open_default_store']
+           'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'embed_chunks', 'until_interrupted',
+           'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -72,10 +72,12 @@ def generated_summary(self:IndexReport) -> str:
 
 # %% ../nbs/03a_ingest.ipynb #5b7c31d2
 @patch
-def kind_summary(self:IndexReport) -> str:
+def kind_summary(self:IndexReport,
+                 indexed:str='indexed', # what the added and updated files are called ('to index' in a dry run)
+                ) -> str:
     "Files by kind and outcome: 'html: 12 indexed, 1 skipped · pdf: 2 indexed · text: 25 unchanged'."
     rows = {}
-    for outcome, files in (('indexed', self.added + self.updated), ('unchanged', self.unchanged),
+    for outcome, files in ((indexed, self.added + self.updated), ('unchanged', self.unchanged),
                            ('skipped', [f for f, _ in self.skipped])):
         for f in files: rows.setdefault(file_kind(f), Counter())[outcome] += 1
     return ' · '.join(f'{k}: ' + ', '.join(f'{n} {o}' for o, n in c.items()) for k, c in sorted(rows.items()))
@@ -451,6 +453,22 @@ def chunk_batches(todo:Iterable[SourceFile], metadata:dict|None, rep:IndexReport
             yield records, chunks
             records, chunks = [], []
     if records: yield records, chunks
+
+# %% ../nbs/03a_ingest.ipynb #c25e2089
+def plan_index(paths:list|str|Path, # files and folders, as `index_paths` takes them
+               known:dict[str, SourceRecord]|None=None, # a store's sources (`Store.sources()`); None: a new store
+               *, metadata:dict|None=None, max_bytes:int=MAX_FILE_BYTES,
+               chunking:str='documental', # 'documental', 'jerarquico' or 'auto' (`chunking_strategies`)
+              ) -> IndexReport:
+    "What `index_paths` would do with `paths`, read and chunked but not embedded: its report, and nothing written."
+    t0, rep, known = time.perf_counter(), IndexReport(), known or {}
+    chunking_strategies(chunking, 0)                          # an unknown mode is refused before any work
+    listed = listed_files(checked_paths(paths), rep, known, max_bytes)
+    todo = changed_sources(listed, rep, known, metadata_json(metadata), max_bytes, chunking)
+    for _ in chunk_batches(todo, metadata, rep): pass         # counts chunks and fills added / updated
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
 
 # %% ../nbs/03a_ingest.ipynb #4937c8fb
 def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`, as `chunk_batches` gives them
