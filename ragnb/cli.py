@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--quiet', action='store_true', help='no progress bar')
     s.add_argument('--dry-run', action='store_true', help='list, read and chunk what would change, and say so; no '
                                                           'model is loaded and nothing is written')
-    s.add_argument('--verbose', action='store_true', help="list each binary file skipped; show the model's loading bar")
+    s.add_argument('--verbose', action='store_true', help="list each binary file skipped and each build file left out; "
+                                                          "show the model's loading bar")
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
     s.add_argument('--shards', type=_positive_int, help='a new store split by source into N stores (a query fans out '
                                                         f'to all of them); with --ray the default is {RAY_SHARDS}')

@@ -61,6 +61,7 @@ def binary_summary(self:IndexReport) -> str:
     if not self.binary: return ''
     kinds = sorted(Counter(k for _, k in self.binary).items(), key=lambda kn: (-kn[1], kn[0]))
     return f'skipped {len(self.binary)} binary files: ' + ', '.join(f'{k} {n}' for k, n in kinds)
+
 @patch
 def generated_summary(self:IndexReport) -> str:
     "One line on the documentation sites' machinery left out: 'left out 530 files ...: page sources 497, ...'; or ''."
@@ -249,7 +250,8 @@ def not_text(f:Path) -> str|None:
     except OSError: return None                      # reading it will say why
     try: head = os.read(fd, MINIFIED_LINE + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else None
     finally: os.close(fd)
-    return head and ((None if known else sniffed_kind(head)) or minified_head(f, head))
+    if not head: return None
+    return (None if known else sniffed_kind(head)) or minified_head(f, head)
 
 # %% ../nbs/03a_ingest.ipynb #f6534881
 SITE_MARKERS = {'sphinx': ('searchindex.js', '_static'), 'mkdocs': ('search/search_index.json', 'sitemap.xml')}
