@@ -361,13 +361,13 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
 def _index_dry_run(args, path, meta) -> int:
     "`ragnb index --dry-run`: `plan_index` against the store's sources (none for a new store), printed like a run."
     from ragnb.index import StoreError
-    from ragnb.ingest import plan_index
+    from ragnb.ingest import plan_index, run_chunking
     from ragnb.stores import open_store, store_exists
-    known, chunking = {}, args.mode or 'documental'
+    known, chunking = {}, args.mode
     try:
         if store_exists(path):
             with open_store(path, readonly=True) as store:
-                known, chunking = store.sources(), args.mode or store.manifest.get('chunking', 'documental')
+                known, chunking = store.sources(), run_chunking(store.manifest, args.mode)
         rep = plan_index(args.paths, known, metadata=meta, max_bytes=int(args.max_mb * 2**20), chunking=chunking)
     except (StoreError, ValueError) as e: raise UserError(str(e)) from None
     c = rep.counts()

@@ -27,11 +27,11 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
 # %% auto #0
 __all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'INDEX_BATCH', 'IndexReport',
            'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key',
-           'display_path', 'chunking_strategies', 'store_chunking', 'SourceFile', 'not_text', 'site_kind',
-           'site_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
-           'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model',
-           'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'embed_chunks', 'until_interrupted',
-           'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
+           'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text',
+           'site_kind', 'site_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources',
+           'list_files', 'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages',
+           'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'embed_chunks',
+           'until_interrupted', 'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -187,14 +187,20 @@ def chunking_strategies(chunking:str, # 'documental', 'jerarquico' or 'auto'
     tree = chunking == 'jerarquico' or (chunking == 'auto' and size >= LONG_DOCUMENT)
     return JERARQUICO_STRATEGIES if tree else None
 
+def run_chunking(manifest:dict, # a store's manifest; {} for a new store
+                 chunking:str|None=None, # the mode asked for; None: the store's
+                ) -> str:
+    "This run's chunking: the one asked for, else the store's, else documental; an unknown mode is refused."
+    chunking = chunking or manifest.get('chunking', 'documental')
+    chunking_strategies(chunking, 0)                          # refused before any work
+    return chunking
+
 def store_chunking(store, # a store opened for writing
                    chunking:str|None=None, # the mode asked for; None: the store's
                   ) -> str:
-    "This run's chunking: the one asked for (recorded in the store when it changes), else the store's, else documental."
-    recorded = store.manifest.get('chunking', 'documental')
-    chunking = chunking or recorded
-    chunking_strategies(chunking, 0)                          # an unknown mode is refused before any work
-    if chunking != recorded: store.update_manifest(chunking=chunking)
+    "This run's chunking (`run_chunking`), recorded in the store when it changes."
+    chunking = run_chunking(store.manifest, chunking)
+    if chunking != store.manifest.get('chunking', 'documental'): store.update_manifest(chunking=chunking)
     return chunking
 
 # %% ../nbs/03a_ingest.ipynb #2ded5bfa
@@ -460,11 +466,10 @@ def chunk_batches(todo:Iterable[SourceFile], metadata:dict|None, rep:IndexReport
 def plan_index(paths:list|str|Path, # files and folders, as `index_paths` takes them
                known:dict[str, SourceRecord]|None=None, # a store's sources (`Store.sources()`); None: a new store
                *, metadata:dict|None=None, max_bytes:int=MAX_FILE_BYTES,
-               chunking:str='documental', # 'documental', 'jerarquico' or 'auto' (`chunking_strategies`)
+               chunking:str|None=None, # 'documental', 'jerarquico' or 'auto'; None: documental (`run_chunking`)
               ) -> IndexReport:
     "What `index_paths` would do with `paths`, read and chunked but not embedded: its report, and nothing written."
-    t0, rep, known = time.perf_counter(), IndexReport(), known or {}
-    chunking_strategies(chunking, 0)                          # an unknown mode is refused before any work
+    t0, rep, known, chunking = time.perf_counter(), IndexReport(), known or {}, run_chunking({}, chunking)
     listed = listed_files(checked_paths(paths), rep, known, max_bytes)
     todo = changed_sources(listed, rep, known, metadata_json(metadata), max_bytes, chunking)
     for _ in chunk_batches(todo, metadata, rep): pass         # counts chunks and fills added / updated
