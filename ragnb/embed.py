@@ -28,10 +28,10 @@ __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEF
            'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'runtime_choice',
            'sentence_choice', 'Embedder', 'model_location', 'ModelUnavailable', 'hub_download_problem', 'usable_cores',
            'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache',
-           'special_tokens_around', 'word_embeddings', 'OnnxQueryEncoder', 'UnigramIds', 'unigram_cache_file',
-           'light_or_parsed', 'FastTokenizer', 'fast_tokenizer', 'query_onnx_file', 'export_query_onnx',
-           'query_encoder_for', 'ov_cache_dir', 'OpenVinoEncoder', 'document_encoder_for', 'bundled_data_dir',
-           'calibration_texts', 'int8_graph_dir', 'quantize_int8', 'int8_problem', 'int8_encoder']
+           'special_tokens_around', 'safetensors_f32', 'WordRows', 'word_embeddings', 'OnnxQueryEncoder', 'UnigramIds',
+           'unigram_cache_file', 'light_or_parsed', 'FastTokenizer', 'fast_tokenizer', 'query_onnx_file',
+           'export_query_onnx', 'query_encoder_for', 'ov_cache_dir', 'OpenVinoEncoder', 'document_encoder_for',
+           'bundled_data_dir', 'calibration_texts', 'int8_graph_dir', 'quantize_int8', 'int8_problem', 'int8_encoder']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -598,27 +598,72 @@ def _token_ranges(starts:np.ndarray, spans:list) -> tuple[np.ndarray, np.ndarray
     return np.searchsorted(starts, sp[:, 0]), np.searchsorted(starts, sp[:, 1])
 
 # %% ../nbs/02_embed.ipynb #334c9097
-def _safetensors_memmap(path:Path, name:str) -> np.ndarray:
-    "Tensor `name` of a safetensors file as a read-only float32 memory map (no copy, rows read on demand)."
+def safetensors_f32(path:Path, name:str) -> tuple[int, tuple[int, ...]]:
+    "Where float32 tensor `name` starts in safetensors file `path`, and its shape; a clear error for anything else."
     with open(path, 'rb') as f:
         n = struct.unpack('<Q', f.read(8))[0]
-        info = json.loads(f.read(n))[name]
+        info = json.loads(f.read(n)).get(name)
+    if info is None: raise ValueError(f'{path}: no tensor {name}; rebuild the model folder')
     if info['dtype'] != 'F32': raise ValueError(f'{path}: {name} is {info["dtype"]}, not F32')
-    return np.memmap(path, dtype='<f4', mode='r', offset=8 + n + info['data_offsets'][0], shape=tuple(info['shape']))
+    start, shape = 8 + n + info['data_offsets'][0], tuple(info['shape'])
+    if path.stat().st_size < start + 4 * int(np.prod(shape)):
+        raise ValueError(f'{path} is cut short ({name} runs past its end); rebuild the model folder')
+    return start, shape
+
+class WordRows:
+    """A model's word-embedding table, read row by row: `rows[ids]` gives float32 rows for token `ids` of any shape.
+    Each row is read from the file once (`os.pread`) and kept, so a process holds the rows its texts use, never the
+    whole table. Thread-safe: one lock guards the rows kept, and a call holds it for its gather."""
+    def __init__(self, path:str|Path, name:str=WORD_EMBEDDINGS):
+        self.path = Path(path)
+        self.start, self.shape = safetensors_f32(self.path, name)
+        self.dtype = np.dtype(np.float32)
+        self._slot = np.full(self.shape[0], -1, dtype=np.int32)    # token id → its row in `_rows`, -1 not read yet
+        self._rows, self._n = np.empty((64, self.shape[1]), dtype=np.float32), 0
+        self._lock = threading.Lock()
+
+    def __len__(self): return self.shape[0]
+    def __repr__(self): return f'WordRows({self.path}, {self.shape}, {self._n} rows read)'
+
+    def _read(self, ids:np.ndarray):
+        "Read rows `ids` (sorted, distinct, not read yet), one `pread` per run of consecutive ids (the lock is held)."
+        width = 4 * self.shape[1]
+        if self._n + len(ids) > len(self._rows):
+            grown = np.empty((max(2 * len(self._rows), self._n + len(ids)), self.shape[1]), dtype=np.float32)
+            grown[:self._n] = self._rows[:self._n]
+            self._rows = grown
+        runs = np.split(ids, np.flatnonzero(np.diff(ids) != 1) + 1)
+        with open(self.path, 'rb') as f:
+            for run in runs:
+                data = os.pread(f.fileno(), width * len(run), self.start + width * int(run[0]))
+                if len(data) != width * len(run): raise ValueError(f'{self.path} changed while read; reopen the store')
+                self._rows[self._n:self._n + len(run)] = np.frombuffer(data, dtype='<f4').reshape(len(run), -1)
+                self._slot[run] = np.arange(self._n, self._n + len(run), dtype=np.int32)
+                self._n += len(run)
+
+    def __getitem__(self, ids) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        with self._lock:
+            slots = self._slot[ids]
+            if (slots < 0).any():
+                self._read(np.unique(ids[slots < 0]))
+                slots = self._slot[ids]
+            return self._rows[slots]
 
 @functools.lru_cache(maxsize=8)
-def _word_table(key:tuple) -> np.ndarray: # (path, size, mtime): a rebuilt file is mapped anew
-    return _safetensors_memmap(Path(key[0]), WORD_EMBEDDINGS)
+def _word_table(key:tuple) -> WordRows: # (path, size, mtime): a rebuilt file is read anew
+    return WordRows(Path(key[0]))
 
-def word_embeddings(folder:str|Path) -> np.ndarray:
-    "Model folder `folder`'s word-embedding table, memory-mapped once per process and weights file (encoders share it)."
+def word_embeddings(folder:str|Path) -> WordRows:
+    "Model folder `folder`'s word-embedding table, opened once per process and weights file (encoders share it)."
     f = (Path(folder) / 'model.safetensors').resolve()
     st = f.stat()
     return _word_table((str(f), st.st_size, st.st_mtime_ns))
 
-def _inputs_embeds(words:np.ndarray, ids:np.ndarray) -> np.ndarray:
+def _inputs_embeds(words:WordRows, ids:np.ndarray) -> np.ndarray:
     "The graph's `inputs_embeds`: the rows of `words` for token `ids`, float32 and contiguous."
     return np.ascontiguousarray(words[ids], dtype=np.float32)
+
 
 # %% ../nbs/02_embed.ipynb #5a41e8c4
 class OnnxQueryEncoder:
@@ -912,7 +957,7 @@ def export_query_onnx(path) -> Path|None:
     dest = _exported_onnx_dir(path)
     tmp = dest.with_name(f'{dest.name}.tmp{os.getpid()}')
     try:
-        _safetensors_memmap(Path(path) / 'model.safetensors', WORD_EMBEDDINGS)    # the query path reads its rows
+        safetensors_f32(Path(path) / 'model.safetensors', WORD_EMBEDDINGS)    # the query path reads its rows
         with hf_progress(False): export_onnx(Path(path), tmp)
         tmp.rename(dest)                      # atomic; a concurrent export that finished first wins
     except Exception as e: log.info('no ONNX query graph for %s: %s', path, e)
