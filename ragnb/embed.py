@@ -599,29 +599,38 @@ def _token_ranges(starts:np.ndarray, spans:list) -> tuple[np.ndarray, np.ndarray
     return np.searchsorted(starts, sp[:, 0]), np.searchsorted(starts, sp[:, 1])
 
 # %% ../nbs/02_embed.ipynb #334c9097
-def safetensors_f32(path:Path, name:str) -> tuple[int, tuple[int, ...]]:
-    "Where float32 tensor `name` starts in safetensors file `path`, and its shape; a clear error for anything else."
-    with open(path, 'rb') as f:
-        n = struct.unpack('<Q', f.read(8))[0]
-        info = json.loads(f.read(n)).get(name)
+def safetensors_f32(path:Path, name:str, fd:int|None=None) -> tuple[int, tuple[int, ...]]:
+    """Where float32 tensor `name` starts in safetensors file `path` (read through `fd` when given), and its shape;
+    a clear error for anything else."""
+    with open(path if fd is None else os.dup(fd), 'rb') as f:
+        n = struct.unpack('<Q', os.pread(f.fileno(), 8, 0))[0]
+        info = json.loads(os.pread(f.fileno(), n, 8)).get(name)
+        size = os.fstat(f.fileno()).st_size
     if info is None: raise ValueError(f'{path}: no tensor {name}; rebuild the model folder')
     if info['dtype'] != 'F32': raise ValueError(f'{path}: {name} is {info["dtype"]}, not F32')
     start, shape = 8 + n + info['data_offsets'][0], tuple(info['shape'])
-    if path.stat().st_size < start + 4 * int(np.prod(shape)):
+    if size < start + 4 * int(np.prod(shape)):
         raise ValueError(f'{path} is cut short ({name} runs past its end); rebuild the model folder')
     return start, shape
 
 class WordRows:
     """A model's word-embedding table, read row by row: `rows[ids]` gives float32 rows for token `ids` of any shape.
     Each row is read from the file once (`os.pread`) and kept, so a process holds the rows its texts use, never the
-    whole table. Thread-safe: one lock guards the rows kept, and a call holds it for its gather."""
+    whole table. The file stays open, so a model folder rebuilt meanwhile (a new file renamed over it) is not mixed
+    with the one it opened. Thread-safe: one lock guards the rows kept, and a call holds it for its gather."""
     def __init__(self, path:str|Path, name:str=WORD_EMBEDDINGS):
-        self.path = Path(path)
-        self.start, self.shape = safetensors_f32(self.path, name)
+        self.path, self._fd = Path(path), os.open(path, os.O_RDONLY | getattr(os, 'O_CLOEXEC', 0))
+        try: self.start, self.shape = safetensors_f32(self.path, name, self._fd)
+        except BaseException:
+            os.close(self._fd)
+            raise
         self.dtype = np.dtype(np.float32)
         self._slot = np.full(self.shape[0], -1, dtype=np.int32)    # token id → its row in `_rows`, -1 not read yet
         self._rows, self._n = np.empty((64, self.shape[1]), dtype=np.float32), 0
         self._lock = threading.Lock()
+
+    def __del__(self):
+        if getattr(self, '_fd', None) is not None: os.close(self._fd)
 
     def __len__(self): return self.shape[0]
     def __repr__(self): return f'WordRows({self.path}, {self.shape}, {self._n} rows read)'
@@ -633,14 +642,12 @@ class WordRows:
             grown = np.empty((max(2 * len(self._rows), self._n + len(ids)), self.shape[1]), dtype=np.float32)
             grown[:self._n] = self._rows[:self._n]
             self._rows = grown
-        runs = np.split(ids, np.flatnonzero(np.diff(ids) != 1) + 1)
-        with open(self.path, 'rb') as f:
-            for run in runs:
-                data = os.pread(f.fileno(), width * len(run), self.start + width * int(run[0]))
-                if len(data) != width * len(run): raise ValueError(f'{self.path} changed while read; reopen the store')
-                self._rows[self._n:self._n + len(run)] = np.frombuffer(data, dtype='<f4').reshape(len(run), -1)
-                self._slot[run] = np.arange(self._n, self._n + len(run), dtype=np.int32)
-                self._n += len(run)
+        for run in np.split(ids, np.flatnonzero(np.diff(ids) != 1) + 1):
+            data = os.pread(self._fd, width * len(run), self.start + width * int(run[0]))
+            if len(data) != width * len(run): raise ValueError(f'{self.path} was cut short while open; reopen it')
+            self._rows[self._n:self._n + len(run)] = np.frombuffer(data, dtype='<f4').reshape(len(run), -1)
+            self._slot[run] = np.arange(self._n, self._n + len(run), dtype=np.int32)
+            self._n += len(run)
 
     def __getitem__(self, ids) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
