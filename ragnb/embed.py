@@ -746,7 +746,7 @@ class UnigramIds:
         self.unk_score, self.longest, self.steps = min(scores) - UNK_PENALTY, max(map(len, ids)), steps
         bare = Tokenizer.from_str(steps)
         self.normalizer, self.pre_tokenizer = bare.normalizer, bare.pre_tokenizer
-        self.splits = {}                                      # word → its ids, as `split` found them
+        self.splits, self.placed = {}, {}                     # word → its ids (`split`), its pieces (`placed_pieces`)
 
     @classmethod
     def of(cls, spec:dict) -> UnigramIds|None:
@@ -767,8 +767,9 @@ class UnigramIds:
 
     def token_to_id(self, token:str) -> int|None: return self.added.get(token, self.ids.get(token))
 
-    def split(self, word:str) -> list[int]:
-        "The ids of one pre-tokenized word: the best-scoring path of pieces, unknown characters fused into one."
+    def pieces(self, word:str) -> list[tuple[int, int, int]]:
+        """One pre-tokenized word's pieces, `(start, end, id)` in its characters: the best-scoring path, unknown
+        characters fused into one."""
         n, ids, scores, unk = len(word), self.ids, self.scores, self.unk_id
         best, back = [0.0] * (n + 1), [None] * (n + 1)      # best score reaching each character; (start, id) there
         for s in range(n):
@@ -782,33 +783,65 @@ class UnigramIds:
                 best[s + 1], back[s + 1] = best[s] + self.unk_score, (s, unk)
         return self._path(word, back)
 
-    def _path(self, word:str, back:list) -> list[int]:
-        "Walk `split`'s links back from the end: a run of unknown characters is one token, `<unk>` unless a piece."
+    def _path(self, word:str, back:list) -> list[tuple[int, int, int]]:
+        "Walk `pieces`' links back from the end: a run of unknown characters is one token, `<unk>` unless a piece."
         out, e, run_end = [], len(word), None
         while e > 0:
             s, i = back[e]
             if i == self.unk_id: run_end = run_end or e
             else:
-                if run_end: out.append(self.ids.get(word[e:run_end], self.unk_id))
-                out.append(i)
+                if run_end: out.append((e, run_end, self.ids.get(word[e:run_end], self.unk_id)))
+                out.append((s, e, i))
                 run_end = None
             e = s
-        if run_end: out.append(self.ids.get(word[:run_end], self.unk_id))
+        if run_end: out.append((0, run_end, self.ids.get(word[:run_end], self.unk_id)))
         return out[::-1]
+
+    def split(self, word:str) -> list[int]:
+        "The ids of one pre-tokenized word (`pieces`), kept for the next time it comes (up to `WORD_SPLITS` words)."
+        got = self.splits.get(word)
+        if got is None:
+            if len(self.splits) >= WORD_SPLITS: self.splits.clear()
+            got = self.splits[word] = [i for _, _, i in self.pieces(word)]
+        return got
+
+    def placed_pieces(self, word:str) -> list[tuple[int, int, int]]:
+        "`pieces`, kept for the next time the word comes (up to `WORD_SPLITS` words)."
+        got = self.placed.get(word)
+        if got is None:
+            if len(self.placed) >= WORD_SPLITS: self.placed.clear()
+            got = self.placed[word] = self.pieces(word)
+        return got
+
+    def _holds_added(self, text:str) -> bool:
+        norm = self.normalizer.normalize_str(text) if self.normalizer else text
+        return any(a in text or a in norm for a in self.added)
 
     def encode(self, text:str, special:bool=True) -> list[int]|None:
         "`text`'s ids (with the file's special tokens around them if `special`); None if it holds an added token."
+        if self._holds_added(text): return None
         norm = self.normalizer.normalize_str(text) if self.normalizer else text
-        if any(a in text or a in norm for a in self.added): return None
         words = self.pre_tokenizer.pre_tokenize_str(norm) if self.pre_tokenizer else [(norm, None)]
-        ids, splits = [], self.splits
-        for w, _ in words:
-            got = splits.get(w)
-            if got is None:
-                if len(splits) >= WORD_SPLITS: splits.clear()
-                got = splits[w] = self.split(w)
-            ids += got
+        ids = [i for w, _ in words for i in self.split(w)]
         return self.head + ids + self.tail if special else ids
+
+    def encode_offsets(self, text:str, special:bool=True) -> tuple[list[int], list[tuple[int, int]]]|None:
+        """`text`'s ids and each one's `(start, end)` in `text`'s characters, as `tokenizers` gives them (special
+        tokens at `(0, 0)`); None if it holds an added token. The library's own strings carry the alignment: each
+        word is cut into its pieces as a `NormalizedString`, whose offsets lead back through the normalizer."""
+        from tokenizers import PreTokenizedString
+        if self._holds_added(text): return None
+        pts, ids = PreTokenizedString(text), []
+        if self.normalizer: pts.normalize(self.normalizer.normalize)
+        if self.pre_tokenizer: self.pre_tokenizer.pre_tokenize(pts)
+        def cut(_, word):
+            pieces = self.placed_pieces(str(word))
+            ids.extend(i for _, _, i in pieces)
+            return [word] if len(pieces) == 1 else [word[s:e] for s, e, _ in pieces]
+        pts.split(cut)
+        offsets = [o for _, o, _ in pts.get_splits(offset_referential='original', offset_type='char')]
+        if not special: return ids, offsets
+        return self.head + ids + self.tail, [(0, 0)] * len(self.head) + offsets + [(0, 0)] * len(self.tail)
 
 
 # %% ../nbs/02_embed.ipynb #124a6494
@@ -853,15 +886,16 @@ def _cut(seq:list, n:int, tail:int) -> list:
     return seq if len(seq) <= n else seq[:n - tail] + seq[len(seq) - tail:]
 
 class _Ids:
-    "What `FastTokenizer` reads of a `tokenizers` encoding, for ids from `UnigramIds`."
-    def __init__(self, ids:list[int]): self.ids, self.attention_mask = ids, [1] * len(ids)
+    "What `FastTokenizer` reads of a `tokenizers` encoding, for ids (and offsets) from `UnigramIds`."
+    def __init__(self, ids:list[int], offsets:list|None=None):
+        self.ids, self.attention_mask, self.offsets = ids, [1] * len(ids), offsets
 
 class FastTokenizer:
     """A model's `tokenizer.json` through the `tokenizers` library alone (no transformers, so no torch import),
     answering the calls `Embedder` and `OnnxQueryEncoder` make as a transformers fast tokenizer would. The file is
     parsed once, and truncation is done here on the encodings (`_cut`), so every length shares that one backend.
-    A Unigram file is parsed only when a call needs it (offsets, or a text holding an added token): until then
-    `UnigramIds` gives the ids, so neither a question nor an index of chunks and their sentences pays for the parse.
+    A Unigram file is parsed only when a call needs it (a text holding an added token): until then `UnigramIds`
+    gives the ids and offsets, so neither a question nor an index pays for the parse.
     Thread-safe: encoding changes nothing, and each backend is made once under a lock."""
     def __init__(self, folder:str|Path, max_length:int): # the model's input length: truncation's default
         self.file, self.model_max_length = Path(folder) / 'tokenizer.json', max_length
@@ -908,9 +942,12 @@ class FastTokenizer:
             return self._cutters[max_length]
 
     def _light_encodings(self, texts:list[str], special:bool, offsets:bool) -> list|None:
-        "`UnigramIds`' encodings of `texts`, if the file is still unparsed and the call is one it answers."
+        "`UnigramIds`' encodings of `texts`, if the file is still unparsed and none of them holds an added token."
         light = self._light
-        if light is None or offsets or self._backend is not None: return None
+        if light is None or self._backend is not None: return None
+        if offsets:
+            got = [light.encode_offsets(t, special) for t in texts]
+            return None if any(g is None for g in got) else [_Ids(*g) for g in got]
         ids = [light.encode(t, special) for t in texts]
         return None if any(i is None for i in ids) else [_Ids(i) for i in ids]
 

@@ -68,6 +68,10 @@ def test_e5_questions_and_documents_get_the_librarys_ids_without_its_parse():
     cut = ours(docs, truncation=True, max_length=16)['input_ids']
     assert cut == [e.ids if len(e.ids) <= 16 else e.ids[:15] + e.ids[-1:] for e in ref.encode_batch(docs)]
     assert ours._backend is None                                   # ... and parsed nothing either
+    placed = ours(docs, add_special_tokens=False, return_offsets_mapping=True)   # late sentence vectors' call
+    want = ref.encode_batch(docs, add_special_tokens=False)
+    assert placed['input_ids'] == [e.ids for e in want] and placed['offset_mapping'] == [e.offsets for e in want]
+    assert ours._backend is None                                   # offsets too, without the parse
     assert ours(['a <s> b'])['input_ids'] == [ref.encode('a <s> b').ids] and ours._light is None
 
 
