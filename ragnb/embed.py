@@ -813,14 +813,14 @@ class UnigramIds:
             got = self.placed[word] = self.pieces(word)
         return got
 
-    def _holds_added(self, text:str) -> bool:
+    def _normalized(self, text:str) -> str|None:
+        "`text` through the file's normalizer; None when it holds an added token, before or after."
         norm = self.normalizer.normalize_str(text) if self.normalizer else text
-        return any(a in text or a in norm for a in self.added)
+        return None if any(a in text or a in norm for a in self.added) else norm
 
     def encode(self, text:str, special:bool=True) -> list[int]|None:
         "`text`'s ids (with the file's special tokens around them if `special`); None if it holds an added token."
-        if self._holds_added(text): return None
-        norm = self.normalizer.normalize_str(text) if self.normalizer else text
+        if (norm := self._normalized(text)) is None: return None
         words = self.pre_tokenizer.pre_tokenize_str(norm) if self.pre_tokenizer else [(norm, None)]
         ids = [i for w, _ in words for i in self.split(w)]
         return self.head + ids + self.tail if special else ids
@@ -830,7 +830,7 @@ class UnigramIds:
         tokens at `(0, 0)`); None if it holds an added token. The library's own strings carry the alignment: each
         word is cut into its pieces as a `NormalizedString`, whose offsets lead back through the normalizer."""
         from tokenizers import PreTokenizedString
-        if self._holds_added(text): return None
+        if self._normalized(text) is None: return None
         pts, ids = PreTokenizedString(text), []
         if self.normalizer: pts.normalize(self.normalizer.normalize)
         if self.pre_tokenizer: self.pre_tokenizer.pre_tokenize(pts)
@@ -896,7 +896,8 @@ class FastTokenizer:
     parsed once, and truncation is done here on the encodings (`_cut`), so every length shares that one backend.
     A Unigram file is parsed only when a call needs it (a text holding an added token): until then `UnigramIds`
     gives the ids and offsets, so neither a question nor an index pays for the parse.
-    Thread-safe: encoding changes nothing, and each backend is made once under a lock."""
+    Thread-safe: encoding changes nothing but `UnigramIds`' kept splits (safe, see there), and each backend is made
+    once under a lock."""
     def __init__(self, folder:str|Path, max_length:int): # the model's input length: truncation's default
         self.file, self.model_max_length = Path(folder) / 'tokenizer.json', max_length
         self._backend, self._cutters, self._lock = None, {}, threading.Lock()
