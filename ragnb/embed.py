@@ -602,10 +602,13 @@ def _token_ranges(starts:np.ndarray, spans:list) -> tuple[np.ndarray, np.ndarray
 def safetensors_f32(path:Path, name:str, fd:int|None=None) -> tuple[int, tuple[int, ...]]:
     """Where float32 tensor `name` starts in safetensors file `path` (read through `fd` when given), and its shape;
     a clear error for anything else."""
-    with open(path if fd is None else os.dup(fd), 'rb') as f:
-        n = struct.unpack('<Q', os.pread(f.fileno(), 8, 0))[0]
-        info = json.loads(os.pread(f.fileno(), n, 8)).get(name)
-        size = os.fstat(f.fileno()).st_size
+    own = fd is None
+    if own: fd = os.open(path, os.O_RDONLY)
+    try:
+        n = struct.unpack('<Q', os.pread(fd, 8, 0))[0]
+        info, size = json.loads(os.pread(fd, n, 8)).get(name), os.fstat(fd).st_size
+    finally:
+        if own: os.close(fd)
     if info is None: raise ValueError(f'{path}: no tensor {name}; rebuild the model folder')
     if info['dtype'] != 'F32': raise ValueError(f'{path}: {name} is {info["dtype"]}, not F32')
     start, shape = 8 + n + info['data_offsets'][0], tuple(info['shape'])
@@ -624,7 +627,6 @@ class WordRows:
         except BaseException:
             os.close(self._fd)
             raise
-        self.dtype = np.dtype(np.float32)
         self._slot = np.full(self.shape[0], -1, dtype=np.int32)    # token id → its row in `_rows`, -1 not read yet
         self._rows, self._n = np.empty((64, self.shape[1]), dtype=np.float32), 0
         self._lock = threading.Lock()
@@ -746,7 +748,7 @@ class UnigramIds:
         self.unk_score, self.longest, self.steps = min(scores) - UNK_PENALTY, max(map(len, ids)), steps
         bare = Tokenizer.from_str(steps)
         self.normalizer, self.pre_tokenizer = bare.normalizer, bare.pre_tokenizer
-        self.splits, self.placed = {}, {}                     # word → its ids (`split`), its pieces (`placed_pieces`)
+        self.splits = {}                                      # word → its ids, as `split` keeps them
 
     @classmethod
     def of(cls, spec:dict) -> UnigramIds|None:
@@ -805,14 +807,6 @@ class UnigramIds:
             got = self.splits[word] = [i for _, _, i in self.pieces(word)]
         return got
 
-    def placed_pieces(self, word:str) -> list[tuple[int, int, int]]:
-        "`pieces`, kept for the next time the word comes (up to `WORD_SPLITS` words)."
-        got = self.placed.get(word)
-        if got is None:
-            if len(self.placed) >= WORD_SPLITS: self.placed.clear()
-            got = self.placed[word] = self.pieces(word)
-        return got
-
     def _normalized(self, text:str) -> str|None:
         "`text` through the file's normalizer; None when it holds an added token, before or after."
         norm = self.normalizer.normalize_str(text) if self.normalizer else text
@@ -835,7 +829,7 @@ class UnigramIds:
         if self.normalizer: pts.normalize(self.normalizer.normalize)
         if self.pre_tokenizer: self.pre_tokenizer.pre_tokenize(pts)
         def cut(_, word):
-            pieces = self.placed_pieces(str(word))
+            pieces = self.pieces(str(word))
             ids.extend(i for _, _, i in pieces)
             return [word] if len(pieces) == 1 else [word[s:e] for s, e, _ in pieces]
         pts.split(cut)

@@ -286,7 +286,7 @@ def site_machinery(kind:str, # the build's generator (`site_kind`)
 def generated_reason(f:Path, p:Path, # a file listed under the path `p` given
                      sites:dict) -> str|None: # folder → `site_kind`, filled as folders are first looked at
     "What `f` is when it is the machinery of a documentation build whose root is `p` or a folder under it, else None."
-    if not p.is_dir(): return None
+    if f == p: return None                                    # a file given by itself is no site's machinery
     d = f.parent
     while True:
         if d not in sites: sites[d] = site_kind(d)
