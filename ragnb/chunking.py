@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_chunking.ipynb #5671c76d
 from __future__ import annotations
-import ast, bisect, logging, mimetypes, os, re, stat, unicodedata, warnings
+import ast, bisect, functools, logging, mimetypes, os, re, stat, unicodedata, warnings
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable
@@ -16,12 +16,12 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'LOCK_FILES',
-           'MINIFIED', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'CHUNK_SIZES', 'CODIGO_VERSION', 'CHUNKERS',
-           'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError', 'not_text_kind', 'sniffed_kind',
-           'minified_head', 'read_text_file', 'read_file_bytes', 'decode_text', 'normalize_markdown', 'normalize_code',
-           'ChunkSizes', 'chunker_version', 'chunk_markdown', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown',
-           'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for',
-           'strategy_version']
+           'MINIFIED', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'CHUNK_SIZES', 'GRAMMARS', 'SMALL_DECL_LINES',
+           'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
+           'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes', 'decode_text',
+           'normalize_markdown', 'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar',
+           'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker',
+           'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 @dataclass
@@ -76,7 +76,9 @@ class BinaryFileError(ChunkingError):
 
 TEXT_EXTS = {'.md', '.markdown', '.txt', '.rst', '.adoc'}
 CODE_EXTS = {'.ts': 'typescript', '.tsx': 'tsx', '.js': 'javascript', '.jsx': 'javascript', '.mjs': 'javascript',
-             '.cjs': 'javascript', '.py': 'python', '.json': 'json', '.yml': 'yaml', '.yaml': 'yaml'}
+             '.cjs': 'javascript', '.py': 'python', '.json': 'json', '.yml': 'yaml', '.yaml': 'yaml',
+             '.go': 'go', '.java': 'java', '.c': 'c', '.h': 'cpp', '.cc': 'cpp', '.cpp': 'cpp', '.cxx': 'cpp',
+             '.hpp': 'cpp', '.hh': 'cpp', '.hxx': 'cpp', '.cs': 'csharp', '.rs': 'rust', '.sh': 'bash', '.bash': 'bash'}
 BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides text
     'images': '.png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .svgz .xcf',
     'documents': '.pdf .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .epub',   # PDF, DOCX: `ragnb.readers`
@@ -624,6 +626,141 @@ def _yaml_units(text):
             units.append(_Unit(doc.start_mark.line, doc.end_mark.line, 'document', ''))
     return units
 
+# %% ../nbs/01_chunking.ipynb #ac3bb992
+@dataclass(frozen=True)
+class Grammar:
+    "How `codigo` reads one language with its tree-sitter grammar: which top-level nodes are declarations."
+    module: str                             # the grammar's package, such as `tree_sitter_go`
+    kinds: dict                             # declaration node type → the kind a chunk's title names
+    open: frozenset = frozenset()           # node types whose children are top level too: namespaces, `#ifdef` guards
+    attached: frozenset = frozenset()       # node types that go with the declaration below them, as comments do
+
+_C_KINDS = {'function_definition': 'function', 'type_definition': 'typedef', 'struct_specifier': 'struct',
+            'union_specifier': 'union', 'enum_specifier': 'enum', 'preproc_function_def': 'macro'}
+_C_OPEN = frozenset({'preproc_ifdef', 'preproc_if', 'preproc_else', 'preproc_elif', 'preproc_elifdef',
+                     'linkage_specification'})
+GRAMMARS = {
+    'go': Grammar('tree_sitter_go', {'function_declaration': 'func', 'method_declaration': 'func',
+                                     'type_declaration': 'type'}),
+    'java': Grammar('tree_sitter_java', {'class_declaration': 'class', 'interface_declaration': 'interface',
+                                         'enum_declaration': 'enum', 'record_declaration': 'record',
+                                         'annotation_type_declaration': '@interface'}),
+    'c': Grammar('tree_sitter_c', _C_KINDS, _C_OPEN),
+    'cpp': Grammar('tree_sitter_cpp', _C_KINDS | {'class_specifier': 'class', 'template_declaration': 'template',
+                                                  'concept_definition': 'concept'},
+                   _C_OPEN | {'namespace_definition'}),
+    'csharp': Grammar('tree_sitter_c_sharp', {'class_declaration': 'class', 'interface_declaration': 'interface',
+                                              'struct_declaration': 'struct', 'enum_declaration': 'enum',
+                                              'record_declaration': 'record', 'delegate_declaration': 'delegate'},
+                      frozenset({'namespace_declaration'})),
+    'rust': Grammar('tree_sitter_rust', {'function_item': 'fn', 'struct_item': 'struct', 'enum_item': 'enum',
+                                         'union_item': 'union', 'trait_item': 'trait', 'impl_item': 'impl',
+                                         'mod_item': 'mod', 'macro_definition': 'macro', 'type_item': 'type'},
+                    attached=frozenset({'attribute_item'})),
+    'bash': Grammar('tree_sitter_bash', {'function_definition': 'function'}),
+}
+
+@functools.cache
+def _grammar_language(language:str):
+    "The tree-sitter `Language` of one of `GRAMMARS`; `ModuleNotFoundError` naming the package when it is missing."
+    import importlib, tree_sitter as ts
+    module = GRAMMARS[language].module
+    try: return ts.Language(importlib.import_module(module).language())
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(f"{language} code needs the package {module.replace('_', '-')} "
+                                  f"(pip install {module.replace('_', '-')})") from None
+
+
+# %% ../nbs/01_chunking.ipynb #c45dcbe1
+def _end_line(node) -> int:
+    "The last line of `node` (0-based): a node that ends at the start of a line, with its newline, ends the one before."
+    row, col = node.end_point
+    return row - 1 if col == 0 and row > node.start_point[0] else row
+
+def _text(node) -> str: return node.text.decode('utf-8', 'replace') if node is not None else ''
+
+def _decl_name(node) -> str:
+    "What a declaration is called: `Server.Start` for a Go method, `Display for Key` for a Rust impl, C's declarator."
+    field = node.child_by_field_name
+    if node.type == 'method_declaration' and field('receiver') is not None:          # Go: the receiver's type too
+        recv = next((p.child_by_field_name('type') for p in field('receiver').named_children), None)
+        typ = re.sub(r'[\[(].*', '', _text(recv)).lstrip('*')                  # `*Set[T]` → `Set`
+        return f"{typ}.{_text(field('name'))}" if typ else _text(field('name'))
+    if node.type == 'type_declaration':                                              # Go: `type (A int; B string)`
+        specs = (s for s in node.named_children if s.type.startswith('type_'))
+        return ', '.join(_text(s.child_by_field_name('name')) for s in specs)
+    if node.type == 'impl_item':
+        return f"{_text(field('trait'))} for {_text(field('type'))}" if field('trait') else _text(field('type'))
+    if field('name') is not None: return _text(field('name'))
+    d = field('declarator')                                                          # C and C++: `int *add(...)`
+    while d is not None and d.child_by_field_name('declarator') is not None: d = d.child_by_field_name('declarator')
+    return _text(d)
+
+
+# %% ../nbs/01_chunking.ipynb #77c5e07a
+_FUNCTION_TYPES = {'function_definition', 'function_declaration', 'method_declaration', 'function_item'}
+SMALL_DECL_LINES = 2   # a declaration this short (a prototype, a macro, `type ID int`) is grouped like a statement
+
+def _is_note(node, grammar:Grammar) -> bool:
+    "A comment, or a node that goes with the declaration below it (a Rust attribute)."
+    return 'comment' in node.type or node.type in grammar.attached
+
+def _with_notes(node, notes:list) -> int:
+    "The first line of `node` with the comments and attributes right above it (no blank line between)."
+    start = node.start_point[0]
+    for n in reversed(notes):
+        if _end_line(n) < start - 1: break
+        start = n.start_point[0]
+    return start
+
+def _body_members(node, grammar:Grammar) -> list[tuple[int, int]]:
+    """Line ranges of the members of a declaration's body (methods, fields, statements), each with its comments; a
+    nested class's members follow it, so that a big one is cut between them too."""
+    body = node.child_by_field_name('body')
+    kids = body.named_children if body is not None else []
+    if len(kids) == 1 and kids[0].type.endswith('_list'): kids = kids[0].named_children   # Go's statement_list
+    out, notes = [], []
+    for k in kids:
+        if _is_note(k, grammar): notes.append(k)
+        else:
+            out.append((_with_notes(k, notes), _end_line(k)))
+            if k.type in grammar.kinds and k.type not in _FUNCTION_TYPES: out += _body_members(k, grammar)
+            notes = []
+    return out
+
+def _grammar_units(text:str, language:str) -> list[_Unit]|None:
+    """Top-level declarations of a file in one of `GRAMMARS`, inside namespaces and `#ifdef` guards too; None when
+    what the grammar could not parse holds most of the lines. That part is left to the loose lines; a declaration
+    with an error inside (zlib's `local int f(...)`, where `local` is a macro) is still one."""
+    import tree_sitter as ts
+    grammar, lines = GRAMMARS[language], text.split('\n')
+    root = ts.Parser(_grammar_language(language)).parse(text.encode('utf-8')).root_node
+    units, unparsed = [], 0
+    def visit(nodes):
+        nonlocal unparsed
+        notes = []
+        for node in nodes:
+            if node.type == 'ERROR': unparsed += _end_line(node) - node.start_point[0] + 1
+            if _is_note(node, grammar):
+                notes.append(node)
+                continue
+            if node.type in grammar.open:
+                body = node.child_by_field_name('body')
+                visit((body if body is not None else node).named_children)
+            elif (kind := grammar.kinds.get(node.type)) and _end_line(node) - node.start_point[0] >= SMALL_DECL_LINES:
+                decl = node
+                if node.type == 'template_declaration':              # C++: the kind and name of what it declares
+                    decl = next((c for c in reversed(node.named_children) if c.type in grammar.kinds), node)
+                    kind = grammar.kinds[decl.type] if decl is not node else kind
+                name_node = decl.child_by_field_name('name')
+                header = lines[(name_node or decl).start_point[0]].strip()
+                units.append(_Unit(_with_notes(node, notes), _end_line(node), kind, _decl_name(decl),
+                                   _body_members(decl, grammar), header))
+            notes = []
+    visit(root.named_children)
+    return None if 2 * unparsed > sum(map(bool, map(str.strip, lines))) else units
+
+
 # %% ../nbs/01_chunking.ipynb #e615595b
 def _line_pieces(lines, s, e, limit):
     "Pack lines s..e (inclusive) into ranges of at most `limit` characters; a longer line is its own range."
@@ -701,7 +838,7 @@ def _code_language(source:str|None, language:str|None) -> str:
         ext = Path(source).suffix.lower() if source else ''
         if ext not in CODE_EXTS: raise ValueError(f'cannot tell the language of {source!r}; pass language=')
         language = CODE_EXTS[ext]
-    if language not in ('typescript', 'tsx', 'javascript', 'python', 'json', 'yaml'):
+    if language not in ('typescript', 'tsx', 'javascript', 'python', 'json', 'yaml', *GRAMMARS):
         raise ValueError(f'unsupported language {language!r}')
     return language
 
@@ -709,16 +846,19 @@ def _code_language(source:str|None, language:str|None) -> str:
 def _code_units(norm:str, lines:list[str], language:str, source:str|None, target:int) -> tuple[list, str]:
     "The parsed top-level units and the version suffix; line windows (suffix ':lines') when the code does not parse."
     parse = {'python': _py_units, 'json': _json_units, 'yaml': _yaml_units}.get(language)
-    units = parse(norm) if parse else _ts_units(norm, language)
+    why = 'could not parse'
+    try: units = parse(norm) if parse else _grammar_units(norm, language) if language in GRAMMARS else \
+        _ts_units(norm, language)
+    except ModuleNotFoundError as e: units, why = None, str(e)
     if units is not None: return units, ''
-    warnings.warn(f'{source or "code"}: could not parse as {language}; chunked by line windows instead')
+    warnings.warn(f'{source or "code"}: {why} as {language}; chunked by line windows instead')
     return [_Unit(a, b) for a, b in _line_pieces(lines, 0, len(lines) - 1, target)], ':lines'
 
 # %% ../nbs/01_chunking.ipynb #efc9257b
 def chunk_code(text:str, # source code
                *,
                source:str|None=None, # path or name; its extension picks the language when `language` is None
-               language:str|None=None, # typescript, tsx, javascript, python, json or yaml
+               language:str|None=None, # typescript, tsx, javascript, python, json, yaml, or one of `GRAMMARS`
                target:int=CHUNK_SIZES.target, # loose statements (imports, constants) are grouped up to this size
                max_chars:int=CHUNK_SIZES.max_chars, # a block over it is split by members, then lines, then length
                metadata:dict|None=None, # copied into every chunk
@@ -889,7 +1029,7 @@ def chunk_file(path:str|Path, # file to chunk
 
 # %% ../nbs/01_chunking.ipynb #38927e1f
 def mode_for(path:str|Path) -> str:
-    "'codigo' for the code extensions, 'documental' for md, markdown, txt and any other text."
+    "'codigo' for the code extensions (`CODE_EXTS`), 'documental' for md, txt and any other text."
     return 'codigo' if Path(path).suffix.lower() in CODE_EXTS else 'documental'
 
 # %% ../nbs/01_chunking.ipynb #06128173

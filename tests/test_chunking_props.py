@@ -1,5 +1,6 @@
 "Property tests for ragnb.chunking (hypothesis): size cap, coverage, overlap bound, code line coverage."
-import re, warnings
+import glob, pathlib, re, warnings, zipfile
+import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 from ragnb.chunking import chunk_markdown, chunk_code, normalize_markdown, normalize_code
@@ -105,6 +106,68 @@ def test_typescript_line_ranges_cover_everything(src): check_code(src, 'typescri
 @given(st.lists(ts_block, min_size=1, max_size=6).map('\n'.join), st.integers(0, 200))
 def test_broken_code_falls_back_without_loss(src, cut):
     check_code(src[:cut] + ' {{ ((( ' + src[cut:], 'typescript')
+
+
+go_block = st.one_of(
+    st.integers(0, 40).map(lambda i: f'// F{i} adds.\nfunc F{i}(x int) int {{\n\treturn x + {i}\n}}\n'),
+    st.integers(0, 40).map(lambda i: f'type S{i} struct {{\n' + ''.join(f'\tA{j} int\n' for j in range(i * 8))
+                           + '}\n'),
+    st.integers(0, 40).map(lambda i: f'func (s *S) M{i}() {{\n' + ''.join(f'\ts.n += {j}\n' for j in range(i * 9))
+                           + '}\n'),
+    st.integers(0, 9).map(lambda i: f'const C{i} = {i}\nvar v{i} = "x"\n'),
+)
+java_block = st.one_of(
+    st.integers(0, 40).map(lambda i: f'/** Class {i}. */\npublic class C{i} {{\n' +
+                           ''.join(f'  /** M{j}. */\n  int m{j}() {{\n    return {j};\n  }}\n'
+                                   for j in range(i * 3)) +
+                           ''.join(f'  static class N{j} {{\n    int k() {{ return {j}; }}\n  }}\n'
+                                   for j in range(i % 4))
+                           + '}\n'),
+    st.integers(0, 9).map(lambda i: f'interface I{i} {{\n  void a();\n  void b();\n}}\n'),
+)
+c_block = st.one_of(
+    st.integers(0, 40).map(lambda i: f'/* f{i} */\nstatic int f{i}(int x)\n{{\n' +
+                           ''.join(f'    x += {j};\n' for j in range(i * 5)) + '    return x;\n}\n'),
+    st.integers(0, 9).map(lambda i: f'#define M{i}(a) ((a) + {i})\nint p{i}(int);\n'),
+    st.integers(0, 9).map(lambda i: f'typedef struct s{i} {{\n  int a;\n  int b;\n}} s{i}_t;\n'),
+    st.integers(0, 4).map(lambda i: f'#ifdef __cplusplus\nextern "C" {{\n#endif\nvoid g{i}(void);\n'),
+)
+GRAMMAR_BLOCKS = [('go', go_block), ('java', java_block), ('c', c_block), ('cpp', c_block)]
+
+
+@pytest.mark.parametrize('language,blocks', GRAMMAR_BLOCKS)
+def test_grammar_line_ranges_cover_everything(language, blocks):
+    @settings(**SETTINGS)
+    @given(st.lists(blocks, min_size=1, max_size=10).map('\n'.join), st.integers(0, 400), st.booleans())
+    def check(src, cut, broken):                     # broken: garbage in the middle, what a grammar cannot read
+        check_code(src[:cut] + ' {{ ((( ' + src[cut:] if broken else src, language)
+    check()
+
+
+def installed_code() -> list[tuple[str, str, str]]:
+    "(name, text, language) of real code installed here: C headers, zlib's examples, a JDK's sources; [] without."
+    out = [(p, pathlib.Path(p).read_text(errors='replace'), 'cpp') for p in sorted(glob.glob('/usr/include/*.h'))[:40]]
+    out += [(p, pathlib.Path(p).read_text(errors='replace'), 'c')
+            for p in sorted(glob.glob('/usr/share/doc/zlib1g-dev/examples/*.c'))]
+    out += [(p, pathlib.Path(p).read_text(errors='replace'), 'go')
+            for p in sorted(glob.glob('/usr/share/doc/git/contrib/persistent-https/*.go'))]
+    for src in [p for p in sorted(glob.glob('/usr/lib/jvm/*/lib/src.zip')) if pathlib.Path(p).is_file()][:1]:
+        with zipfile.ZipFile(src) as z:
+            names = sorted(n for n in z.namelist() if n.startswith('java.base/java/util/concurrent/'))[:25]
+            out += [(n, z.read(n).decode('utf-8', 'replace'), 'java') for n in names if n.endswith('.java')]
+    return out
+
+
+def test_installed_code_is_covered_by_declarations():
+    files = installed_code()
+    if not files: pytest.skip('no C headers, zlib examples, Go or JDK sources installed here')
+    titled = 0
+    for name, text, language in files:
+        check_code(text, language)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            titled += sum(bool(c.section_title) for c in chunk_code(text, language=language, source=name))
+    assert titled >= len(files)                   # declarations are found, not only line windows
 
 
 def test_ten_megabyte_single_line():
