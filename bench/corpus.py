@@ -71,3 +71,32 @@ def long_docs_dir() -> pathlib.Path:
     pdf = copied(pages, LONG_CACHE) / 'en' / 'nettle.pdf'
     if not pdf.exists(): pdf.write_bytes(gzip.decompress(NETTLE_PDF.read_bytes()))
     return LONG_CACHE
+
+
+JDK_SRC = sorted(p for p in pathlib.Path('/usr/lib/jvm').glob('*/lib/src.zip') if p.is_file())
+JAVA_CLASSES = ('Semaphore', 'CountDownLatch', 'CyclicBarrier', 'Exchanger', 'Phaser', 'TimeUnit', 'ArrayBlockingQueue',
+                'ThreadLocalRandom')
+CODE_CACHE = CACHE.parent / 'code'
+
+
+def code_corpus_dir() -> pathlib.Path:
+    """Code with its docs, as installed: zlib's examples (C, with their HTML guide), Nettle's examples (C) and its
+    HTML manual (`zlib1g-dev`, `nettle-dev`), git's persistent-https proxy (Go, `git`), and 8 classes of
+    `java.util.concurrent` from a JDK's `src.zip` (Javadoc-rich Java). Copied into one folder."""
+    zlib, nettle = pathlib.Path('/usr/share/doc/zlib1g-dev/examples'), pathlib.Path('/usr/share/doc/nettle-dev')
+    go = pathlib.Path('/usr/share/doc/git/contrib/persistent-https')
+    if not (zlib.is_dir() and (nettle / 'examples').is_dir() and go.is_dir() and JDK_SRC):
+        sys.exit('apt-get install -y zlib1g-dev nettle-dev git openjdk-17-source (or any JDK with lib/src.zip)')
+    pages = {f'zlib/{p.name}': p for p in zlib.iterdir() if p.suffix in ('.c', '.h', '.html')}
+    pages |= {f'nettle/{p.name}': p for p in (nettle / 'examples').iterdir() if p.suffix in ('.c', '.h')}
+    pages |= {'nettle/nettle.html': nettle / 'nettle.html'}
+    pages |= {f'go/{p.name}': p for p in go.glob('*.go')}
+    copied(pages, CODE_CACHE)
+    import zipfile
+    with zipfile.ZipFile(JDK_SRC[-1]) as z:
+        for name in JAVA_CLASSES:
+            dst = CODE_CACHE / 'java' / f'{name}.java'
+            if not dst.exists():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_bytes(z.read(f'java.base/java/util/concurrent/{name}.java'))
+    return CODE_CACHE

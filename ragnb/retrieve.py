@@ -159,10 +159,13 @@ def detects_question_language(store:Store) -> bool:
 def sentence_ranking(store:Store, # an open store; without sentence vectors the ranking is empty
                      qvec:np.ndarray, # the question's vector, from the store's model
                      ids:list[int], # the candidates
+                     chunk_scores:dict[int, float]|None=None, # candidates' own cosines (the dense side's), if known
                     ) -> list[int]:
-    "`ids` ordered by their best stored sentence's cosine with `qvec` (max-sim); chunks without vectors left out."
+    """`ids` ordered by their best stored sentence's cosine with `qvec` (max-sim). A chunk with no sentence vectors,
+    such as code, is one unit: it ranks by its own cosine in `chunk_scores`, or is left out."""
     best = {int(i): float(np.max(v.astype(np.float32) @ qvec))
             for i, (_, v, _) in store.sentence_vectors(ids).items() if len(v)}
+    if best and chunk_scores: best |= {int(i): s for i, s in chunk_scores.items() if int(i) not in best}
     return sorted(best, key=lambda i: (-best[i], i))
 
 # %% ../nbs/06_retrieve.ipynb #3a9b0b12
@@ -224,7 +227,7 @@ def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, inf
         rankings = {'dense': [i for i, _ in dense], 'lexical': [i for i, _ in lexical]}
         if sentences:
             rankings['sentences'] = sentence_ranking(store, qvec, list(dict.fromkeys(rankings['dense'] +
-                                                                                     rankings['lexical'])))
+                                                                                     rankings['lexical'])), dict(dense))
         info['fusion'] = dict(k=opts.rrf_k, dense_weight=w, sentences=bool(rankings.get('sentences')))
         fused = rrf_fuse(rankings, opts.rrf_k, {'dense': w, 'sentences': opts.sentence_weight})[:top_k]
     have = {int(c.id): c for c in store.get_chunks([i for i, *_ in fused])}     # a writer may have removed one
