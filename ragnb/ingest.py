@@ -25,13 +25,14 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
                            reader_version)
 
 # %% auto #0
-__all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'INDEX_BATCH', 'IndexReport',
-           'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key',
-           'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text',
-           'site_kind', 'site_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources',
-           'list_files', 'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages',
-           'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'embed_chunks',
-           'until_interrupted', 'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
+__all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX',
+           'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason',
+           'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking',
+           'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'generated_reason', 'scan_path', 'listed_files',
+           'changed_sources', 'list_files', 'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths',
+           'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches',
+           'embed_chunks', 'until_interrupted', 'default_corpus', 'default_store_dir', 'open_for_indexing',
+           'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -260,11 +261,17 @@ def not_text(f:Path) -> str|None:
     return (None if known else sniffed_kind(head)) or minified_head(f, head)
 
 # %% ../nbs/03a_ingest.ipynb #f6534881
-SITE_MARKERS = {'sphinx': ('searchindex.js', '_static'), 'mkdocs': ('search/search_index.json', 'sitemap.xml')}
+SITE_MARKERS = {'sphinx': ('searchindex.js', '_static'), 'mkdocs': ('search/search_index.json', 'sitemap.xml'),
+                'doxygen': ('doxygen.css', 'tabs.css'), 'javadoc': ('help-doc.html', 'script.js'),
+                'rustdoc': ('static.files', 'settings.html')}
 INDEX_PAGE = re.compile(r'genindex(-[^/]+)?\.html|[^/]*modindex\.html|search\.html')
+DOXYGEN_INDEX = re.compile(r'(annotated|classes|files|hierarchy|namespaces|modules|(functions|globals|namespacemembers)'
+                           r'(_\w+)?)\.html|dir_[0-9a-f]+\.html|.+-members\.html')
+JAVADOC_INDEX = re.compile(r'all(classes|packages)-index\.html|index-all\.html|overview-tree\.html|help-doc\.html'
+                           r'|deprecated-list\.html|search\.html')
 
 def site_kind(folder:Path) -> str|None:
-    "'sphinx' or 'mkdocs' when `folder` is the root of that generator's HTML build (`SITE_MARKERS`), else None."
+    "The generator whose HTML build has its root at `folder` (`SITE_MARKERS`: 'sphinx', 'doxygen'...), else None."
     return next((k for k, marks in SITE_MARKERS.items() if all((folder / m).exists() for m in marks)), None)
 
 def site_machinery(kind:str, # the build's generator (`site_kind`)
@@ -281,6 +288,23 @@ def site_machinery(kind:str, # the build's generator (`site_kind`)
         if top in ('assets', 'js', 'css', 'fonts') and not at_root: return 'theme files'
         if at_root and rel.name in ('sitemap.xml', 'sitemap.xml.gz'): return 'site map'
         if at_root and rel.name == '404.html': return 'error page'
+    if kind == 'doxygen':
+        if top == 'search' and not at_root: return 'search index'
+        if at_root and rel.suffix in ('.js', '.css'): return 'theme files'
+        if at_root and rel.name.endswith('_source.html'): return 'source listings'     # the code, as HTML
+        if at_root and DOXYGEN_INDEX.fullmatch(rel.name): return 'index pages'
+    if kind == 'javadoc':
+        if top in ('script-dir', 'resources', 'legal') and not at_root: return 'theme files'
+        if top == 'index-files' or 'class-use' in rel.parts[:-1] or rel.name == 'package-tree.html':
+            return 'index pages'
+        if at_root and (rel.suffix == '.js' or rel.name in ('element-list', 'package-list')): return 'search index'
+        if at_root and JAVADOC_INDEX.fullmatch(rel.name): return 'index pages'
+    if kind == 'rustdoc':
+        if top == 'src' and not at_root: return 'source listings'
+        if top in ('static.files', 'search.index', 'trait.impl', 'type.impl') and not at_root: return 'search index'
+        if at_root and rel.suffix == '.js': return 'search index'
+        if at_root and rel.name in ('settings.html', 'help.html'): return 'site pages'
+        if len(rel.parts) == 2 and rel.name == 'all.html': return 'index pages'
     return None
 
 def generated_reason(f:Path, p:Path, # a file listed under the path `p` given

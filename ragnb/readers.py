@@ -14,9 +14,10 @@ from .chunking import (CODE_EXTS, BinaryFileError, Chunk, ChunkingError, decode_
                             read_text_file, strategy_version)
 
 # %% auto #0
-__all__ = ['READERS', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'Document', 'Reader', 'register_reader', 'reader_for',
-           'file_kind', 'document_version', 'reader_version', 'read_document', 'locate_chunks', 'HtmlWalker',
-           'html_document', 'pdf_document', 'docx_document']
+__all__ = ['READERS', 'GENERATOR_CHROME', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'Document', 'Reader',
+           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'read_document',
+           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'pdf_document',
+           'docx_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -139,6 +140,32 @@ def _main_content(root):
         if len(found) == 1: return found[0]
     body = root.find('body')
     return body if body is not None else root
+
+# %% ../nbs/01a_readers.ipynb #0b98c35f
+GENERATOR_CHROME = {  # `<meta name="generator">`'s first word → the ids, classes and link texts that are its chrome
+    'doxygen': ({'top', 'nav-path', 'side-nav', 'MSearchSelectWindow', 'MSearchResultsWindow'},
+                {'summary', 'permalink'}, re.compile(r'More\.\.\.')),     # menus; "Classes | List of all members"; ◆
+    'rustdoc': (set(), {'rightside', 'sub-heading', 'anchor', 'doc-anchor', 'hideme', 'rustdoc-breadcrumbs',
+                        'test-arrow', 'skip-main-content'}, None),  # "1.0.0 · Source", "§", "Expand description"
+}
+
+def page_generator(root) -> str:
+    "The page's generator as its `<meta name=\"generator\">` names it, first word, lower case ('doxygen'...), or ''."
+    content = next(iter(root.xpath('//meta[@name="generator"]/@content')), '')
+    return re.split(r'[\s/]', content.strip().lower(), maxsplit=1)[0]
+
+def drop_generator_chrome(root) -> str:
+    "Remove from `root` the chrome its generator is known to add (`GENERATOR_CHROME`); the generator's name."
+    kind = page_generator(root)
+    if kind not in GENERATOR_CHROME: return kind
+    ids, classes, links = GENERATOR_CHROME[kind]
+    doomed = [el for el in root.iter() if isinstance(el.tag, str) and (
+        el.get('id') in ids or set((el.get('class') or '').split()) & classes or
+        links is not None and _tag(el) == 'a' and links.fullmatch((el.text_content() or '').strip()))]
+    for el in doomed:
+        if el.getparent() is not None: el.drop_tree()          # its tail text stays
+    return kind
+
 
 # %% ../nbs/01a_readers.ipynb #c6fef560
 def _visible_text(root) -> str:
@@ -375,15 +402,17 @@ def html_document(data:bytes, # the page's bytes
     import lxml.html
     text = re.sub(r'^\s*<\?xml[^>]*\?>', '', _html_text(data, name))  # lxml refuses str with an XML declaration
     root = lxml.html.document_fromstring(text) if text.strip() else None
+    visible = _alnum(_visible_text(root)) if root is not None else 0
     w = HtmlWalker()
-    if root is not None: w.walk(_main_content(root))
+    if root is not None:
+        drop_generator_chrome(root)
+        w.walk(_main_content(root))
     w.flush()
     if not w.blocks: raise ChunkingError(f'{name}: no text in the page once navigation is removed; nothing to index')
     title = root.findtext('.//title') or next((h.text_content() for h in root.iter('h1')), None)
     starts = _block_lines(w.blocks)
     anchors = [(starts[b] + off, a) for b, off, a in w.anchors if b < len(starts)]
     text = '\n\n'.join(w.blocks) + '\n'
-    visible = _alnum(_visible_text(root))
     return Document(text, 'html', title=_clean(title or '') or None, anchors=anchors, visible_chars=visible,
                     chrome_chars=max(0, visible - _alnum(text)))
 
