@@ -287,7 +287,7 @@ def container(self:HtmlWalker, el):
     self.flush()
 
 # %% ../nbs/01a_readers.ipynb #d85da464
-_NESTED = ('ul', 'ol', 'pre', 'table', 'dl')
+_NESTED = ('ul', 'ol', 'pre', 'table', 'dl', *_HEADINGS)   # blocks an item's line cannot hold
 
 @patch
 def list(self:HtmlWalker, el, depth:int):
@@ -305,7 +305,8 @@ def list(self:HtmlWalker, el, depth:int):
                 self.note_ids(ch, deep=True)
                 text.append(_inline_element(ch) + (' ' if _tag(ch) in _BLOCKS else ''))
             text.append(ch.tail or '')
-        self.items.append('  ' * depth + (f'{n}. ' if _tag(el) == 'ol' else '- ') + _clean(''.join(text)))
+        if _clean(''.join(text)) or not rest or any(_tag(ch) in ('ul', 'ol') for ch in rest):  # not a bare "- "
+            self.items.append('  ' * depth + (f'{n}. ' if _tag(el) == 'ol' else '- ') + _clean(''.join(text)))
         n += 1
         for ch in rest:
             if _tag(ch) in ('ul', 'ol'): self.list(ch, depth + 1)
@@ -359,7 +360,7 @@ def definitions(self:HtmlWalker, el):
         elif t == 'dd' and term and len(ch.findall('p')) <= 1 and not any(
                 _tag(d) in _BLOCKS - {'p'} for d in ch.iterdescendants()):
             self.note_ids(ch, deep=True)
-            self.emit(f'**{term}**: ' + _clean(_inline(ch)))
+            self.emit(f"**{term.rstrip(':')}**: " + _clean(_inline(ch)))     # Javadoc's terms end in ':'
             term = None
         else:
             if term: self.emit(f'**{term}**')
@@ -718,6 +719,6 @@ def docx_document(data:bytes, # the file's bytes
     return Document('\n'.join(text) + '\n', 'docx', title=d.core_properties.title or None, anchors=anchors)
 
 # %% ../nbs/01a_readers.ipynb #361564d1
-register_reader(Reader('html-v2', 'html', html_document), '.html', '.htm', '.xhtml')
+register_reader(Reader('html-v3', 'html', html_document), '.html', '.htm', '.xhtml')
 register_reader(Reader('pdf-v2', 'pdf', pdf_document), '.pdf')
 register_reader(Reader('docx-v1', 'docx', docx_document), '.docx')

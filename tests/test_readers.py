@@ -13,6 +13,9 @@ from ragnb.ingest import index_paths
 from ragnb.readers import READERS, Reader, docx_document, html_document, locate_chunks, pdf_document, read_document
 
 HTML_CASES = [  # (html body, markdown)
+    ('<dl><dt>Parameters:</dt><dd><code>client</code> - the name</dd></dl>', '**Parameters**: `client` - the name'),
+    ('<ul><li><section><h2>Method Details</h2><p>rotate</p></section></li></ul>', '## Method Details\n\nrotate'),
+    ('<ol><li><div><pre>a</pre></div></li><li>two</li></ol>', '```\na\n```\n\n2. two'),   # no bare "1. " first
     ('<h3 id="x">Título <code>x</code></h3>', '### Título `x`'),
     ('<pre class="language-sql">select 1;</pre>', '```sql\nselect 1;\n```'),
     ('<div class="highlight-console"><pre><span>$ ls</span></pre></div>', '```console\n$ ls\n```'),
