@@ -713,9 +713,9 @@ def _with_notes(node, notes:list) -> int:
         start = n.start_point[0]
     return start
 
-def _body_members(node, grammar:Grammar) -> list[tuple[int, int]]:
-    """Line ranges of the members of a declaration's body (methods, fields, statements), each with its comments; a
-    nested class's members follow it, so that a big one is cut between them too."""
+def _body_members(node, grammar:Grammar) -> list[tuple[int, int, int]]:
+    """`(first line, last line, first line of code)` of each member of a declaration's body (methods, fields,
+    statements), its comments included; a nested class's members follow it, so that a big one is cut between them."""
     body = node.child_by_field_name('body')
     kids = body.named_children if body is not None else []
     if len(kids) == 1 and kids[0].type.endswith('_list'): kids = kids[0].named_children   # Go's statement_list
@@ -723,15 +723,23 @@ def _body_members(node, grammar:Grammar) -> list[tuple[int, int]]:
     for k in kids:
         if _is_note(k, grammar): notes.append(k)
         else:
-            out.append((_with_notes(k, notes), _end_line(k)))
+            out.append((_with_notes(k, notes), _end_line(k), k.start_point[0]))
             if k.type in grammar.kinds and k.type not in _FUNCTION_TYPES: out += _body_members(k, grammar)
             notes = []
     return out
 
+def _trails(units:list, note, after) -> bool:
+    """Does comment `note` describe the loose line right above it, as zlib writes a prototype's documentation: right
+    below it, with a blank line (or nothing) after?"""
+    prev = units[-1] if units else None
+    return (prev is not None and not prev.kind and prev.end == note.start_point[0] - 1 and
+            (after is None or after.start_point[0] > _end_line(note) + 1))
+
 def _grammar_units(text:str, language:str) -> list[_Unit]|None:
     """Top-level declarations of a file in one of `GRAMMARS`, inside namespaces and `#ifdef` guards too; None when
-    what the grammar could not parse holds most of the lines. That part is left to the loose lines; a declaration
-    with an error inside (zlib's `local int f(...)`, where `local` is a macro) is still one."""
+    what the grammar could not parse holds most of the lines. The other top-level nodes (prototypes, imports, what
+    the grammar could not parse) are loose units, so that their groups are cut between nodes, not inside a comment; a
+    declaration with an error inside (zlib's `local int f(...)`, where `local` is a macro) is still one."""
     import tree_sitter as ts
     grammar, lines = GRAMMARS[language], text.split('\n')
     root = ts.Parser(_grammar_language(language)).parse(text.encode('utf-8')).root_node
@@ -739,15 +747,18 @@ def _grammar_units(text:str, language:str) -> list[_Unit]|None:
     def visit(nodes):
         nonlocal unparsed
         notes = []
-        for node in nodes:
+        for i, node in enumerate(nodes):
             if node.type == 'ERROR': unparsed += _end_line(node) - node.start_point[0] + 1
             if _is_note(node, grammar):
-                notes.append(node)
+                if _trails(units, node, nodes[i + 1] if i + 1 < len(nodes) else None): units[-1].end = _end_line(node)
+                else: notes.append(node)
                 continue
             if node.type in grammar.open:
                 body = node.child_by_field_name('body')
                 visit((body if body is not None else node).named_children)
-            elif (kind := grammar.kinds.get(node.type)) and _end_line(node) - node.start_point[0] >= SMALL_DECL_LINES:
+            elif not (kind := grammar.kinds.get(node.type)) or _end_line(node) - node.start_point[0] < SMALL_DECL_LINES:
+                units.append(_Unit(_with_notes(node, notes), _end_line(node)))   # loose, but cut only between nodes
+            else:
                 decl = node
                 if node.type == 'template_declaration':              # C++: the kind and name of what it declares
                     decl = next((c for c in reversed(node.named_children) if c.type in grammar.kinds), node)
@@ -821,14 +832,19 @@ def _group_units(units:list, lines:list[str], size:Callable, target:int) -> list
 
 # %% ../nbs/01_chunking.ipynb #089cf1bf
 def _member_pieces(g, lines:list[str], size:Callable, target:int, max_chars:int) -> list[tuple[int, int]]:
-    "A block too big for one chunk, as line ranges: cut at member boundaries, then lines, packed up to `target`."
+    """A block too big for one chunk, as line ranges: cut at member boundaries, then lines, packed up to `target`. A
+    member given as `(start, end, code)` whose comment and code together are too big is cut between the two first."""
     cuts = sorted({m[0] for m in g.members if g.start < m[0] <= g.end})
+    code = {m[0]: m[2] for m in g.members if len(m) > 2}
     ranges = list(zip([g.start] + cuts, [c - 1 for c in cuts] + [g.end]))
     packed = []
     for a, b in ranges:
-        for pa, pb in (_line_pieces(lines, a, b, max_chars) if size(a, b) > max_chars else [(a, b)]):
-            if packed and size(packed[-1][0], pb) <= target: packed[-1] = (packed[-1][0], pb)
-            else: packed.append((pa, pb))
+        c = code.get(a, a)
+        parts = [(a, c - 1), (c, b)] if size(a, b) > max_chars and a < c <= b else [(a, b)]
+        for x, y in parts:
+            for pa, pb in (_line_pieces(lines, x, y, max_chars) if size(x, y) > max_chars else [(x, y)]):
+                if packed and size(packed[-1][0], pb) <= target: packed[-1] = (packed[-1][0], pb)
+                else: packed.append((pa, pb))
     return packed
 
 # %% ../nbs/01_chunking.ipynb #8bde13b4
