@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'LOCK_FILES',
-           'MINIFIED', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'CHUNK_SIZES', 'GRAMMARS', 'SMALL_DECL_LINES',
+           'MINIFIED', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'SMALL_DECL_LINES',
            'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
            'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes', 'decode_text',
            'normalize_markdown', 'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar',
@@ -699,6 +699,7 @@ def _decl_name(node) -> str:
 
 # %% ../nbs/01_chunking.ipynb #77c5e07a
 _FUNCTION_TYPES = {'function_definition', 'function_declaration', 'method_declaration', 'function_item'}
+MAX_NESTING = 100      # namespaces, `#ifdef`s or classes nested deeper are not looked into: their lines are loose
 SMALL_DECL_LINES = 2   # a declaration this short (a prototype, a macro, `type ID int`) is grouped like a statement
 
 def _is_note(node, grammar:Grammar) -> bool:
@@ -713,7 +714,7 @@ def _with_notes(node, notes:list) -> int:
         start = n.start_point[0]
     return start
 
-def _body_members(node, grammar:Grammar) -> list[tuple[int, int, int]]:
+def _body_members(node, grammar:Grammar, depth:int=0) -> list[tuple[int, int, int]]:
     """`(first line, last line, first line of code)` of each member of a declaration's body (methods, fields,
     statements), its comments included; a nested class's members follow it, so that a big one is cut between them."""
     body = node.child_by_field_name('body')
@@ -724,7 +725,8 @@ def _body_members(node, grammar:Grammar) -> list[tuple[int, int, int]]:
         if _is_note(k, grammar): notes.append(k)
         else:
             out.append((_with_notes(k, notes), _end_line(k), k.start_point[0]))
-            if k.type in grammar.kinds and k.type not in _FUNCTION_TYPES: out += _body_members(k, grammar)
+            if k.type in grammar.kinds and k.type not in _FUNCTION_TYPES and depth < MAX_NESTING:
+                out += _body_members(k, grammar, depth + 1)
             notes = []
     return out
 
@@ -744,7 +746,7 @@ def _grammar_units(text:str, language:str) -> list[_Unit]|None:
     grammar, lines = GRAMMARS[language], text.split('\n')
     root = ts.Parser(_grammar_language(language)).parse(text.encode('utf-8')).root_node
     units, unparsed = [], 0
-    def visit(nodes):
+    def visit(nodes, depth=0):
         nonlocal unparsed
         notes = []
         for i, node in enumerate(nodes):
@@ -753,10 +755,11 @@ def _grammar_units(text:str, language:str) -> list[_Unit]|None:
                 if _trails(units, node, nodes[i + 1] if i + 1 < len(nodes) else None): units[-1].end = _end_line(node)
                 else: notes.append(node)
                 continue
-            if node.type in grammar.open:
+            if node.type in grammar.open and depth < MAX_NESTING:
                 body = node.child_by_field_name('body')
-                visit((body if body is not None else node).named_children)
-            elif not (kind := grammar.kinds.get(node.type)) or _end_line(node) - node.start_point[0] < SMALL_DECL_LINES:
+                visit((body if body is not None else node).named_children, depth + 1)
+            elif node.type in grammar.open or not (kind := grammar.kinds.get(node.type)) or \
+                    _end_line(node) - node.start_point[0] < SMALL_DECL_LINES:
                 units.append(_Unit(_with_notes(node, notes), _end_line(node)))   # loose, but cut only between nodes
             else:
                 decl = node
