@@ -14,10 +14,10 @@ from .chunking import (CODE_EXTS, BinaryFileError, Chunk, ChunkingError, decode_
                             read_text_file, strategy_version)
 
 # %% auto #0
-__all__ = ['READERS', 'GENERATOR_CHROME', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'Document', 'Reader',
-           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'read_document',
-           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'pdf_document',
-           'docx_document']
+__all__ = ['READERS', 'GENERATOR_CHROME', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'Document',
+           'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version',
+           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
+           'pdf_document', 'docx_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -395,6 +395,24 @@ def _block_lines(blocks:list[str]) -> list[int]:
         line += b.count('\n') + 2
     return starts
 
+# %% ../nbs/01a_readers.ipynb #f3dccb48
+MAX_HTML_DEPTH = 150   # elements nested deeper are unwrapped into the one at this depth: their text stays, in order
+
+def _flatten_deep(root, limit:int=MAX_HTML_DEPTH) -> int:
+    """Unwrap the elements of `root` nested deeper than `limit` (scripts and styles there are removed), so that the
+    walker's recursion stays bounded; how many were unwrapped. libxml2 alone would stop reading at 256 levels."""
+    deep, todo = [], [(root, 0)]
+    while todo:
+        el, d = todo.pop()
+        if d > limit and isinstance(el.tag, str): deep.append(el)
+        todo.extend((ch, d + 1) for ch in el)
+    for el in deep:
+        if el.getparent() is None: continue
+        if _tag(el) in _INVISIBLE: el.drop_tree()
+        else: el.drop_tag()
+    return len(deep)
+
+
 # %% ../nbs/01a_readers.ipynb #0710357e
 def html_document(data:bytes, # the page's bytes
                   name:str='page.html', # for messages
@@ -402,10 +420,15 @@ def html_document(data:bytes, # the page's bytes
     "An HTML page as markdown: main content only, anchors for citations, the title from `<title>` or the first h1."
     import lxml.html
     text = re.sub(r'^\s*<\?xml[^>]*\?>', '', _html_text(data, name))  # lxml refuses str with an XML declaration
-    root = lxml.html.document_fromstring(text) if text.strip() else None
+    parser = lxml.html.HTMLParser(huge_tree=True)       # libxml2 drops what follows 256 levels, or 2,048 with this
+    root = lxml.html.document_fromstring(text, parser=parser) if text.strip() else None
+    if any(e.type_name == 'ERR_RESOURCE_LIMIT' for e in parser.error_log):
+        raise ChunkingError(f'{name}: its elements nest deeper than the HTML parser reads (2,048 levels), and what '
+                            f'follows would be lost; not indexed: fix the page\'s markup (unclosed tags?)')
     visible = _alnum(_visible_text(root)) if root is not None else 0
     w = HtmlWalker()
     if root is not None:
+        _flatten_deep(root)
         drop_generator_chrome(root)
         w.walk(_main_content(root))
     w.flush()
