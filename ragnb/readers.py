@@ -251,6 +251,13 @@ def flush(self:HtmlWalker):
     self.items = []
 
 # %% ../nbs/01a_readers.ipynb #df171811
+_GRID_COLUMNS = {'two-column-summary': 2, 'three-column-summary': 3, 'four-column-summary': 4}
+
+def _grid_columns(el) -> int:
+    "How many columns a grid of `div` cells has (Javadoc's `summary-table three-column-summary`), or 0."
+    classes = set((el.get('class') or '').split())
+    return next((n for c, n in _GRID_COLUMNS.items() if c in classes), 0) if 'summary-table' in classes else 0
+
 @patch
 def walk(self:HtmlWalker, el):
     "Visit `el`: inline content joins the paragraph; each block kind has its own method."
@@ -266,6 +273,7 @@ def walk(self:HtmlWalker, el):
         self.emit(_fence(el.text_content(), _code_language(el)))
     elif t in ('ul', 'ol'): self.list(el, 0)
     elif t == 'table' and not _layout_table(el): self.table(el)
+    elif t == 'div' and _grid_columns(el): self.grid(el)
     elif t == 'dl': self.definitions(el)
     elif t != 'hr': self.container(el)
 
@@ -343,6 +351,13 @@ def table(self:HtmlWalker, el):
     cap = el.find('caption')
     if cap is not None: self.emit(_paragraph(_clean(_inline(cap))))
     self.emit(_markdown_table([[_cell(c) for c in r if _tag(c) in ('td', 'th')] for r in el.iter('tr')]))
+
+@patch
+def grid(self:HtmlWalker, el):
+    "A grid of `div` cells, row by row → a markdown table (Javadoc writes its summaries so)."
+    self.note_ids(el, deep=True)
+    cells, n = [_cell(c) for c in el if _tag(c) == 'div' and not _is_chrome(c)], _grid_columns(el)
+    self.emit(_markdown_table([cells[i:i + n] for i in range(0, len(cells), n)]))
 
 # %% ../nbs/01a_readers.ipynb #99b4e79e
 @patch

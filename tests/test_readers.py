@@ -13,6 +13,10 @@ from ragnb.ingest import index_paths
 from ragnb.readers import READERS, Reader, docx_document, html_document, locate_chunks, pdf_document, read_document
 
 HTML_CASES = [  # (html body, markdown)
+    ('<div class="summary-table three-column-summary"><div class="table-header">Type</div><div class="table-header">'
+     'Method</div><div class="table-header">Description</div><div><code>String</code></div><div><code>rotate()</code>'
+     '</div><div>Rotates a key.</div></div>',                        # Javadoc's summaries: a grid of divs
+     '| Type | Method | Description |\n|---|---|---|\n| `String` | `rotate()` | Rotates a key. |'),
     ('<dl><dt>Parameters:</dt><dd><code>client</code> - the name</dd></dl>', '**Parameters**: `client` - the name'),
     ('<ul><li><section><h2>Method Details</h2><p>rotate</p></section></li></ul>', '## Method Details\n\nrotate'),
     ('<ol><li><div><pre>a</pre></div></li><li>two</li></ol>', '```\na\n```\n\n2. two'),   # no bare "1. " first
