@@ -19,7 +19,7 @@ split at 1,500 characters (200 overlap). Each question's answer is a declaration
 
 Questions: `bench/code_questions.jsonl` (18, dev) and `code_questions_heldout.jsonl` (12, looked at once).
 """
-import argparse, glob, json, pathlib, shutil, statistics, sys, tempfile, time
+import argparse, functools, glob, json, pathlib, shutil, statistics, sys, tempfile, time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'bench'))
@@ -47,6 +47,7 @@ def functions(text:str, language:str) -> list[str]:
     return out
 
 
+@functools.cache
 def splitters(language:str) -> dict:
     "Each method's `texts(source, name) -> list[str]`."
     import tree_sitter as ts
@@ -70,15 +71,16 @@ def chunk_rows(corpus:pathlib.Path) -> list[str]:
     rows = []
     for language, paths in files.items():
         texts = [(p.read_text(encoding='utf-8', errors='replace'), p.name) for p in paths]
-        wanted = [f for t, _ in texts for f in functions(t, language)]
+        found = [functions(t, language) for t, _ in texts]
+        wanted = [f for fs in found for f in fs]
         for method, split in splitters(language).items():
             t0, whole, chunks, refused = time.perf_counter(), 0, [], 0
-            for text, name in texts:
+            for (text, name), fs in zip(texts, found):
                 try: got = split(text, name)
                 except ValueError: got, refused = [], refused + 1       # LlamaIndex refuses a parse with errors
                 chunks += got
                 squashed = [squash(c) for c in got]
-                whole += sum(any(f in c for c in squashed) for f in functions(text, language))
+                whole += sum(any(f in c for c in squashed) for f in fs)
             ms = (time.perf_counter() - t0) * 1e3
             rows.append(f'| {language} ({len(paths)} files) | {method} | {len(chunks)} | '
                         f'{statistics.median(map(len, chunks)):.0f} | {whole} / {len(wanted)} '

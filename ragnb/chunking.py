@@ -483,16 +483,16 @@ _TS_KINDS = {'function_declaration': 'function', 'generator_function_declaration
 _MEMBER_TYPES = {'method_definition', 'public_field_definition', 'field_definition', 'method_signature',
                  'property_signature', 'abstract_method_signature', 'class_static_block', 'pair', 'enum_assignment'}
 
+@functools.cache
+def _load_language(module:str, entry:str='language'):
+    "The tree-sitter `Language` that grammar package `module` gives through its function `entry`, loaded once."
+    import importlib, tree_sitter as ts
+    return ts.Language(getattr(importlib.import_module(module), entry)())
+
 def _ts_language(lang):
-    import tree_sitter as ts
-    if lang in ('typescript', 'tsx'):
-        import tree_sitter_typescript as g
-        return ts.Language(g.language_typescript() if lang == 'typescript' else g.language_tsx())
-    if lang == 'javascript':
-        import tree_sitter_javascript as g
-        return ts.Language(g.language())
-    import tree_sitter_json as g
-    return ts.Language(g.language())
+    return _load_language(*{'typescript': ('tree_sitter_typescript', 'language_typescript'),
+                            'tsx': ('tree_sitter_typescript', 'language_tsx'),
+                            'javascript': ('tree_sitter_javascript',)}.get(lang, ('tree_sitter_json',)))
 
 # %% ../nbs/01_chunking.ipynb #76ba9277
 def _node_name(node):
@@ -660,12 +660,10 @@ GRAMMARS = {
     'bash': Grammar('tree_sitter_bash', {'function_definition': 'function'}),
 }
 
-@functools.cache
 def _grammar_language(language:str):
     "The tree-sitter `Language` of one of `GRAMMARS`; `ModuleNotFoundError` naming the package when it is missing."
-    import importlib, tree_sitter as ts
     module = GRAMMARS[language].module
-    try: return ts.Language(importlib.import_module(module).language())
+    try: return _load_language(module)
     except ModuleNotFoundError:
         raise ModuleNotFoundError(f"{language} code needs the package {module.replace('_', '-')} "
                                   f"(pip install {module.replace('_', '-')})") from None

@@ -117,11 +117,15 @@ def _tag(el) -> str:
     "The lower-case tag name; '' for comments and processing instructions."
     return el.tag.lower() if isinstance(el.tag, str) else ''
 
+def _classes(el) -> set[str]:
+    "`el`'s class names."
+    return set((el.get('class') or '').split())
+
 def _is_chrome(el) -> bool:
     "Is `el` page chrome (navigation, banners, scripts, edit links...) rather than content?"
     t = _tag(el)
     if not t or t in _CHROME_TAGS: return True
-    if set((el.get('class') or '').split()) & _CHROME_CLASSES: return True
+    if _classes(el) & _CHROME_CLASSES: return True
     role = (el.get('role') or '').lower()
     if role in _CHROME_ROLES or (el.get('id') or '').lower() in _CHROME_IDS: return True
     if t == 'aside' or role == 'complementary': return _links_only(el)
@@ -160,7 +164,7 @@ def drop_generator_chrome(root) -> str:
     if kind not in GENERATOR_CHROME: return kind
     ids, classes, links = GENERATOR_CHROME[kind]
     doomed = [el for el in root.iter() if isinstance(el.tag, str) and (
-        el.get('id') in ids or set((el.get('class') or '').split()) & classes or
+        el.get('id') in ids or _classes(el) & classes or
         links is not None and _tag(el) == 'a' and links.fullmatch((el.text_content() or '').strip()))]
     for el in doomed:
         if el.getparent() is not None: el.drop_tree()          # its tail text stays
@@ -255,7 +259,7 @@ _GRID_COLUMNS = {'two-column-summary': 2, 'three-column-summary': 3, 'four-colum
 
 def _grid_columns(el) -> int:
     "How many columns a grid of `div` cells has (Javadoc's `summary-table three-column-summary`), or 0."
-    classes = set((el.get('class') or '').split())
+    classes = _classes(el)
     return next((n for c, n in _GRID_COLUMNS.items() if c in classes), 0) if 'summary-table' in classes else 0
 
 @patch
@@ -411,11 +415,11 @@ def _block_lines(blocks:list[str]) -> list[int]:
     return starts
 
 # %% ../nbs/01a_readers.ipynb #f3dccb48
-MAX_HTML_DEPTH = 150   # elements nested deeper are unwrapped into the one at this depth: their text stays, in order
+MAX_HTML_DEPTH = 150   # past the walker's recursion, elements nested deeper are unwrapped into the one at this depth
 
 def _flatten_deep(root, limit:int=MAX_HTML_DEPTH) -> int:
-    """Unwrap the elements of `root` nested deeper than `limit` (scripts and styles there are removed), so that the
-    walker's recursion stays bounded; how many were unwrapped. libxml2 alone would stop reading at 256 levels."""
+    """Unwrap the elements of `root` nested deeper than `limit` (scripts and styles there are removed), for a page too
+    deep for the walker's recursion; how many were unwrapped. Their text stays, in order."""
     deep, todo = [], [(root, 0)]
     while todo:
         el, d = todo.pop()
@@ -443,9 +447,12 @@ def html_document(data:bytes, # the page's bytes
     visible = _alnum(_visible_text(root)) if root is not None else 0
     w = HtmlWalker()
     if root is not None:
-        _flatten_deep(root)
         drop_generator_chrome(root)
-        w.walk(_main_content(root))
+        try: w.walk(_main_content(root))
+        except RecursionError:          # deeper than the walker's recursion (hundreds of levels): unwrap, walk again
+            _flatten_deep(root)
+            w = HtmlWalker()
+            w.walk(_main_content(root))
     w.flush()
     if not w.blocks: raise ChunkingError(f'{name}: no text in the page once navigation is removed; nothing to index')
     title = root.findtext('.//title') or next((h.text_content() for h in root.iter('h1')), None)
