@@ -16,12 +16,12 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'LOCK_FILES',
-           'MINIFIED', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'SMALL_DECL_LINES',
-           'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError',
-           'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes', 'decode_text',
-           'normalize_markdown', 'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar',
-           'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker',
-           'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+           'MINIFIED', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME',
+           'SMALL_DECL_LINES', 'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError',
+           'BinaryFileError', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
+           'decode_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown',
+           'Grammar', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document',
+           'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 @dataclass
@@ -698,6 +698,7 @@ def _decl_name(node) -> str:
 # %% ../nbs/01_chunking.ipynb #77c5e07a
 _FUNCTION_TYPES = {'function_definition', 'function_declaration', 'method_declaration', 'function_item'}
 MAX_NESTING = 100      # namespaces, `#ifdef`s or classes nested deeper are not looked into: their lines are loose
+MAX_NAME = 80          # a title's name at most, on one line: the chunk's first line holds it
 SMALL_DECL_LINES = 2   # a declaration this short (a prototype, a macro, `type ID int`) is grouped like a statement
 
 def _is_note(node, grammar:Grammar) -> bool:
@@ -766,8 +767,9 @@ def _grammar_units(text:str, language:str) -> list[_Unit]|None:
                     kind = grammar.kinds[decl.type] if decl is not node else kind
                 name_node = decl.child_by_field_name('name')
                 header = lines[(name_node or decl).start_point[0]].strip()
-                units.append(_Unit(_with_notes(node, notes), _end_line(node), kind, _decl_name(decl),
-                                   _body_members(decl, grammar), header))
+                name = ' '.join(_decl_name(decl).split('\n', 1)[0].split())[:MAX_NAME]   # a parse error's can run on
+                units.append(_Unit(_with_notes(node, notes), _end_line(node), kind, name, _body_members(decl, grammar),
+                                   header))
             notes = []
     visit(root.named_children)
     return None if 2 * unparsed > sum(map(bool, map(str.strip, lines))) else units

@@ -144,6 +144,13 @@ def test_grammar_line_ranges_cover_everything(language, blocks):
     check()
 
 
+def test_a_name_that_a_parse_error_runs_on_stays_one_line():   # found by the test above on another machine
+    src = ('typedef s {{ ((( truct s0 {\n  int a;\n  int b;\n} s0_t;\n\n/* f15 */\nstatic int f15(int x)\n{\n'
+           + ''.join(f'    x += {j};\n' for j in range(75))
+           + '    return x;\n}\n\n#define M0(a) ((a) + 0)\nint p0(int);\n')
+    for language in ('c', 'cpp'): check_code(src, language)
+
+
 def installed_code() -> list[tuple[str, str, str]]:
     "(name, text, language) of real code installed here: C headers, zlib's examples, a JDK's sources; [] without."
     out = [(p, pathlib.Path(p).read_text(errors='replace'), 'cpp') for p in sorted(glob.glob('/usr/include/*.h'))[:40]]
