@@ -473,6 +473,7 @@ class _Unit:
     name: str = ''  # '' for loose statements
     members: list = field(default_factory=list)   # [(start, end)] of nested members, to split a big block
     header: str = ''                     # first line of the block, repeated in the prefix of its pieces
+    code: int = -1                       # first line below its comments (-1: none known), the first cut if too big
 
 # %% ../nbs/01_chunking.ipynb #de4b186b
 _TS_KINDS = {'function_declaration': 'function', 'generator_function_declaration': 'function',
@@ -546,7 +547,7 @@ def _ts_units(text, lang):
             header = text.split('\n', decl.start_point[0] + 1)[decl.start_point[0]].strip()
         name = _node_name(decl) if kind else ''
         if kind == 'export default' and not name: name = 'default'
-        units.append(_Unit(start, node.end_point[0], kind or '', name, members, header))
+        units.append(_Unit(start, node.end_point[0], kind or '', name, members, header, node.start_point[0]))
     return _merge_overloads(units)
 
 # %% ../nbs/01_chunking.ipynb #4dc04c49
@@ -569,7 +570,7 @@ def _py_units(text):
     kinds = {ast.FunctionDef: 'def', ast.AsyncFunctionDef: 'async def', ast.ClassDef: 'class'}
     units = []
     for node in tree.body:
-        start = min([node.lineno] + [d.lineno for d in getattr(node, 'decorator_list', [])]) - 1
+        start = code = min([node.lineno] + [d.lineno for d in getattr(node, 'decorator_list', [])]) - 1
         end = node.end_lineno - 1
         while start > 0 and lines[start - 1].lstrip().startswith('#'): start -= 1    # leading comments
         kind = kinds.get(type(node), '')
@@ -582,7 +583,7 @@ def _py_units(text):
                 ms = min([m.lineno] + [d.lineno for d in getattr(m, 'decorator_list', [])]) - 1
                 members.append((ms, m.end_lineno - 1))
         header = lines[node.lineno - 1].strip() if kind == 'class' else ''
-        units.append(_Unit(start, end, kind, name, members, header))
+        units.append(_Unit(start, end, kind, name, members, header, code))
     return units
 
 # %% ../nbs/01_chunking.ipynb #76e1d1ec
@@ -700,6 +701,7 @@ _FUNCTION_TYPES = {'function_definition', 'function_declaration', 'method_declar
 MAX_NESTING = 100      # namespaces, `#ifdef`s or classes nested deeper are not looked into: their lines are loose
 MAX_NAME = 80          # a title's name at most, on one line: the chunk's first line holds it
 SMALL_DECL_LINES = 2   # a declaration this short (a prototype, a macro, `type ID int`) is grouped like a statement
+_WRAPPERS = {'enum_body_declarations'}   # body nodes whose children are members (besides `Grammar.open`'s)
 
 def _is_note(node, grammar:Grammar) -> bool:
     "A comment, or a node that goes with the declaration below it (a Rust attribute)."
@@ -713,6 +715,17 @@ def _with_notes(node, notes:list) -> int:
         start = n.start_point[0]
     return start
 
+def _inner(kids:list, grammar:Grammar, depth:int) -> list:
+    """A body's nodes, with what namespaces, `#ifdef`s, unparsed runs and a Java enum's declarations hold in their
+    place: a macro before `namespace` makes libstdc++'s namespaces parse as a function, whose body is one namespace."""
+    out = []
+    for k in kids:
+        if (k.type in _WRAPPERS or k.type in grammar.open or k.type == 'ERROR') and depth < MAX_NESTING:
+            body = k.child_by_field_name('body')
+            out += _inner((body if body is not None else k).named_children, grammar, depth + 1)
+        else: out.append(k)
+    return out
+
 def _body_members(node, grammar:Grammar, depth:int=0) -> list[tuple[int, int, int]]:
     """`(first line, last line, first line of code)` of each member of a declaration's body (methods, fields,
     statements), its comments included; a nested class's members follow it, so that a big one is cut between them."""
@@ -720,7 +733,7 @@ def _body_members(node, grammar:Grammar, depth:int=0) -> list[tuple[int, int, in
     kids = body.named_children if body is not None else []
     if len(kids) == 1 and kids[0].type.endswith('_list'): kids = kids[0].named_children   # Go's statement_list
     out, notes = [], []
-    for k in kids:
+    for k in _inner(kids, grammar, depth):
         if _is_note(k, grammar): notes.append(k)
         else:
             out.append((_with_notes(k, notes), _end_line(k), k.start_point[0]))
@@ -740,23 +753,33 @@ def _grammar_units(text:str, language:str) -> list[_Unit]|None:
     """Top-level declarations of a file in one of `GRAMMARS`, inside namespaces and `#ifdef` guards too; None when
     what the grammar could not parse holds most of the lines. The other top-level nodes (prototypes, imports, what
     the grammar could not parse) are loose units, so that their groups are cut between nodes, not inside a comment; a
-    declaration with an error inside (zlib's `local int f(...)`, where `local` is a macro) is still one."""
+    declaration with an error inside (zlib's `local int f(...)`, where `local` is a macro) is still one, and so is
+    one inside what could not be parsed (a libstdc++ namespace opened by a macro); only the lines around such
+    declarations count as unparsed."""
     import tree_sitter as ts
     grammar, lines = GRAMMARS[language], text.split('\n')
     root = ts.Parser(_grammar_language(language)).parse(text.encode('utf-8')).root_node
     units, unparsed = [], 0
-    def visit(nodes, depth=0):
+    def visit(nodes, depth=0, in_error=False):
         nonlocal unparsed
         notes = []
         for i, node in enumerate(nodes):
-            if node.type == 'ERROR': unparsed += _end_line(node) - node.start_point[0] + 1
+            if node.type == 'ERROR' and depth < MAX_NESTING:
+                first = len(units)
+                visit(node.named_children, depth + 1, True)
+                if not in_error:                  # the outermost error: its lines that no declaration holds
+                    unparsed += _text_lines(node, lines, {i for u in units[first:] if u.kind
+                                                          for i in range(u.start, u.end + 1)})
+                notes = []
+                continue
+            if node.type == 'ERROR' and not in_error: unparsed += _text_lines(node, lines)
             if _is_note(node, grammar):
                 if _trails(units, node, nodes[i + 1] if i + 1 < len(nodes) else None): units[-1].end = _end_line(node)
                 else: notes.append(node)
                 continue
             if node.type in grammar.open and depth < MAX_NESTING:
                 body = node.child_by_field_name('body')
-                visit((body if body is not None else node).named_children, depth + 1)
+                visit((body if body is not None else node).named_children, depth + 1, in_error)
             elif node.type in grammar.open or not (kind := grammar.kinds.get(node.type)) or \
                     _end_line(node) - node.start_point[0] < SMALL_DECL_LINES:
                 units.append(_Unit(_with_notes(node, notes), _end_line(node)))   # loose, but cut only between nodes
@@ -769,10 +792,14 @@ def _grammar_units(text:str, language:str) -> list[_Unit]|None:
                 header = lines[(name_node or decl).start_point[0]].strip()
                 name = ' '.join(_decl_name(decl).split('\n', 1)[0].split())[:MAX_NAME]   # a parse error's can run on
                 units.append(_Unit(_with_notes(node, notes), _end_line(node), kind, name, _body_members(decl, grammar),
-                                   header))
+                                   header, node.start_point[0]))
             notes = []
     visit(root.named_children)
     return None if 2 * unparsed > sum(map(bool, map(str.strip, lines))) else units
+
+def _text_lines(node, lines:list[str], held=frozenset()) -> int:
+    "How many lines of `node` hold text, outside the lines `held`."
+    return sum(1 for i in range(node.start_point[0], _end_line(node) + 1) if lines[i].strip() and i not in held)
 
 
 # %% ../nbs/01_chunking.ipynb #e615595b
@@ -790,7 +817,7 @@ def _line_pieces(lines, s, e, limit):
     return out
 
 # %% ../nbs/01_chunking.ipynb #040d1868
-CODIGO_VERSION = 'codigo-v1'
+CODIGO_VERSION = 'codigo-v2'
 _BARE = re.compile(r'\s*[{}\[\]();,]*\s*$')
 
 def _fill_gaps(units:list, n_lines:int) -> list:
@@ -850,6 +877,14 @@ def _member_pieces(g, lines:list[str], size:Callable, target:int, max_chars:int)
                 else: packed.append((pa, pb))
     return packed
 
+# %% ../nbs/01_chunking.ipynb #f174fa52
+def _unit_pieces(g, lines:list[str], size:Callable, target:int, max_chars:int) -> list[tuple[int, int]]:
+    """A unit as line ranges: whole when it fits; else its comments apart when that leaves its code whole (a
+    function of 2,100 characters below a 300-character comment); else cut by `_member_pieces`."""
+    if size(g.start, g.end) <= max_chars: return [(g.start, g.end)]
+    if g.start < g.code <= g.end and size(g.code, g.end) <= max_chars: return [(g.start, g.code - 1), (g.code, g.end)]
+    return _member_pieces(g, lines, size, target, max_chars)
+
 # %% ../nbs/01_chunking.ipynb #8bde13b4
 def _code_language(source:str|None, language:str|None) -> str:
     "The language to parse: `language`, else the one `source`'s extension names; `ValueError` when neither says."
@@ -902,9 +937,9 @@ def chunk_code(text:str, # source code
                                 version, dict(metadata or {})))
     for g in _group_units(_merge_bare(_fill_gaps(units, len(lines)), lines), lines, size, target):
         title = f'{g.kind} {g.name}'.strip() if g.kind else ''
-        pieces = [(g.start, g.end)] if size(g.start, g.end) <= max_chars else _member_pieces(g, lines, size, target,
-                                                                                              max_chars)
-        for i, (a, b) in enumerate(pieces): emit(a, b, title, g.header if i and g.header else '')
+        pieces = _unit_pieces(g, lines, size, target, max_chars)
+        for i, (a, b) in enumerate(pieces):      # a later piece names its block; a comment set apart, its code
+            emit(a, b, title, g.header if g.header and (a != g.code if i else b < g.code) else '')
     return chunks
 
 # %% ../nbs/01_chunking.ipynb #249b25bf
@@ -1010,7 +1045,7 @@ class Chunker:
 
 # %% ../nbs/01_chunking.ipynb #2c143506
 CHUNKERS: dict[str, Chunker] = {}
-DEFAULT_CHUNKERS = {'documental': 'documental-v2', 'codigo': 'codigo-v1'}
+DEFAULT_CHUNKERS = {'documental': 'documental-v2', 'codigo': 'codigo-v2'}
 
 def _same_code(f, g) -> bool:
     "Are `f` and `g` the same function, or the same code defined twice (a notebook runs what its module holds)?"
@@ -1027,7 +1062,7 @@ def register_chunker(chunker:Chunker) -> Chunker:
 
 register_chunker(Chunker('documental-v1', 'documental', chunk_markdown))
 register_chunker(Chunker('documental-v2', 'documental', chunk_document))
-register_chunker(Chunker('codigo-v1', 'codigo', chunk_code))
+register_chunker(Chunker('codigo-v2', 'codigo', chunk_code))
 
 # %% ../nbs/01_chunking.ipynb #04e97118
 def chunk_text(text:str, # the file's text, already read

@@ -98,4 +98,4 @@ def joined_body(leaves:list[Chunk]) -> str:
 
 # %% ../nbs/01b_hierarchy.ipynb #a1b2c324
 register_chunker(Chunker(JERARQUICO, 'documental', chunk_jerarquico, f'-l{LEAF_SIZES.target}'))
-JERARQUICO_STRATEGIES = {'documental': JERARQUICO, 'codigo': 'codigo-v1'}
+JERARQUICO_STRATEGIES = {'documental': JERARQUICO, 'codigo': 'codigo-v2'}
