@@ -17,11 +17,11 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'LOCK_FILES',
            'MINIFIED', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME',
-           'SMALL_DECL_LINES', 'CODIGO_VERSION', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError',
+           'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError',
            'BinaryFileError', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
            'decode_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown',
-           'Grammar', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document',
-           'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+           'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax',
+           'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 @dataclass
@@ -885,13 +885,33 @@ def _unit_pieces(g, lines:list[str], size:Callable, target:int, max_chars:int) -
     if g.start < g.code <= g.end and size(g.code, g.end) <= max_chars: return [(g.start, g.code - 1), (g.code, g.end)]
     return _member_pieces(g, lines, size, target, max_chars)
 
+# %% ../nbs/01_chunking.ipynb #bdf55ecf
+SHEBANGS = {'sh': 'bash', 'bash': 'bash', 'dash': 'bash', 'ash': 'bash', 'ksh': 'bash', 'mksh': 'bash', 'zsh': 'bash',
+            'python': 'python', 'node': 'javascript', 'nodejs': 'javascript'}   # interpreter → language
+
+def script_language(path:str|Path, # a file's path; only a name without an extension is looked at
+                    head:str|None=None, # its first line or more, when read already (else the file is read)
+                   ) -> str|None:
+    "The language that the `#!` line of a file with no extension names (`bin/deploy`: `#!/bin/sh` → 'bash'), or None."
+    if Path(path).suffix: return None
+    if head is None:
+        try:
+            with open(path, 'rb') as f: head = f.read(256).decode('utf-8', 'replace')
+        except OSError: return None
+    if not head.startswith('#!'): return None
+    words = head[2:].split('\n', 1)[0].split()
+    if words and Path(words[0]).name == 'env':          # `#!/usr/bin/env -S python3 -u`: the first program named
+        words = [w for w in words[1:] if not w.startswith('-') and '=' not in w]
+    return SHEBANGS.get(re.sub(r'[\d.]+$', '', Path(words[0]).name)) if words else None
+
 # %% ../nbs/01_chunking.ipynb #8bde13b4
-def _code_language(source:str|None, language:str|None) -> str:
-    "The language to parse: `language`, else the one `source`'s extension names; `ValueError` when neither says."
+def _code_language(source:str|None, language:str|None, text:str='') -> str:
+    """The language to parse: `language`, else the one `source`'s extension names, else the `#!` line of `text` for a
+    name without an extension; `ValueError` when none says."""
     if language is None:
         ext = Path(source).suffix.lower() if source else ''
-        if ext not in CODE_EXTS: raise ValueError(f'cannot tell the language of {source!r}; pass language=')
-        language = CODE_EXTS[ext]
+        language = CODE_EXTS.get(ext) or script_language(source or '', text[:256])
+        if language is None: raise ValueError(f'cannot tell the language of {source!r}; pass language=')
     if language not in ('typescript', 'tsx', 'javascript', 'python', 'json', 'yaml', *GRAMMARS):
         raise ValueError(f'unsupported language {language!r}')
     return language
@@ -900,12 +920,12 @@ def _code_language(source:str|None, language:str|None) -> str:
 def _code_units(norm:str, lines:list[str], language:str, source:str|None, target:int) -> tuple[list, str]:
     "The parsed top-level units and the version suffix; line windows (suffix ':lines') when the code does not parse."
     parse = {'python': _py_units, 'json': _json_units, 'yaml': _yaml_units}.get(language)
-    why = 'could not parse'
+    why = f'could not parse as {language}'
     try: units = parse(norm) if parse else _grammar_units(norm, language) if language in GRAMMARS else \
         _ts_units(norm, language)
     except ModuleNotFoundError as e: units, why = None, str(e)
     if units is not None: return units, ''
-    warnings.warn(f'{source or "code"}: {why} as {language}; chunked by line windows instead')
+    warnings.warn(f'{source or "code"}: {why}; chunked by line windows instead')
     return [_Unit(a, b) for a, b in _line_pieces(lines, 0, len(lines) - 1, target)], ':lines'
 
 # %% ../nbs/01_chunking.ipynb #efc9257b
@@ -918,7 +938,7 @@ def chunk_code(text:str, # source code
                metadata:dict|None=None, # copied into every chunk
               ) -> list[Chunk]:
     "Chunk source code by top-level blocks (`codigo` v1), falling back to line windows when it does not parse."
-    language = _code_language(source, language)
+    language = _code_language(source, language, text)
     norm, line_map = normalize_code(text)
     if not norm.strip(): return []
     lines, offs = norm.split('\n'), _Lines(norm, line_map)
@@ -1071,8 +1091,8 @@ def chunk_text(text:str, # the file's text, already read
                source:str|None=None, # name stored in the chunks (default: the path as given)
                strategies:dict|None=None, # mode → chunker name, default `DEFAULT_CHUNKERS`
                **kw) -> list[Chunk]:
-    "Chunk the text of `path` with the strategy its extension calls for."
-    chunker = CHUNKERS[(strategies or DEFAULT_CHUNKERS)[mode_for(path)]]
+    "Chunk the text of `path` with the strategy its extension (or, without one, its `#!` line) calls for."
+    chunker = CHUNKERS[(strategies or DEFAULT_CHUNKERS)[mode_for(path, text[:256])]]
     return chunker(text, source=source or str(path), **kw)
 
 # %% ../nbs/01_chunking.ipynb #d5eec739
@@ -1082,12 +1102,15 @@ def chunk_file(path:str|Path, # file to chunk
     return chunk_text(read_text_file(path), path, **kw)
 
 # %% ../nbs/01_chunking.ipynb #38927e1f
-def mode_for(path:str|Path) -> str:
-    "'codigo' for the code extensions (`CODE_EXTS`), 'documental' for md, txt and any other text."
-    return 'codigo' if Path(path).suffix.lower() in CODE_EXTS else 'documental'
+def mode_for(path:str|Path, # the file
+             head:str|None=None, # its first line, if read already: a file without an extension is a script by it
+            ) -> str:
+    "'codigo' for the code extensions (`CODE_EXTS`) and scripts (`script_language`), 'documental' for other text."
+    code = Path(path).suffix.lower() in CODE_EXTS or script_language(path, head) is not None
+    return 'codigo' if code else 'documental'
 
 # %% ../nbs/01_chunking.ipynb #06128173
 def strategy_version(path:str|Path, strategies:dict|None=None, target:int=CHUNK_SIZES.target,
                      max_chars:int=CHUNK_SIZES.max_chars, overlap:int=CHUNK_SIZES.overlap) -> str:
-    "The `chunker_version` that `chunk_file` stamps on the chunks of `path`, without reading it."
+    "The `chunker_version` that `chunk_file` stamps on the chunks of `path`; of a file, only a script's `#!` is read."
     return CHUNKERS[(strategies or DEFAULT_CHUNKERS)[mode_for(path)]].version(target, max_chars, overlap)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .chunking import (CODE_EXTS, BinaryFileError, Chunk, ChunkingError, decode_text, read_file_bytes,
+from .chunking import (BinaryFileError, Chunk, ChunkingError, decode_text, mode_for, read_file_bytes,
                             read_text_file, strategy_version)
 
 # %% auto #0
@@ -55,9 +55,9 @@ def reader_for(path:str|Path) -> Reader|None:
 
 # %% ../nbs/01a_readers.ipynb #71b5c350
 def file_kind(path:str|Path) -> str:
-    "What a file is, for reports: its reader's kind, 'code' for code extensions, else 'text'."
+    "What a file is, for reports: its reader's kind, 'code' for code (`chunking.mode_for`), else 'text'."
     r = reader_for(path)
-    return r.kind if r else 'code' if Path(path).suffix.lower() in CODE_EXTS else 'text'
+    return r.kind if r else 'code' if mode_for(path) == 'codigo' else 'text'
 
 # %% ../nbs/01a_readers.ipynb #36166470
 def document_version(path:str|Path, **kw) -> str:
