@@ -886,6 +886,14 @@ def _unit_pieces(g, lines:list[str], size:Callable, target:int, max_chars:int) -
     return _member_pieces(g, lines, size, target, max_chars)
 
 # %% ../nbs/01_chunking.ipynb #bdf55ecf
+def _file_head(path, n:int=256) -> str:
+    "The first `n` bytes of a regular file as text; '' for anything else (a FIFO is never waited on) or on an error."
+    try: fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_NOCTTY', 0))
+    except OSError: return ''
+    try: return os.read(fd, n).decode('utf-8', 'replace') if stat.S_ISREG(os.fstat(fd).st_mode) else ''
+    except OSError: return ''
+    finally: os.close(fd)
+
 SHEBANGS = {'sh': 'bash', 'bash': 'bash', 'dash': 'bash', 'ash': 'bash', 'ksh': 'bash', 'mksh': 'bash', 'zsh': 'bash',
             'python': 'python', 'node': 'javascript', 'nodejs': 'javascript'}   # interpreter → language
 
@@ -894,10 +902,7 @@ def script_language(path:str|Path, # a file's path; only a name without an exten
                    ) -> str|None:
     "The language that the `#!` line of a file with no extension names (`bin/deploy`: `#!/bin/sh` → 'bash'), or None."
     if Path(path).suffix: return None
-    if head is None:
-        try:
-            with open(path, 'rb') as f: head = f.read(256).decode('utf-8', 'replace')
-        except OSError: return None
+    if head is None: head = _file_head(path)
     if not head.startswith('#!'): return None
     words = head[2:].split('\n', 1)[0].split()
     if words and Path(words[0]).name == 'env':          # `#!/usr/bin/env -S python3 -u`: the first program named
