@@ -14,8 +14,8 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, decode_text, mode_
                             read_text_file, strategy_version)
 
 # %% auto #0
-__all__ = ['READERS', 'GENERATOR_CHROME', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'Document',
-           'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version',
+__all__ = ['READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED',
+           'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version',
            'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
            'pdf_document', 'docx_document']
 
@@ -196,6 +196,41 @@ def _inline_element(el) -> str:
     if not t or _is_chrome(el) or t == 'img': return ''
     if t in _CODE_INLINE: return '`' + _clean(el.text_content()).replace('`', "'") + '`'
     return ' ' if t == 'br' else _inline(el)
+
+# %% ../nbs/01a_readers.ipynb #569ae076
+def _doxygen_markup(root):
+    """Doxygen's layout as the text it stands for: a member's declaration, split over two cells of a summary row, as
+    one code span; a signature table (`table.memname`, a cell per parameter) as one line of code; labels (`abstract`,
+    `pure virtual`) in brackets after a space, where its stylesheet sets them apart ("Class Referenceabstract")."""
+    for el in root.xpath('//span[contains(concat(" ", normalize-space(@class), " "), " mlabel ")]'):
+        label = _clean(el.text_content())
+        for ch in list(el): el.remove(ch)
+        el.text = f' [{label}]'
+    for left in root.xpath('//td[@class="memItemLeft" or @class="memTemplItemLeft"]'):
+        right = left.getnext()
+        if right is None or right.get('class') not in ('memItemRight', 'memTemplItemRight'): continue
+        decl, tail = _clean(left.text_content() + ' ' + right.text_content()), left.tail
+        above = left.getparent().getprevious()          # a template's parameters, in a row of their own above
+        params = above.find('td[@class="memTemplParams"]') if above is not None else None
+        if params is not None:
+            decl = _clean(params.text_content()) + ' ' + decl
+            above.drop_tree()
+        left.clear()
+        left.tail = tail
+        left.append(code := left.makeelement('code', {}))
+        code.text = decl
+        right.drop_tree()
+    for t in root.xpath('//table[@class="memname"]'):
+        sig = re.sub(r'\(\s+', '(', re.sub(r'\s+([(),])', r'\1', _clean(' '.join(td.text_content()
+                                                                                for td in t.iter('td')))))
+        for tmpl in t.xpath('ancestor::div[@class="memproto"]/div[@class="memtemplate"]'):   # `template<...>` above
+            sig = _clean(tmpl.text_content()) + '\n' + sig
+            tmpl.drop_tree()
+        pre = t.makeelement('pre', {})
+        pre.text, pre.tail = sig, t.tail
+        t.getparent().replace(t, pre)
+
+GENERATOR_MARKUP = {'doxygen': _doxygen_markup}   # `page_generator`'s name → a rewrite of its pages' markup
 
 # %% ../nbs/01a_readers.ipynb #ec4fcc33
 _MD_START = re.compile(r'(#{1,6}\s|[>*+-]\s|\d{1,9}[.)]\s|\||```|~~~)')
@@ -447,7 +482,7 @@ def html_document(data:bytes, # the page's bytes
     visible = _alnum(_visible_text(root)) if root is not None else 0
     w = HtmlWalker()
     if root is not None:
-        drop_generator_chrome(root)
+        GENERATOR_MARKUP.get(drop_generator_chrome(root), lambda _: None)(root)
         try: w.walk(_main_content(root))
         except RecursionError:          # deeper than the walker's recursion (hundreds of levels): unwrap, walk again
             _flatten_deep(root)
@@ -764,6 +799,6 @@ def docx_document(data:bytes, # the file's bytes
     return Document('\n'.join(text) + '\n', 'docx', title=d.core_properties.title or None, anchors=anchors)
 
 # %% ../nbs/01a_readers.ipynb #361564d1
-register_reader(Reader('html-v3', 'html', html_document), '.html', '.htm', '.xhtml')
+register_reader(Reader('html-v4', 'html', html_document), '.html', '.htm', '.xhtml')
 register_reader(Reader('pdf-v2', 'pdf', pdf_document), '.pdf')
 register_reader(Reader('docx-v1', 'docx', docx_document), '.docx')
