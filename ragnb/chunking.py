@@ -768,8 +768,8 @@ def _grammar_units(text:str, language:str) -> list[_Unit]|None:
                 first = len(units)
                 visit(node.named_children, depth + 1, True)
                 if not in_error:                  # the outermost error: its lines that no declaration holds
-                    unparsed += _text_lines(node, lines, {i for u in units[first:] if u.kind
-                                                          for i in range(u.start, u.end + 1)})
+                    unparsed += _text_lines(node, lines, {k for u in units[first:] if u.kind
+                                                          for k in range(u.start, u.end + 1)})
                 notes = []
                 continue
             if node.type == 'ERROR' and not in_error: unparsed += _text_lines(node, lines)
@@ -942,7 +942,7 @@ def chunk_code(text:str, # source code
                max_chars:int=CHUNK_SIZES.max_chars, # a block over it is split by members, then lines, then length
                metadata:dict|None=None, # copied into every chunk
               ) -> list[Chunk]:
-    "Chunk source code by top-level blocks (`codigo` v1), falling back to line windows when it does not parse."
+    "Chunk source code by top-level blocks (`codigo-v2`), falling back to line windows when it does not parse."
     language = _code_language(source, language, text)
     norm, line_map = normalize_code(text)
     if not norm.strip(): return []

@@ -70,9 +70,9 @@ class RetrieveOpts:
     mode: str = field(default_factory=lambda: _env_mode('RETRIEVAL_MODE'))   # 'hybrid', 'dense' or 'lexical'
     rrf_k: int = 60                                    # reciprocal rank fusion's constant
     foreign_dense_weight: float = 0.2                  # the dense ranking's weight for a language the model lacks
-    candidates: int = 4                                # hybrid: each side ranks candidates × top_k chunks
+    candidates: int = 4                                # hybrid: each side ranks candidates × top_k chunks, and
+    pool: int = 50                                     # at least this many: the same first chunks for any top_k ≤ 12
     sentence_rank: bool = True                         # hybrid: rank the candidates by their best stored sentence too
-    sentence_pool: int = 50                            # hybrid with sentence_rank: each side ranks at least this many
     sentence_weight: float = 1.0                       # the sentence ranking's weight in the fusion
     context_budget: int|None = None                    # at most this many tokens back (`context.tree_context`)
     tree_context: bool = True                          # a tree's leaves come back grown (False: as ranked)
@@ -163,8 +163,12 @@ def sentence_ranking(store:Store, # an open store; without sentence vectors the 
                     ) -> list[int]:
     """`ids` ordered by their best stored sentence's cosine with `qvec` (max-sim). A chunk with no sentence vectors,
     such as code, is one unit: it ranks by its own cosine in `chunk_scores`, or is left out."""
-    best = {int(i): float(np.max(v.astype(np.float32) @ qvec))
-            for i, (_, v, _) in store.sentence_vectors(ids).items() if len(v)}
+    got = [(int(i), v) for i, (_, v, _) in store.sentence_vectors(ids).items() if len(v)]
+    best = {}
+    if got:                                 # one product over every candidate's sentences, then each chunk's best
+        sims = np.concatenate([v for _, v in got]).astype(np.float32) @ np.asarray(qvec, np.float32)
+        starts = np.cumsum([0] + [len(v) for _, v in got[:-1]])
+        best = dict(zip((i for i, _ in got), np.maximum.reduceat(sims, starts).tolist()))
     if best and chunk_scores: best |= {int(i): s for i, s in chunk_scores.items() if int(i) not in best}
     return sorted(best, key=lambda i: (-best[i], i))
 
@@ -218,7 +222,7 @@ def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, inf
         return chunks
     w = _dense_weight(store, query, opts) if opts.mode == 'hybrid' else 1.0
     sentences = opts.mode == 'hybrid' and opts.sentence_rank and w == 1.0   # only where the model reads the question
-    n = top_k if opts.mode == 'lexical' else max(top_k, opts.candidates * top_k, opts.sentence_pool * sentences)
+    n = top_k if opts.mode == 'lexical' else max(top_k, opts.candidates * top_k, opts.pool)
     lexical = store.search_lexical(query, k=n, filters=filters)
     timings['lexical'] = (time.perf_counter() - t) * 1e3
     if opts.mode == 'lexical': fused = [(i, s, {'lexical': r}) for r, (i, s) in enumerate(lexical, 1)]
