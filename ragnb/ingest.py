@@ -58,10 +58,10 @@ class IndexReport:
 # %% ../nbs/03a_ingest.ipynb #19fa6018
 @patch
 def binary_summary(self:IndexReport) -> str:
-    "One line on the binary files skipped: 'skipped 212 binary files: images 209, other 3'; '' when none."
+    "One line on the files left unread by kind: 'skipped 3 files with no text to index: images 2, other 1'; or ''."
     if not self.binary: return ''
     kinds = sorted(Counter(k for _, k in self.binary).items(), key=lambda kn: (-kn[1], kn[0]))
-    return f'skipped {len(self.binary)} binary files: ' + ', '.join(f'{k} {n}' for k, n in kinds)
+    return f'skipped {len(self.binary)} files with no text to index: ' + ', '.join(f'{k} {n}' for k, n in kinds)
 
 @patch
 def generated_summary(self:IndexReport) -> str:

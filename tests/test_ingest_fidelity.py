@@ -154,7 +154,7 @@ def test_a_docs_folder_indexes_documents_not_drawings_styles_icons_or_makefiles(
         assert sorted(s.rsplit('/', 1)[-1] for s in rep.removed) == ['Makefile', 'debian.xpm', 'default.css',
                                                                      'drawing', 'netfilter.svg']
         assert sorted(c.rsplit('/', 1)[-1] for c in s.chunk_sources()) == ['README', 'sect.cron.html']
-        assert rep.binary_summary() == 'skipped 5 binary files: images 3, build files 1, stylesheets 1'
+        assert rep.binary_summary() == 'skipped 5 files with no text to index: images 3, build files 1, stylesheets 1'
         texts = [c.text for c in s.get_chunks([i for i, _ in s.search_lexical('cron.allow', 5)])]
         assert any('/etc/cron.allow' in t for t in texts)
         assert old.chrome_summary().startswith('dropped as page chrome (navigation, banners, footers): ')
