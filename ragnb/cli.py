@@ -342,7 +342,8 @@ def _print_index_report(path, rep, st, verbose):
     a count each (each file with --verbose)."""
     c = rep.counts()
     print(f"{path}: added {c['added']}, updated {c['updated']}, removed {c['removed']}, unchanged {c['unchanged']}, "
-          f"skipped {c['skipped']} files; {rep.chunks} chunks embedded in {rep.seconds:.1f}s; "
+          f"skipped {c['skipped']} files; {rep.chunks - rep.reused} chunks embedded in {rep.seconds:.1f}s; "
+          + (f"{rep.reused} unchanged chunks kept their vectors; " if rep.reused else '') +
           f"store has {st['chunks']} chunks")
     _print_report_details(rep, verbose)
 

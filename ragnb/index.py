@@ -634,6 +634,21 @@ def sentence_vectors(self:Store, ids:list) -> dict:
             if attempt == 2: raise
     return self.sentence_file.decode(*got)
 
+# %% ../nbs/03_index.ipynb #2227b7ad
+@patch
+def stored_embeddings(self:Store, sources:list[str]) -> dict:
+    """What the chunks of `sources` were embedded as: `{text hash: (vector, (sentence spans, float16 vectors) or
+    None)}`. A chunk whose text has not changed since need not be embedded again."""
+    if not sources: return {}
+    with self._snapshot():
+        rows = self.db.execute(f"select id, content_hash from chunks where source in ({','.join('?' * len(sources))})",
+                               list(sources)).fetchall()
+        if not rows: return {}
+        vecs = self.vectors.vectors(np.array([i for i, _ in rows], dtype=np.int64))
+        sents = self.sentence_vectors([i for i, _ in rows])
+    return {h: (v, sents[str(i)][:2] if str(i) in sents and sents[str(i)][2] == h else None)
+            for (i, h), v in zip(rows, vecs)}
+
 # %% ../nbs/03_index.ipynb #9e76208e
 @patch
 def search_ids(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,

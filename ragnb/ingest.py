@@ -5,6 +5,7 @@
 # %% ../nbs/03a_ingest.ipynb #2c4980fa
 from __future__ import annotations
 import errno, hashlib, json, os, re, stat, time
+import numpy as np
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -45,6 +46,7 @@ class IndexReport:
     skipped: list = field(default_factory=list)     # (path, reason): files that should be text but could not be read
     binary: list = field(default_factory=list)      # (path, kind): images, archives... skipped quietly
     chunks: int = 0
+    reused: int = 0                                 # of `chunks`: unchanged text, their stored vectors kept
     seconds: float = 0.0
     interrupted: bool = False                       # Ctrl-C: the files done before it were committed
     refused: list = field(default_factory=list)     # (folder, reason): not indexed until the user fixes it
@@ -463,7 +465,7 @@ def index_paths(store:Store, # a store opened for writing
     _check_source_keys(store, known)
     listed = listed_files(paths, rep, known, max_bytes)
     todo = changed_sources(listed, rep, known, metadata_json(metadata), max_bytes, chunking)
-    batches = embedded_batches(store, chunk_batches(todo, metadata, rep, INDEX_BATCH), progress, files=len(listed))
+    batches = embedded_batches(store, chunk_batches(todo, metadata, rep, INDEX_BATCH), progress, len(listed), rep)
     batches = until_interrupted(batches, rep)
     first = next(batches, None)                  # nothing changed and nothing removed: nothing is written
     if first is not None: store.replace_sources(rep.removed, [], batches=chain([first], batches))
@@ -503,24 +505,57 @@ def plan_index(paths:list|str|Path, # files and folders, as `index_paths` takes 
 
 # %% ../nbs/03a_ingest.ipynb #4937c8fb
 def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`, as `chunk_batches` gives them
-                     progress:bool|None=None, files:int=0): # the files listed, for the progress bar
+                     progress:bool|None=None, files:int=0, # the files listed, for the progress bar
+                     rep:IndexReport|None=None): # counts the chunks whose stored vectors were kept (`reused`)
     """`(records, chunks, vectors, sentence vectors or None)`, `INDEX_BATCH` chunks at a time; records come first.
-    A file's parts are all embedded before the first is yielded, so an interruption never cuts a file in two."""
+    A file's parts are all embedded before the first is yielded, so an interruption never cuts a file in two. A
+    chunk whose text the store already holds for that file keeps its vectors (`Store.stored_embeddings`)."""
     sentences = sentence_pass(store.manifest)         # None, 'late' or 'sentence'
+    stored_of = getattr(store, 'stored_embeddings', None)   # a sharded store has none: it embeds them again
     from tqdm.auto import tqdm
     with tqdm(total=files, desc='indexing', unit='file', disable=not shows_progress(files, progress)) as bar:
         for records, chunks in batches:
             parts = [chunks[lo:lo + INDEX_BATCH] for lo in range(0, max(len(chunks), 1), INDEX_BATCH)]
-            embedded = [_embed_part(store.embedder, part, sentences) for part in parts]
-            for i, (part, vecs) in enumerate(zip(parts, embedded)): yield records * (i == 0), part, *vecs
+            stored = stored_of([r.source for r in records]) if stored_of and records else {}
+            embedded = [_embed_part(store.embedder, part, sentences, stored) for part in parts]
+            for i, (part, (vecs, svecs, kept)) in enumerate(zip(parts, embedded)):
+                if rep is not None: rep.reused += kept           # counted as handed on, as `until_interrupted` does
+                yield records * (i == 0), part, vecs, svecs
             bar.update(len(records))
         bar.update(files - bar.n)                # the unchanged files are done too
 
-def _embed_part(emb, part:list[Chunk], sentences:str|None) -> tuple:
-    "`embed_chunks` of one part, with its sentence spans when the store keeps sentence vectors (`sentence_pass`)."
-    if not part: return None, None
+def _embed_part(emb, part:list[Chunk], sentences:str|None, stored:dict|None=None) -> tuple:
+    """`embed_chunks` of one part, with its sentence spans when the store keeps sentence vectors (`sentence_pass`),
+    and how many chunks kept their vectors: those found in `stored` with the same text and sentence spans."""
+    if not part: return None, None, 0
     spans = [chunk_sentence_spans(c) for c in part] if sentences else None
-    return embed_chunks(emb, part, spans, late=sentences == 'late')
+    old = [_kept(stored, c, None if spans is None else spans[i]) for i, c in enumerate(part)]
+    fresh = [i for i, o in enumerate(old) if o is None]
+    if len(fresh) == len(part): return *embed_chunks(emb, part, spans, late=sentences == 'late'), 0
+    got = embed_chunks(emb, [part[i] for i in fresh], None if spans is None else [spans[i] for i in fresh],
+                       late=sentences == 'late') if fresh else (None, None)
+    return *_merge_kept(old, fresh, spans, *got), len(part) - len(fresh)
+
+def _kept(stored:dict|None, c:Chunk, spans:list|None):
+    "`(vector, sentence vectors or None)` stored for `c`'s text, if its sentences are the ones stored; else None."
+    o = (stored or {}).get(text_hash(c.text))
+    if o is None or not (np.isfinite(o[0]).all() and abs(float(o[0] @ o[0]) - 1) < 1e-2): return None   # damaged
+    if spans is None: return o[0], None
+    if not spans: return o[0], np.zeros((0, len(o[0])), np.float32)                 # code: no sentences
+    if o[1] is None or [tuple(s) for s in o[1][0]] != [tuple(s) for s in spans]: return None
+    return o[0], o[1][1].astype(np.float32)
+
+def _merge_kept(old:list, fresh:list[int], spans:list|None, vecs:np.ndarray|None, svecs:np.ndarray|None) -> tuple:
+    "The part's vectors in order: the kept ones from `old`, the others from `vecs`/`svecs` (for `fresh`, in order)."
+    at, out, sents, pos = {i: k for k, i in enumerate(fresh)}, [], [], 0
+    for i, o in enumerate(old):
+        out.append(vecs[at[i]] if i in at else o[0])
+        if spans is None: continue
+        if i in at:
+            sents.append(svecs[pos:pos + len(spans[i])])
+            pos += len(spans[i])
+        else: sents.append(o[1])
+    return np.asarray(out, np.float32), None if spans is None else np.concatenate(sents).astype(np.float32)
 
 def embed_chunks(emb, chunks:list[Chunk], spans:list|None, # sentence spans per chunk; None: no sentence vectors
                  late:bool=False) -> tuple: # pool the sentences out of each chunk's own pass (`Embedder.embed_late`)
@@ -542,7 +577,7 @@ def until_interrupted(batches:Iterable[tuple], # `(records, chunks, vectors, sen
             done.update(r.source for r in b[0])
             chunks += len(b[1])
     except KeyboardInterrupt:
-        rep.interrupted, rep.chunks = True, chunks
+        rep.interrupted, rep.chunks = True, chunks          # (`rep.reused` counts only what was handed on)
         rep.added, rep.updated = [s for s in rep.added if s in done], [s for s in rep.updated if s in done]
 
 # %% ../nbs/03a_ingest.ipynb #bb3aef99
