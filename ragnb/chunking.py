@@ -144,7 +144,8 @@ def read_text_file(path:str|Path, # file to read
         raise BinaryFileError(f'{path}: not text to index ({kind}, by its content); skipped', kind)
     return decode_text(data, str(path))
 
-def read_file_bytes(path:str|Path, max_bytes:int|None=None) -> bytes:
+def read_file_bytes(path:str|Path, max_bytes:int|None=None,
+                    head:int|None=None) -> bytes: # only the first `head` bytes
     """A regular file's bytes, as many as it held when opened. A file swapped for a FIFO or a device after it was
     listed is refused at once (opening one never waits for a writer), and a file that grows while it is read is
     read to the size it had (and refused over `max_bytes`): the next run sees the rest."""
@@ -156,7 +157,7 @@ def read_file_bytes(path:str|Path, max_bytes:int|None=None) -> bytes:
         if max_bytes is not None and st.st_size > max_bytes:
             raise ChunkingError(f'{path}: {st.st_size / 2**20:.0f} MB when read, over the {max_bytes / 2**20:.0f} MB '
                                 'limit (it grew after it was listed); skipped')
-        parts, left = [], st.st_size
+        parts, left = [], st.st_size if head is None else min(st.st_size, head)
         while left > 0 and (part := os.read(fd, min(left, 1 << 20))):
             parts.append(part)
             left -= len(part)
@@ -715,14 +716,18 @@ def _with_notes(node, notes:list) -> int:
         start = n.start_point[0]
     return start
 
+def _contents(node) -> list:
+    "What an open node holds: its body's nodes (a namespace's), or its own (an `#ifdef`, an error)."
+    body = node.child_by_field_name('body')
+    return (body if body is not None else node).named_children
+
 def _inner(kids:list, grammar:Grammar, depth:int) -> list:
     """A body's nodes, with what namespaces, `#ifdef`s, unparsed runs and a Java enum's declarations hold in their
     place: a macro before `namespace` makes libstdc++'s namespaces parse as a function, whose body is one namespace."""
     out = []
     for k in kids:
         if (k.type in _WRAPPERS or k.type in grammar.open or k.type == 'ERROR') and depth < MAX_NESTING:
-            body = k.child_by_field_name('body')
-            out += _inner((body if body is not None else k).named_children, grammar, depth + 1)
+            out += _inner(_contents(k), grammar, depth + 1)
         else: out.append(k)
     return out
 
@@ -778,8 +783,7 @@ def _grammar_units(text:str, language:str) -> list[_Unit]|None:
                 else: notes.append(node)
                 continue
             if node.type in grammar.open and depth < MAX_NESTING:
-                body = node.child_by_field_name('body')
-                visit((body if body is not None else node).named_children, depth + 1, in_error)
+                visit(_contents(node), depth + 1, in_error)
             elif node.type in grammar.open or not (kind := grammar.kinds.get(node.type)) or \
                     _end_line(node) - node.start_point[0] < SMALL_DECL_LINES:
                 units.append(_Unit(_with_notes(node, notes), _end_line(node)))   # loose, but cut only between nodes
@@ -888,11 +892,8 @@ def _unit_pieces(g, lines:list[str], size:Callable, target:int, max_chars:int) -
 # %% ../nbs/01_chunking.ipynb #bdf55ecf
 def _file_head(path, n:int=256) -> str:
     "The first `n` bytes of a regular file as text; '' for anything else (a FIFO is never waited on) or on an error."
-    try: fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_NOCTTY', 0))
-    except OSError: return ''
-    try: return os.read(fd, n).decode('utf-8', 'replace') if stat.S_ISREG(os.fstat(fd).st_mode) else ''
-    except OSError: return ''
-    finally: os.close(fd)
+    try: return read_file_bytes(path, head=n).decode('utf-8', 'replace')
+    except (OSError, ChunkingError): return ''
 
 SHEBANGS = {'sh': 'bash', 'bash': 'bash', 'dash': 'bash', 'ash': 'bash', 'ksh': 'bash', 'mksh': 'bash', 'zsh': 'bash',
             'python': 'python', 'node': 'javascript', 'nodejs': 'javascript'}   # interpreter → language

@@ -202,7 +202,7 @@ def _doxygen_markup(root):
     """Doxygen's layout as the text it stands for: a member's declaration, split over two cells of a summary row, as
     one code span; a signature table (`table.memname`, a cell per parameter) as one line of code; labels (`abstract`,
     `pure virtual`) in brackets after a space, where its stylesheet sets them apart ("Class Referenceabstract")."""
-    for el in root.xpath('//span[contains(concat(" ", normalize-space(@class), " "), " mlabel ")]'):
+    for el in [s for s in root.iter('span') if 'mlabel' in _classes(s)]:
         label = _clean(el.text_content())
         for ch in list(el): el.remove(ch)
         el.text = f' [{label}]'
