@@ -4,14 +4,14 @@
 
 # %% ../nbs/09_cli.ipynb #a59509a7
 from __future__ import annotations
-import argparse, json, os, sys
+import argparse, json, os, shlex, sys
 from pathlib import Path
 
 from .sentences import sentence_spans
 
 # %% auto #0
 __all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'NOTHING_FOUND', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index',
-           'cmd_ask', 'cmd_check', 'cmd_cache', 'cmd_serve', 'cmd_eval']
+           'cmd_remove', 'cmd_ask', 'cmd_check', 'cmd_cache', 'cmd_serve', 'cmd_eval']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how prose is chunked: 'documental', 'jerarquico' (a tree: small leaves searched, grown at "
                         "retrieval into their chunk or section) or 'auto' (trees for long documents only); default: "
                         "what the store recorded, else documental; a change re-indexes only the files it changes")
+    s = sub.add_parser('remove', help='drop the files indexed at or under paths: a folder moved, renamed or deleted')
+    s.add_argument('paths', nargs='+', help='files or folders as they were indexed; they need not exist any more')
+    s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
     s = sub.add_parser('check', help='verify a store end to end and print one table (exit 1 on any problem)')
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
     s = sub.add_parser('cache', help="show ragnb's cache of model copies; --prune removes the stale ones")
@@ -346,6 +349,14 @@ def _print_index_report(path, rep, st, verbose):
           + (f"{rep.reused} unchanged chunks kept their vectors; " if rep.reused else '') +
           f"store has {st['chunks']} chunks")
     _print_report_details(rep, verbose)
+    if rep.missing: print(_missing_summary(path, rep.missing))
+
+def _missing_summary(path, missing:list) -> str:
+    "The line on folders and files indexed before and gone from disk since (`IndexReport.missing`), with the fix."
+    shown = ', '.join(f'{w} ({n} files)' for w, n in missing[:3])
+    if missing[3:]: shown += f' and {len(missing) - 3} more'
+    return (f"not on disk any more, still in the store: {shown}; if they moved or went, drop them with: ragnb remove "
+            + ' '.join(shlex.quote(w) for w, _ in missing) + f' --store {shlex.quote(str(path))}')
 
 def _print_report_details(rep, verbose, indexed:str='indexed'):
     "The lines under an index's summary: kinds, binaries, builds' machinery, chrome; unreadable files on stderr."
@@ -378,6 +389,22 @@ def _index_dry_run(args, path, meta) -> int:
     _print_report_details(rep, args.verbose, 'to index')
     return _index_outcome(rep, args.paths)
 
+
+# %% ../nbs/09_cli.ipynb #efb0a540
+def cmd_remove(args) -> int:
+    "Drop the files indexed at or under the paths given (`ingest.remove_paths`); a path that holds none is refused."
+    from ragnb.index import StoreError
+    from ragnb.stores import open_store, store_exists
+    from ragnb.ingest import remove_paths
+    path = _store_dir(args)
+    if not store_exists(path): raise UserError(f'{path}: no store here; nothing to remove')
+    try:
+        with open_store(path) as store:
+            rep = remove_paths(store, args.paths)
+            st = store.stats()
+    except (StoreError, FileNotFoundError) as e: raise UserError(str(e)) from None
+    print(f"{path}: removed {len(rep.removed)} files in {rep.seconds:.1f}s; store has {st['chunks']} chunks")
+    return 0
 
 # %% ../nbs/09_cli.ipynb #42a13ee5
 def _ask_options(args, store):

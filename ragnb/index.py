@@ -41,6 +41,7 @@ create table if not exists chunks (id integer primary key, source text not null,
   start_line int, end_line int, start_char int, end_char int, text text not null, metadata text not null,
   chunker_version text, content_hash text, overlap int default 0, row_crc integer, display text, location text);
 create index if not exists chunks_source on chunks(source);
+create index if not exists chunks_text on chunks(content_hash);
 create table if not exists sources (source text primary key, root text, content_hash text, chunker_version text,
   metadata text, n_chunks int, indexed_at real);
 create table if not exists meta (key text primary key, value text);
@@ -636,18 +637,27 @@ def sentence_vectors(self:Store, ids:list) -> dict:
 
 # %% ../nbs/03_index.ipynb #2227b7ad
 @patch
-def stored_embeddings(self:Store, sources:list[str]) -> dict:
-    """What the chunks of `sources` were embedded as: `{text hash: (vector, (sentence spans, float16 vectors) or
-    None)}`. A chunk whose text has not changed since need not be embedded again."""
-    if not sources: return {}
+def stored_embeddings(self:Store, sources:list[str], # the chunks of these sources
+                      hashes:list[str]=(), # and the chunks of any source whose text has one of these `text_hash`es
+                     ) -> dict:
+    """What those chunks were embedded as: `{text hash: (vector, (sentence spans, float16 vectors) or None)}`, a
+    chunk of `sources` first where two hold the same text. A chunk whose text the store holds already, in the same
+    file or in a file moved or copied, need not be embedded again. A writer sees only what it has committed."""
+    sources, hashes = list(dict.fromkeys(sources)), list(dict.fromkeys(hashes))
+    asked = (('source', sources), ('content_hash', hashes))
+    where = [f"{col} in ({','.join('?' * len(xs))})" for col, xs in asked if xs]
+    if not where: return {}
     with self._snapshot():
-        rows = self.db.execute(f"select id, content_hash from chunks where source in ({','.join('?' * len(sources))})",
-                               list(sources)).fetchall()
-        if not rows: return {}
-        vecs = self.vectors.vectors(np.array([i for i, _ in rows], dtype=np.int64))
-        sents = self.sentence_vectors([i for i, _ in rows])
+        meta = self._meta()      # rows this writer has added and not committed are left out: their vectors are pending
+        top = int(meta['max_label']) if 'max_label' in meta else (0 if self._max_label else 2**62)
+        rows = self.db.execute(f"select id, content_hash, source from chunks where ({' or '.join(where)}) and id <= ?",
+                               sources + hashes + [top]).fetchall()
+        ids = {h: i for i, h, _ in sorted(rows, key=lambda r: r[2] in sources)}      # a row of `sources` wins
+        if not ids: return {}
+        vecs = self.vectors.vectors(np.array(list(ids.values()), dtype=np.int64))
+        sents = self.sentence_vectors(list(ids.values()))
     return {h: (v, sents[str(i)][:2] if str(i) in sents and sents[str(i)][2] == h else None)
-            for (i, h), v in zip(rows, vecs)}
+            for (h, i), v in zip(ids.items(), vecs)}
 
 # %% ../nbs/03_index.ipynb #9e76208e
 @patch

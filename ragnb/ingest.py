@@ -30,10 +30,10 @@ __all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX
            'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason',
            'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking',
            'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'generated_reason', 'scan_path', 'listed_files',
-           'changed_sources', 'list_files', 'changed_source', 'metadata_json', 'chunk_sources', 'checked_paths',
-           'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches',
-           'embed_chunks', 'until_interrupted', 'default_corpus', 'default_store_dir', 'open_for_indexing',
-           'open_default_store']
+           'changed_sources', 'list_files', 'changed_source', 'missing_sources', 'metadata_json', 'chunk_sources',
+           'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
+           'embedded_batches', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
+           'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -52,6 +52,7 @@ class IndexReport:
     refused: list = field(default_factory=list)     # (folder, reason): not indexed until the user fixes it
     chrome: list = field(default_factory=list)      # (path, characters dropped as chrome, visible characters)
     generated: list = field(default_factory=list)   # (path, what): a documentation site's machinery, not its pages
+    missing: list = field(default_factory=list)     # (folder or file, files): indexed before, gone from disk since
     def counts(self):
         keys = ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary', 'generated')
         return {k: len(getattr(self, k)) for k in keys}
@@ -389,6 +390,16 @@ def _gone(known:dict, root:str, seen:set, unreadable:list) -> list[str]:
     kept = tuple(u + '/' for u in unreadable)
     return [s for s, r in known.items() if r.root == root and s not in seen and not s.startswith(kept)]
 
+# %% ../nbs/03a_ingest.ipynb #b59b3219
+def missing_sources(known:dict[str, SourceRecord], # a store's sources (`Store.sources()`)
+                   ) -> list[tuple[str, int]]:
+    """The folders, and files given alone, indexed before and gone from disk since, with how many files the store
+    holds from each. Their chunks stay until `remove_paths` drops them: a folder that is missing may be a disk not
+    mounted yet, so nothing is removed on its word."""
+    held = Counter(r.root or s for s, r in known.items())
+    return sorted((where, n) for where, n in held.items() if not os.path.lexists(where))
+
+
 # %% ../nbs/03a_ingest.ipynb #291862b3
 def _check_source_keys(store:Store, known:dict):
     "Refuse a store built when keys were relative paths: same-named folders overwrote each other there."
@@ -464,6 +475,7 @@ def index_paths(store:Store, # a store opened for writing
     known = store.sources()
     _check_source_keys(store, known)
     listed = listed_files(paths, rep, known, max_bytes)
+    rep.missing = missing_sources(known)
     todo = changed_sources(listed, rep, known, metadata_json(metadata), max_bytes, chunking)
     batches = embedded_batches(store, chunk_batches(todo, metadata, rep, INDEX_BATCH), progress, len(listed), rep)
     batches = until_interrupted(batches, rep)
@@ -509,14 +521,15 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
                      rep:IndexReport|None=None): # counts the chunks whose stored vectors were kept (`reused`)
     """`(records, chunks, vectors, sentence vectors or None)`, `INDEX_BATCH` chunks at a time; records come first.
     A file's parts are all embedded before the first is yielded, so an interruption never cuts a file in two. A
-    chunk whose text the store already holds for that file keeps its vectors (`Store.stored_embeddings`)."""
+    chunk whose text the store already holds, for that file or another (moved, renamed or copied), keeps its vectors
+    (`Store.stored_embeddings`)."""
     sentences = sentence_pass(store.manifest)         # None, 'late' or 'sentence'
     stored_of = getattr(store, 'stored_embeddings', None)   # a sharded store has none: it embeds them again
     from tqdm.auto import tqdm
     with tqdm(total=files, desc='indexing', unit='file', disable=not shows_progress(files, progress)) as bar:
         for records, chunks in batches:
             parts = [chunks[lo:lo + INDEX_BATCH] for lo in range(0, max(len(chunks), 1), INDEX_BATCH)]
-            stored = stored_of([r.source for r in records]) if stored_of and records else {}
+            stored = stored_of([r.source for r in records], [text_hash(c.text) for c in chunks]) if stored_of else {}
             embedded = [_embed_part(store.embedder, part, sentences, stored) for part in parts]
             for i, (part, (vecs, svecs, kept)) in enumerate(zip(parts, embedded)):
                 if rep is not None: rep.reused += kept           # counted as handed on, as `until_interrupted` does
@@ -579,6 +592,31 @@ def until_interrupted(batches:Iterable[tuple], # `(records, chunks, vectors, sen
     except KeyboardInterrupt:
         rep.interrupted, rep.chunks = True, chunks          # (`rep.reused` counts only what was handed on)
         rep.added, rep.updated = [s for s in rep.added if s in done], [s for s in rep.updated if s in done]
+
+# %% ../nbs/03a_ingest.ipynb #1e0de632
+def remove_paths(store:Store, # a store opened for writing
+                 paths:list|str|Path, # files and folders, on disk or gone: each must hold indexed files
+                ) -> IndexReport:
+    """Drop every file indexed at or under `paths` from `store`, in one commit: its chunks, vectors and sentence
+    vectors. A path under which the store holds nothing is refused before anything is written."""
+    t0, rep, known = time.perf_counter(), IndexReport(), store.sources()
+    for p in [Path(x) for x in ([paths] if isinstance(paths, (str, Path)) else paths)]:
+        keys = _path_keys(p)
+        hits = [s for s in known if s in keys or s.startswith(tuple(k + '/' for k in keys))]
+        if not hits:
+            held = sorted({r.root or s for s, r in known.items()})
+            raise FileNotFoundError(f"{store.path}: nothing indexed at or under {p}; the store's files come from "
+                                    + (', '.join(held[:5]) + (f' and {len(held) - 5} more' if len(held) > 5 else '')
+                                       if held else 'nowhere: it is empty'))
+        rep.removed += [s for s in hits if s not in rep.removed]
+    store.replace_sources(rep.removed, [])
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+def _path_keys(p:Path) -> set[str]:
+    "The keys a file or folder may be recorded under (`source_key`): absolute, with links resolved or not."
+    a = Path(os.path.abspath(p))
+    return {a.as_posix(), a.resolve().as_posix(), (a.parent.resolve() / a.name).as_posix()}
 
 # %% ../nbs/03a_ingest.ipynb #bb3aef99
 def default_corpus() -> list[Path]:
