@@ -869,14 +869,16 @@ def replace_sources(self:Store, removed:list[str], # source keys to drop
                     chunks:list[Chunk]=(), vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None, *,
                     batches=None, # or: an iterable of (records, chunks, vectors, sentence vectors), as they come
                    ):
-    "Remove `removed` and the old chunks of `records`, add `chunks`, record `records`: one transaction, one commit."
+    """Remove `removed` and the old chunks of `records`, add `chunks`, record `records`: one transaction, one commit.
+    `removed` goes last, so that the batches, embedded as they are asked for, can still keep the vectors of a file
+    that moved (`stored_embeddings`)."""
     self._begin()
     try:
-        for src in removed: self.remove_source(src, commit=False)
         for recs, cs, vs, svs in chain([(records, chunks, vectors, sentence_vectors)], batches or ()):
             for r in recs: self.remove_source(r.source, commit=False)     # a source's old chunks, then its new ones
             if len(cs): self.add_documents(cs, vs, sentence_vectors=svs, commit=False)
             record_sources(self.db, recs)
+        for src in removed: self.remove_source(src, commit=False)
         self.commit()
     except BaseException:
         self.rollback()

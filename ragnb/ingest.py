@@ -32,7 +32,7 @@ __all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX
            'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'generated_reason', 'scan_path', 'listed_files',
            'changed_sources', 'list_files', 'changed_source', 'missing_sources', 'metadata_json', 'chunk_sources',
            'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
-           'embedded_batches', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
+           'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
            'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
@@ -524,7 +524,7 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
     chunk whose text the store already holds, for that file or another (moved, renamed or copied), keeps its vectors
     (`Store.stored_embeddings`)."""
     sentences = sentence_pass(store.manifest)         # None, 'late' or 'sentence'
-    stored_of = getattr(store, 'stored_embeddings', None)   # a sharded store has none: it embeds them again
+    stored_of = stored_lookup(store)
     from tqdm.auto import tqdm
     with tqdm(total=files, desc='indexing', unit='file', disable=not shows_progress(files, progress)) as bar:
         for records, chunks in batches:
@@ -536,6 +536,19 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
                 yield records * (i == 0), part, vecs, svecs
             bar.update(len(records))
         bar.update(files - bar.n)                # the unchanged files are done too
+
+def stored_lookup(store) -> Callable|None:
+    """`stored_embeddings(sources, hashes)` of `store`; of a sharded store, its shards' answers together (a file's own
+    shard last, so that its rows win); None for a store that cannot say (shards served by Ray actors)."""
+    if hasattr(store, 'stored_embeddings'): return store.stored_embeddings
+    shards = getattr(store, 'shards', None)
+    if not shards or not all(hasattr(s, 'stored_embeddings') for s in shards): return None
+    def ask(sources:list[str], hashes:list[str]) -> dict:
+        out = {}
+        for s in shards: out.update(s.stored_embeddings([], hashes))
+        for s in shards: out.update(s.stored_embeddings(sources, ()))
+        return out
+    return ask
 
 def _embed_part(emb, part:list[Chunk], sentences:str|None, stored:dict|None=None) -> tuple:
     """`embed_chunks` of one part, with its sentence spans when the store keeps sentence vectors (`sentence_pass`),

@@ -270,11 +270,12 @@ def rollback(self:ShardedStore):
 @patch
 def replace_sources(self:ShardedStore, removed:list[str], records:list[SourceRecord], chunks:list[Chunk]=(),
                     vectors:np.ndarray|None=None, sentence_vectors:np.ndarray|None=None, *, batches=None):
-    "`Store.replace_sources`, routed by `stage_sources`: one transaction and one commit per shard touched."
+    "`Store.replace_sources`, routed by `stage_sources`: one transaction and one commit per shard; `removed` last."
     try:
-        self.stage_sources(removed, records, chunks, vectors, sentence_vectors)
+        self.stage_sources((), records, chunks, vectors, sentence_vectors)
         for recs, cs, vs, svs in batches or ():
             self.stage_sources(records=recs, chunks=cs, vectors=vs, sentence_vectors=svs)
+        self.stage_sources(removed)
         self.commit()
     except BaseException:
         self.rollback()                 # the shards committed already stay so
