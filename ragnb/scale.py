@@ -69,6 +69,16 @@ def read_and_chunk(row:dict, # a row of `file_rows`
     chunks, records = chunk_sources([sf], metadata) if sf else ([], [])
     return dict(file=row['file'], report=pickle.dumps(rep), work=pickle.dumps((records, chunks, old is not None)))
 
+# %% ../nbs/13_scale.ipynb #b102dc7d
+def _per_file(work:list, vecs, svecs, spans:list|None) -> list[tuple]:
+    "A batch's chunk and sentence vectors (each chunk's `spans`), split back per file: `(vectors, sentence vectors)`."
+    out, lo, slo = [], 0, 0
+    for _, cs, _ in work:
+        ns = sum(len(sp) for sp in spans[lo:lo + len(cs)]) if svecs is not None else 0
+        out.append((None if vecs is None else vecs[lo:lo + len(cs)], None if svecs is None else svecs[slo:slo + ns]))
+        lo, slo = lo + len(cs), slo + ns
+    return out
+
 # %% ../nbs/13_scale.ipynb #a3dd1204
 class EmbedActor:
     "The `map_batches` stage: the model, loaded once per actor; each call embeds a batch of files with `embed_chunks`."
@@ -88,16 +98,6 @@ class EmbedActor:
         out = [pickle.dumps((*w, *v)) for w, v in zip(work, _per_file(work, vecs, svecs, spans))]
         return dict(file=batch['file'], report=batch['report'], work=np.array(out, dtype=object),
                     worker=np.full(len(out), self.pid))
-
-# %% ../nbs/13_scale.ipynb #b102dc7d
-def _per_file(work:list, vecs, svecs, spans:list|None) -> list[tuple]:
-    "A batch's chunk and sentence vectors (each chunk's `spans`), split back per file: `(vectors, sentence vectors)`."
-    out, lo, slo = [], 0, 0
-    for _, cs, _ in work:
-        ns = sum(len(sp) for sp in spans[lo:lo + len(cs)]) if svecs is not None else 0
-        out.append((None if vecs is None else vecs[lo:lo + len(cs)], None if svecs is None else svecs[slo:slo + ns]))
-        lo, slo = lo + len(cs), slo + ns
-    return out
 
 # %% ../nbs/13_scale.ipynb #9c28d5b3
 def _embedding_stage(ds, store, plan):
