@@ -42,6 +42,14 @@ class RagnbRetriever(BaseRetriever):
         res = retrieve(self.store, query_bundle.query_str, self.top_k, self.opts, self.filters)
         return [chunk_node(c, self.store) for c in res.chunks]
 
+# %% ../nbs/11_llamaindex.ipynb #fc2beeaa
+def _trimmed_node(n:NodeWithScore, t) -> NodeWithScore:
+    "A copy of node `n` holding the trimmed text `t.text`, with the tokens before and after in its metadata."
+    node = n.node.model_copy(deep=True)
+    node.set_content(t.text)
+    node.metadata.update(tokens_before=t.tokens_before, tokens_after=t.tokens_after)
+    return NodeWithScore(node=node, score=n.score)
+
 # %% ../nbs/11_llamaindex.ipynb #620f9ebb
 class SentenceTrimPostprocessor(BaseNodePostprocessor):
     "Trim any nodes to the sentences close to the query (ragnb's splitter and rules); order and cuts shown."
@@ -66,11 +74,3 @@ class SentenceTrimPostprocessor(BaseNodePostprocessor):
                              threshold=self.threshold, window=self.window, min_sentences=self.min_sentences,
                              policy=self.policy)
         return [_trimmed_node(n, t) for n, t in zip(nodes, trimmed) if t is not None]
-
-# %% ../nbs/11_llamaindex.ipynb #fc2beeaa
-def _trimmed_node(n:NodeWithScore, t) -> NodeWithScore:
-    "A copy of node `n` holding the trimmed text `t.text`, with the tokens before and after in its metadata."
-    node = n.node.model_copy(deep=True)
-    node.set_content(t.text)
-    node.metadata.update(tokens_before=t.tokens_before, tokens_after=t.tokens_after)
-    return NodeWithScore(node=node, score=n.score)
