@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_chunking.ipynb #5671c76d
 from __future__ import annotations
-import ast, bisect, functools, logging, mimetypes, os, re, stat, unicodedata, warnings
+import ast, bisect, functools, importlib, io, logging, lzma, mimetypes, os, re, stat, unicodedata, warnings, zlib
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable
@@ -16,12 +16,13 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'LOCK_FILES',
-           'MINIFIED', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME',
-           'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError',
-           'BinaryFileError', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
-           'decode_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown',
-           'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax',
-           'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+           'MINIFIED', 'COMPRESSED_EXTS', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING',
+           'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk',
+           'ChunkingError', 'BinaryFileError', 'inner_path', 'not_text_kind', 'sniffed_kind', 'minified_head',
+           'read_text_file', 'read_file_bytes', 'decode_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
+           'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown',
+           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
+           'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 @dataclass
@@ -102,9 +103,19 @@ _BY_MAJOR = {'image': 'images', 'audio': 'media', 'video': 'media', 'font': 'fon
 _SIGNATURES = [(re.compile(rb'\s*(<\?xml[^>]*>\s*)?(<!--.*?-->\s*|<!DOCTYPE[^>]*>\s*)*<svg\b', re.S), 'images'),
                (re.compile(rb'/\* XPM \*/'), 'images'), (re.compile(rb'%!PS'), 'documents')]
 
-def not_text_kind(path:str|Path) -> str|None:
-    "What `path` is, by its name, when it is not text to read ('images', 'stylesheets', 'build files'...); else None."
+COMPRESSED_EXTS = {'.gz': 'gzip', '.bz2': 'bz2', '.xz': 'lzma'}   # one file compressed: read as the file inside
+
+def inner_path(path:str|Path) -> Path:
+    """The name a compressed file is read by: its own without `.gz`, `.bz2` or `.xz` (`NEWS.md.gz` → `NEWS.md`). A
+    tarball (`docs.tar.gz`) and every other path stay as they are."""
     p = Path(path)
+    if p.suffix.lower() not in COMPRESSED_EXTS or p.stem.lower().endswith('.tar'): return p
+    return p.with_name(p.stem)
+
+def not_text_kind(path:str|Path) -> str|None:
+    """What `path` is, by its name, when it is not text to read ('images', 'stylesheets', 'build files'...); else None.
+    A compressed file is what the file inside is."""
+    p = inner_path(path)
     ext = p.suffix.lower()
     if p.name.lower() in BUILD_FILES or ext in ('.mk', '.ninja', '.cmake'): return 'build files'
     if p.name.lower() in LOCK_FILES: return 'lockfiles'
@@ -128,7 +139,7 @@ MINIFIED_LINE = 2048                     # a script whose first line is longer t
 def minified_head(path:str|Path, head:bytes) -> str|None:
     "'minified code' when `path` is a script whose first bytes `head` are one line of over `MINIFIED_LINE`, else None."
     long = len(head) > MINIFIED_LINE and b'\n' not in head[:MINIFIED_LINE]
-    return 'minified code' if long and Path(path).suffix.lower() in MINIFIED_EXTS else None
+    return 'minified code' if long and inner_path(path).suffix.lower() in MINIFIED_EXTS else None
 
 # %% ../nbs/01_chunking.ipynb #ee77a0a4
 def read_text_file(path:str|Path, # file to read
@@ -148,7 +159,13 @@ def read_file_bytes(path:str|Path, max_bytes:int|None=None,
                     head:int|None=None) -> bytes: # only the first `head` bytes
     """A regular file's bytes, as many as it held when opened. A file swapped for a FIFO or a device after it was
     listed is refused at once (opening one never waits for a writer), and a file that grows while it is read is
-    read to the size it had (and refused over `max_bytes`): the next run sees the rest."""
+    read to the size it had (and refused over `max_bytes`): the next run sees the rest. A compressed file
+    (`inner_path`) gives the bytes inside, refused when they pass `max_bytes`."""
+    if inner_path(path) == Path(path): return _regular_file_bytes(path, max_bytes, head)
+    return _decompressed(path, _regular_file_bytes(path, max_bytes), max_bytes, head)
+
+def _regular_file_bytes(path:str|Path, max_bytes:int|None=None, head:int|None=None) -> bytes:
+    "`read_file_bytes` of the file as it is on disk."
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_NOCTTY', 0))
     try:
         st = os.fstat(fd)
@@ -163,6 +180,20 @@ def read_file_bytes(path:str|Path, max_bytes:int|None=None,
             left -= len(part)
         return b''.join(parts)
     finally: os.close(fd)
+
+def _decompressed(path:str|Path, data:bytes, max_bytes:int|None, head:int|None) -> bytes:
+    "The bytes inside the compressed file `path` (`data` as read): the first `head`, or all up to `max_bytes`."
+    codec = importlib.import_module(COMPRESSED_EXTS[Path(path).suffix.lower()])
+    want = head if head is not None else -1 if max_bytes is None else max_bytes + 1
+    try:
+        with codec.open(io.BytesIO(data)) as inside: out = inside.read(want)
+    except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as e:
+        raise ChunkingError(f'{path}: not a readable {Path(path).suffix[1:]} file ({e}); decompress it by hand, or '
+                            'add it to .ragnbignore') from None
+    if head is None and max_bytes is not None and len(out) > max_bytes:
+        raise ChunkingError(f'{path}: over the {max_bytes / 2**20:.0f} MB limit once decompressed; skipped (--max-mb '
+                            'raises it)')
+    return out
 
 # %% ../nbs/01_chunking.ipynb #55de1b3b
 def decode_text(data:bytes, name:str) -> str:
@@ -902,7 +933,7 @@ def script_language(path:str|Path, # a file's path; only a name without an exten
                     head:str|None=None, # its first line or more, when read already (else the file is read)
                    ) -> str|None:
     "The language that the `#!` line of a file with no extension names (`bin/deploy`: `#!/bin/sh` → 'bash'), or None."
-    if Path(path).suffix: return None
+    if inner_path(path).suffix: return None
     if head is None: head = _file_head(path)
     if not head.startswith('#!'): return None
     words = head[2:].split('\n', 1)[0].split()
@@ -915,7 +946,7 @@ def _code_language(source:str|None, language:str|None, text:str='') -> str:
     """The language to parse: `language`, else the one `source`'s extension names, else the `#!` line of `text` for a
     name without an extension; `ValueError` when none says."""
     if language is None:
-        ext = Path(source).suffix.lower() if source else ''
+        ext = inner_path(source).suffix.lower() if source else ''
         language = CODE_EXTS.get(ext) or script_language(source or '', text[:256])
         if language is None: raise ValueError(f'cannot tell the language of {source!r}; pass language=')
     if language not in ('typescript', 'tsx', 'javascript', 'python', 'json', 'yaml', *GRAMMARS):
@@ -1112,7 +1143,7 @@ def mode_for(path:str|Path, # the file
              head:str|None=None, # its first line, if read already: a file without an extension is a script by it
             ) -> str:
     "'codigo' for the code extensions (`CODE_EXTS`) and scripts (`script_language`), 'documental' for other text."
-    code = Path(path).suffix.lower() in CODE_EXTS or script_language(path, head) is not None
+    code = inner_path(path).suffix.lower() in CODE_EXTS or script_language(path, head) is not None
     return 'codigo' if code else 'documental'
 
 # %% ../nbs/01_chunking.ipynb #06128173

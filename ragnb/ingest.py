@@ -15,7 +15,8 @@ from typing import Callable, Iterable
 from fastcore.basics import patch
 
 from .chunking import (CODE_EXTS, MINIFIED_EXTS, MINIFIED_LINE, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError,
-                            chunk_text, minified_head, not_text_kind, read_file_bytes, read_text_file, sniffed_kind)
+                            chunk_text, inner_path, minified_head, not_text_kind, read_file_bytes, read_text_file,
+                            sniffed_kind)
 from .index import SourceRecord, Store, StoreMismatchError, sentence_pass, text_hash
 from .sentence_file import chunk_sentence_spans
 from .hierarchy import JERARQUICO_STRATEGIES
@@ -163,7 +164,7 @@ def unreadable_reason(f:Path, root:Path, max_bytes:int=MAX_FILE_BYTES) -> str|No
 def eval_data_reason(f:Path, root:Path) -> str|None:
     "Labelled questions (`.json`/`.jsonl` under an `eval/` folder) are test data: indexing them leaks the answers."
     parts = f.relative_to(root).parts[:-1] if root.is_dir() else f.parts[:-1]
-    if f.suffix.lower() in ('.json', '.jsonl') and 'eval' in parts:
+    if inner_path(f).suffix.lower() in ('.json', '.jsonl') and 'eval' in parts:
         return 'an eval data file (under eval/), not indexed'
 
 # %% ../nbs/03a_ingest.ipynb #c28856fd
@@ -253,13 +254,11 @@ def not_text(f:Path) -> str|None:
     "What the listed file `f` is when it is not text to index (a kind for the binary line), by name, else by content."
     if reader_for(f) is not None: return None
     if kind := not_text_kind(f): return kind
-    ext = f.suffix.lower()
+    ext = inner_path(f).suffix.lower()
     known = ext in TEXT_EXTS or ext in CODE_EXTS
     if known and ext not in MINIFIED_EXTS: return None
-    try: fd = os.open(f, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError: return None                      # reading it will say why
-    try: head = os.read(fd, MINIFIED_LINE + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else None
-    finally: os.close(fd)
+    try: head = read_file_bytes(f, head=MINIFIED_LINE + 1)     # never waits on a FIFO; a compressed file's inside
+    except (OSError, ChunkingError): return None                # reading it will say why
     if not head: return None
     return (None if known else sniffed_kind(head)) or minified_head(f, head)
 

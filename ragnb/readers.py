@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .chunking import (BinaryFileError, Chunk, ChunkingError, decode_text, mode_for, read_file_bytes,
-                            read_text_file, strategy_version)
+from .chunking import (BinaryFileError, Chunk, ChunkingError, decode_text, inner_path, mode_for,
+                            read_file_bytes, read_text_file, strategy_version)
 
 # %% auto #0
 __all__ = ['READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED',
@@ -51,7 +51,7 @@ def register_reader(reader:Reader, *exts:str) -> Reader:
 # %% ../nbs/01a_readers.ipynb #b3a3262e
 def reader_for(path:str|Path) -> Reader|None:
     "The reader registered for the extension of `path`, or None for files read as text."
-    return READERS.get(Path(path).suffix.lower())
+    return READERS.get(inner_path(path).suffix.lower())     # `guide.pdf.gz`: the PDF reader, on the bytes inside
 
 # %% ../nbs/01a_readers.ipynb #71b5c350
 def file_kind(path:str|Path) -> str:
