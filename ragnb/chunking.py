@@ -16,13 +16,13 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'LOCK_FILES',
-           'MINIFIED', 'COMPRESSED_EXTS', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING',
-           'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk',
-           'ChunkingError', 'BinaryFileError', 'inner_path', 'not_text_kind', 'sniffed_kind', 'minified_head',
-           'read_text_file', 'read_file_bytes', 'decode_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
-           'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown',
-           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
-           'chunk_file', 'mode_for', 'strategy_version']
+           'MINIFIED', 'COMPRESSED_EXTS', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS',
+           'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS',
+           'Chunk', 'ChunkingError', 'BinaryFileError', 'inner_path', 'not_text_kind', 'sniffed_kind', 'minified_head',
+           'read_text_file', 'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown',
+           'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar', 'script_language',
+           'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker',
+           'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 @dataclass
@@ -197,16 +197,36 @@ def _decompressed(path:str|Path, data:bytes, max_bytes:int|None, head:int|None) 
 
 # %% ../nbs/01_chunking.ipynb #55de1b3b
 def decode_text(data:bytes, name:str) -> str:
-    "Bytes as text: UTF-8 (a BOM is allowed) or BOM-marked UTF-16; `ChunkingError` naming `name` otherwise."
+    """Bytes as text: UTF-8 (a BOM is allowed), BOM-marked UTF-16, or UTF-8 but for bytes that read as Windows-1252
+    letters (`legacy_text`: a `RecodedText`); `ChunkingError` naming `name` otherwise."""
     if data[:2] in (b'\xff\xfe', b'\xfe\xff'):
         try: return data.decode('utf-16')
         except UnicodeDecodeError: raise ChunkingError(f'{name}: marked UTF-16 but not valid UTF-16') from None
     if b'\x00' in data[:65536]: raise BinaryFileError(f'{name}: binary file (NUL bytes), not text; skipped')
     try: return data.decode('utf-8-sig')
     except UnicodeDecodeError as e:
+        if (text := legacy_text(data)) is not None: return text
         line = data[:e.start].count(b'\n') + 1
-        raise ChunkingError(f'{name}: not valid UTF-8 (byte 0x{data[e.start]:02x} at line {line}); '
-                            're-save it as UTF-8') from None
+        raise ChunkingError(f'{name}: not valid UTF-8 (byte 0x{data[e.start]:02x} at line {line}), nor Windows-1252 '
+                            'text; re-save it as UTF-8') from None
+
+class RecodedText(str):
+    "Text from bytes that were not UTF-8 throughout: those bytes were read as Windows-1252 (`legacy_text`)."
+
+LATIN_SIGNS = set('\xa0¿¡«»°ºª€–—“”‘’…·×÷§©®±²³µ¶¹¼½¾')   # besides letters, what Western European text holds
+
+def legacy_text(data:bytes) -> RecodedText|None:
+    """`data` as UTF-8 where it is valid, and the other bytes as Windows-1252 (Latin-1's superset: `Canción` saved
+    by an old editor, a name in an old changelog), when at least 90% of those read as letters or Latin signs; else
+    None (Shift-JIS, a binary, bytes Windows-1252 leaves undefined)."""
+    text, odd = data.decode('utf-8-sig', 'surrogateescape'), []
+    def as_1252(m):
+        odd.append(bytes(ord(c) - 0xDC00 for c in m[0]).decode('cp1252'))
+        return odd[-1]
+    try: text = re.sub('[\udc80-\udcff]+', as_1252, text)
+    except UnicodeDecodeError: return None
+    odd = ''.join(odd)
+    return RecodedText(text) if sum(c.isalpha() or c in LATIN_SIGNS for c in odd) >= 0.9 * len(odd) else None
 
 # %% ../nbs/01_chunking.ipynb #4a0d323a
 def _newlines(text):

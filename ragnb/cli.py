@@ -364,11 +364,15 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
     if rep.binary: print(rep.binary_summary() + ('' if verbose else ' (list them with --verbose)'))
     if rep.generated: print(rep.generated_summary() + ('' if verbose else ' (list them with --verbose)'))
     if rep.chrome: print(rep.chrome_summary())
+    if rep.recoded:
+        print(f'read {len(rep.recoded)} files as Windows-1252 where they are not UTF-8 (Latin-1 from older editors)'
+              + ('' if verbose else '; list them with --verbose'))
     for f, why in rep.skipped:
         print(f'  skipped {why}' if why.startswith(f) else f'  skipped {f}: {why}', file=sys.stderr)
     if verbose:
         for f, kind in rep.binary: print(f'  binary ({kind}): {f}', file=sys.stderr)
         for f, what in rep.generated: print(f'  left out ({what}): {f}', file=sys.stderr)
+        for f in rep.recoded: print(f'  read as Windows-1252: {f}', file=sys.stderr)
 
 def _index_dry_run(args, path, meta) -> int:
     "`ragnb index --dry-run`: `plan_index` against the store's sources (none for a new store), printed like a run."

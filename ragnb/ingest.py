@@ -15,8 +15,8 @@ from typing import Callable, Iterable
 from fastcore.basics import patch
 
 from .chunking import (CODE_EXTS, MINIFIED_EXTS, MINIFIED_LINE, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError,
-                            chunk_text, inner_path, minified_head, not_text_kind, read_file_bytes, read_text_file,
-                            sniffed_kind)
+                            RecodedText, chunk_text, inner_path, minified_head, not_text_kind, read_file_bytes,
+                            read_text_file, sniffed_kind)
 from .index import SourceRecord, Store, StoreMismatchError, sentence_pass, text_hash
 from .sentence_file import chunk_sentence_spans
 from .hierarchy import JERARQUICO_STRATEGIES
@@ -54,6 +54,7 @@ class IndexReport:
     chrome: list = field(default_factory=list)      # (path, characters dropped as chrome, visible characters)
     generated: list = field(default_factory=list)   # (path, what): a documentation site's machinery, not its pages
     missing: list = field(default_factory=list)     # (folder or file, files): indexed before, gone from disk since
+    recoded: list = field(default_factory=list)     # paths read with bytes that were not UTF-8 as Windows-1252
     def counts(self):
         keys = ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary', 'generated')
         return {k: len(getattr(self, k)) for k in keys}
@@ -230,6 +231,7 @@ def _read_or_report(f:Path, rep:IndexReport, max_bytes:int|None=None) -> tuple[s
     try:
         if reader_for(f) is None:
             text = read_text_file(f, max_bytes)
+            if isinstance(text, RecodedText): rep.recoded.append(str(f))
             return text, text_hash(text)
         data = read_file_bytes(f, max_bytes)
         return data, hashlib.sha256(data).hexdigest()
@@ -247,6 +249,7 @@ def _document_or_report(f:Path, content:str|bytes, rep:IndexReport) -> Document|
         rep.skipped.append((str(f), str(e)))
         return None
     if doc.visible_chars: rep.chrome.append((str(f), doc.chrome_chars, doc.visible_chars))
+    if doc.recoded: rep.recoded.append(str(f))
     return doc
 
 # %% ../nbs/03a_ingest.ipynb #e0e52485

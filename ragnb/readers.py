@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .chunking import (BinaryFileError, Chunk, ChunkingError, decode_text, inner_path, mode_for,
-                            read_file_bytes, read_text_file, strategy_version)
+from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decode_text, inner_path, legacy_text,
+                            mode_for, read_file_bytes, read_text_file, strategy_version)
 
 # %% auto #0
 __all__ = ['READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED',
@@ -31,6 +31,7 @@ class Document:
     pages: list|None = None                       # PDFs: (first, last) page of each line of `text`
     visible_chars: int = 0                        # letters and digits of the text a reader of the file sees
     chrome_chars: int = 0                         # of those, the ones dropped as chrome (navigation, headers...)
+    recoded: bool = False                         # bytes that were not UTF-8 read as Windows-1252 (`legacy_text`)
 
 # %% ../nbs/01a_readers.ipynb #b2ebb0ac
 @dataclass(frozen=True)
@@ -437,6 +438,7 @@ def _html_text(data:bytes, name:str) -> str:
     except LookupError:
         raise ChunkingError(f'{name}: declares an unknown charset {enc!r}; fix its <meta charset>') from None
     except UnicodeDecodeError as e:
+        if not m and (text := legacy_text(data)) is not None: return text     # no charset: HTML's own fallback
         raise ChunkingError(f'{name}: not valid {enc} (byte 0x{data[e.start]:02x} at offset {e.start})'
                             f'{"" if m else " and declares no charset"}; re-save it as UTF-8') from None
 
@@ -473,7 +475,8 @@ def html_document(data:bytes, # the page's bytes
                  ) -> Document:
     "An HTML page as markdown: main content only, anchors for citations, the title from `<title>` or the first h1."
     import lxml.html
-    text = re.sub(r'^\s*<\?xml[^>]*\?>', '', _html_text(data, name))  # lxml refuses str with an XML declaration
+    decoded = _html_text(data, name)
+    text = re.sub(r'^\s*<\?xml[^>]*\?>', '', decoded)                  # lxml refuses str with an XML declaration
     parser = lxml.html.HTMLParser(huge_tree=True)       # libxml2 drops what follows 256 levels, or 2,048 with this
     root = lxml.html.document_fromstring(text, parser=parser) if text.strip() else None
     if any(e.type_name == 'ERR_RESOURCE_LIMIT' for e in parser.error_log):
@@ -495,7 +498,7 @@ def html_document(data:bytes, # the page's bytes
     anchors = [(starts[b] + off, a) for b, off, a in w.anchors if b < len(starts)]
     text = '\n\n'.join(w.blocks) + '\n'
     return Document(text, 'html', title=_clean(title or '') or None, anchors=anchors, visible_chars=visible,
-                    chrome_chars=max(0, visible - _alnum(text)))
+                    chrome_chars=max(0, visible - _alnum(text)), recoded=isinstance(decoded, RecodedText))
 
 # %% ../nbs/01a_readers.ipynb #8e71f1c8
 @dataclass

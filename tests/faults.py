@@ -740,7 +740,8 @@ def hostile_entries(workdir=None):
                'link to /dev/zero': lambda: os.symlink('/dev/zero', d / 'zero.md'),
                'link out of the folder': lambda: os.symlink(work / 'outside.md', d / 'outside.md'),
                'non-UTF-8 file name': lambda: (d / os.fsdecode(b'caf\xe9.md')).write_text('# C\n\nx.'),
-               'latin-1 file': lambda: (d / 'latin1.md').write_bytes('Canción.'.encode('latin-1')),
+               'Shift-JIS file': lambda: (d / 'sjis.md').write_bytes('ファイルです。'.encode('shift_jis')),
+               'Latin-1 file (read)': lambda: (d / 'latin1.md').write_bytes('Canción.'.encode('latin-1')),
                'UTF-16 file (read)': lambda: (d / 'wide.md').write_text('# Ancho\n\nUTF-16.', encoding='utf-16'),
                'file over the size cap': lambda: (d / 'big.md').write_text('word ' * 300_000),
                'bad .ragnbignore (stray \\)': lambda: (d / 'sub' / '.ragnbignore').write_bytes(b'\\'),
@@ -763,7 +764,7 @@ def hostile_entries(workdir=None):
     rep = out['rep']
     said = ' '.join(f'{p} {why}' for p, why in rep.skipped) + ' '.join(p for p, _ in rep.binary)
     checks = {'fifo pipe.md': 'pipe.md', 'link to /dev/zero': 'zero.md', 'link out of the folder': 'outside.md',
-              'non-UTF-8 file name': 'not valid UTF-8; rename', 'latin-1 file': 'latin1.md',
+              'non-UTF-8 file name': 'not valid UTF-8; rename', 'Shift-JIS file': 'sjis.md: not valid UTF-8',
               'file over the size cap': 'big.md', 'bad .ragnbignore (stray \\)': '.ragnbignore',
               'binary by extension': 'logo.png', 'binary by content': 'blob.xyz',
               'PDF listing one page 100,000 times': 'pages.pdf: 100000 pages, over the 5000-page cap',
@@ -771,6 +772,8 @@ def hostile_entries(workdir=None):
               'an SVG drawing': 'net.svg'}
     res = {k: (v in said) for k, v in checks.items()}
     res['UTF-16 file (read)'] = any(s.endswith('/docs/wide.md') for s in rep.added)
+    res['Latin-1 file (read)'] = any(s.endswith('/docs/latin1.md') for s in rep.added) and rep.recoded == [
+        str(d / 'latin1.md')]
     good = any(s.endswith('/docs/good.md') for s in rep.added)
     shutil.rmtree(work, ignore_errors=True)
     ok = sum(res.values()) if good else 0

@@ -29,9 +29,9 @@ def test_sentences_stdin_plain_and_json():
 
 
 def test_sentences_bad_input(tmp_path):
-    (tmp_path / 'latin1.md').write_bytes('Canción. Ñandú.'.encode('latin-1'))
-    r = ragnb('sentences', str(tmp_path / 'latin1.md'))
-    assert r.returncode == 2 and b'not valid UTF-8' in r.stderr and b'latin1.md' in r.stderr
+    (tmp_path / 'sjis.md').write_bytes('ファイルです。'.encode('shift_jis'))
+    r = ragnb('sentences', str(tmp_path / 'sjis.md'))
+    assert r.returncode == 2 and b'not valid UTF-8' in r.stderr and b'sjis.md' in r.stderr
     r = ragnb('sentences', str(tmp_path / 'missing.md'))
     assert r.returncode == 2 and b'no such file' in r.stderr
     r = ragnb_process('sentences', '-', input=b'')
@@ -117,12 +117,14 @@ def test_index_reports_binaries_once_and_lists_them_only_when_verbose(tmp_path):
     (docs / 'a.md').write_text('# A\n\nLogs are kept for 14 days.', encoding='utf-8')
     for i in range(3): (docs / f'img{i}.png').write_bytes(b'\x89PNG\r\n\x1a\n' + bytes(50))
     (docs / 'blob.dat2').write_bytes(b'\x00\x01binary')
+    (docs / 'sjis.md').write_bytes('ファイルです。'.encode('shift_jis'))
     (docs / 'latin1.md').write_bytes('Canción.'.encode('latin-1'))
     r = ragnb('index', str(docs), '--store', str(tmp_path / 's'), '--quiet')
     out, err = r.stdout.decode(), r.stderr.decode()
     assert r.returncode == 0
     assert 'skipped 4 files with no text to index: images 3, other 1 (list them with --verbose)' in out
-    assert 'img0.png' not in out + err and err.count('latin1.md') == 1        # each unreadable file once
+    assert 'img0.png' not in out + err and err.count('sjis.md') == 1        # each unreadable file once
+    assert 'read 1 files as Windows-1252 where they are not UTF-8' in out and 'latin1.md' not in err
     r = ragnb('index', str(docs), '--store', str(tmp_path / 's'), '--quiet', '--verbose')
     assert all(f'img{i}.png' in r.stderr.decode() for i in range(3))
 
@@ -284,11 +286,11 @@ def test_a_folder_with_nothing_readable_exits_1_and_says_why(tmp_path, capsys):
     docs = tmp_path / 'docs'
     docs.mkdir()
     (docs / 'logo.png').write_bytes(b'\x89PNG\r\n\x1a\n' + bytes(64))
-    (docs / 'latin1.md').write_bytes('Canción. Ñandú.'.encode('latin-1'))
+    (docs / 'sjis.md').write_bytes('ファイルです。'.encode('shift_jis'))
     assert main(['index', str(docs), '--store', str(tmp_path / 's'), '--quiet']) == 1
     err = capsys.readouterr().err
     assert f'nothing could be indexed from {docs}: no readable text, HTML, PDF or DOCX file (1 unreadable' in err
-    assert '1 binary' in err and 'latin1.md' in err
+    assert '1 binary' in err and 'sjis.md' in err
     (docs / 'ok.md').write_text('# Ok\n\nReadable.', encoding='utf-8')
     assert main(['index', str(docs), '--store', str(tmp_path / 's'), '--quiet']) == 0
     assert main(['index', str(docs), '--store', str(tmp_path / 's'), '--quiet']) == 0    # all unchanged: fine
