@@ -46,6 +46,7 @@ class Chunk:
     page_start: int|None = None     # PDFs: the 1-based pages the chunk spans
     page_end: int|None = None
     tree: tuple|None = None         # `documental_jerarquico` leaves: (section, block, position) in the document
+    copies: tuple = ()              # set by retrieval: the citations of lower-ranked chunks with this same text
 
     @property
     def prefix(self) -> str: return split_chunk_prefix(self.text)[0]

@@ -446,6 +446,8 @@ def _print_result(res, opts, filtered:bool=False): # filtered: the ask had --fil
     if not res.chunks: print(NOTHING_FOUND[filtered] + '\n')
     for i, c in enumerate(res.chunks, 1):            # a score's kind: a cosine, BM25 or a fused rank (RRF)
         print(f"#{i}  {res.info['score']} {c.score:.3f}  {c.cite}  [{c.section_title}]")
+        if c.copies: print('    the same text in: ' + ', '.join(c.copies[:3]) + (f' and {len(c.copies) - 3} more'
+                                                                                 if c.copies[3:] else ''))
         body = c.body.strip()
         if not opts.trim and len(body) > 600: body = body[:600] + ' …'      # trimmed context is printed whole
         print('    ' + body.replace('\n', '\n    ') + '\n')

@@ -74,6 +74,7 @@ class RetrieveOpts:
     pool: int = 50                                     # at least this many: the same first chunks for any top_k ≤ 12
     sentence_rank: bool = True                         # hybrid: rank the candidates by their best stored sentence too
     sentence_weight: float = 1.0                       # the sentence ranking's weight in the fusion
+    fold_copies: bool = True                           # a chunk with a better one's text goes to its `copies`
     context_budget: int|None = None                    # at most this many tokens back (`context.tree_context`)
     tree_context: bool = True                          # a tree's leaves come back grown (False: as ranked)
     tree_window: int = 0                               # a tree leaf's neighbours on each side, inside its chunk
@@ -99,6 +100,7 @@ def _chunk_dict(c:Chunk) -> dict:
     d = dict(id=c.id, score=c.score, source=c.source, display_path=c.display_path or c.source, cite=c.cite,
              start_line=c.start_line, end_line=c.end_line, section=c.section_title, metadata=c.metadata, text=c.text)
     d.update({k: getattr(c, k) for k in ('anchor', 'page_start', 'page_end') if getattr(c, k) is not None})
+    if c.copies: d['copies'] = list(c.copies)
     if isinstance(c, TrimmedChunk):
         d.update(tokens_before=c.tokens_before, tokens_after=c.tokens_after, kept_spans=c.kept_spans)
     return d
@@ -212,17 +214,42 @@ def _query_vectors(store:Store, query, opts:RetrieveOpts, info:dict, timings:dic
 # %% ../nbs/06_retrieve.ipynb #9c0802f0
 SCORE_KINDS = dict(dense='cosine', lexical='bm25', hybrid='rrf')   # what a chunk's score is, by search mode
 
+def _distinct_chunks(store:Store, ranked:list[tuple], # `(id, score, ranks)`, best first
+                     top_k:int, fold:bool=True) -> tuple[list[Chunk], list[tuple]]:
+    """The chunks of the first `top_k` entries of `ranked`, and those entries. With `fold`, a chunk whose text a
+    better-ranked one has (the same page in two folders, one changelog in four packages) is left out, and its
+    citation goes to that chunk's `copies`; the next ones come in. A chunk a writer removed since is skipped."""
+    chunks, kept, first, at = [], [], {}, 0
+    while len(chunks) < top_k and at < len(ranked):
+        part, at = ranked[at:at + top_k], at + top_k
+        have = {int(c.id): c for c in store.get_chunks([e[0] for e in part])}
+        for e in part:
+            c = have.get(e[0])
+            if c is None: continue
+            if fold and c.text in first:
+                first[c.text].copies += (c.cite,)
+                continue
+            if len(chunks) == top_k: break
+            c = replace(c, score=e[1], copies=())
+            if fold: first[c.text] = c
+            chunks.append(c)
+            kept.append(e)
+        if not fold: break
+    return chunks, kept
+
 def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, info:dict, timings:dict) -> list[Chunk]:
     "The chunks of the mode asked for: dense, lexical, or hybrid's RRF; `info['ranks']` says how each ranked."
     t = time.perf_counter()
     info['score'] = SCORE_KINDS[opts.mode]
+    wide = max(top_k, opts.candidates * top_k, opts.pool)          # room for the copies folded away
     if opts.mode == 'dense':
-        chunks = store.search(qvec, k=top_k, filters=filters)
+        dense = store.search_ids(qvec, k=wide if opts.fold_copies else top_k, filters=filters)
+        chunks, _ = _distinct_chunks(store, [(i, s, {}) for i, s in dense], top_k, opts.fold_copies)
         timings['search'] = (time.perf_counter() - t) * 1e3
         return chunks
     w = _dense_weight(store, query, opts) if opts.mode == 'hybrid' else 1.0
     sentences = opts.mode == 'hybrid' and opts.sentence_rank and w == 1.0   # only where the model reads the question
-    n = top_k if opts.mode == 'lexical' else max(top_k, opts.candidates * top_k, opts.pool)
+    n = top_k if opts.mode == 'lexical' and not opts.fold_copies else wide
     lexical = store.search_lexical(query, k=n, filters=filters)
     timings['lexical'] = (time.perf_counter() - t) * 1e3
     if opts.mode == 'lexical': fused = [(i, s, {'lexical': r}) for r, (i, s) in enumerate(lexical, 1)]
@@ -233,11 +260,10 @@ def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, inf
             rankings['sentences'] = sentence_ranking(store, qvec, list(dict.fromkeys(rankings['dense'] +
                                                                                      rankings['lexical'])), dict(dense))
         info['fusion'] = dict(k=opts.rrf_k, dense_weight=w, sentences=bool(rankings.get('sentences')))
-        fused = rrf_fuse(rankings, opts.rrf_k, {'dense': w, 'sentences': opts.sentence_weight})[:top_k]
-    have = {int(c.id): c for c in store.get_chunks([i for i, *_ in fused])}     # a writer may have removed one
-    chunks = [replace(have[i], score=s) for i, s, _ in fused if i in have]
+        fused = rrf_fuse(rankings, opts.rrf_k, {'dense': w, 'sentences': opts.sentence_weight})
+    chunks, fused = _distinct_chunks(store, fused, top_k, opts.fold_copies)
     info['ranks'] = [dict(id=str(i), dense_rank=r.get('dense'), lexical_rank=r.get('lexical'),
-                          sentence_rank=r.get('sentences'), score=s) for i, s, r in fused if i in have]
+                          sentence_rank=r.get('sentences'), score=s) for i, s, r in fused]
     timings['search'] = (time.perf_counter() - t) * 1e3 - timings['lexical']
     return chunks
 
