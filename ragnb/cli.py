@@ -391,6 +391,7 @@ def _index_dry_run(args, path, meta) -> int:
           f"unchanged {c['unchanged']}, skipped {c['skipped']} files; {rep.chunks} chunks to embed (read and "
           f"chunked in {rep.seconds:.1f}s)")
     _print_report_details(rep, args.verbose, 'to index')
+    if rep.missing: print(_missing_summary(path, rep.missing))
     return _index_outcome(rep, args.paths)
 
 

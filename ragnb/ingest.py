@@ -511,6 +511,7 @@ def plan_index(paths:list|str|Path, # files and folders, as `index_paths` takes 
     "What `index_paths` would do with `paths`, read and chunked but not embedded: its report, and nothing written."
     t0, rep, known, chunking = time.perf_counter(), IndexReport(), known or {}, run_chunking({}, chunking)
     listed = listed_files(checked_paths(paths), rep, known, max_bytes)
+    rep.missing = missing_sources(known)
     todo = changed_sources(listed, rep, known, metadata_json(metadata), max_bytes, chunking)
     for _ in chunk_batches(todo, metadata, rep): pass         # counts chunks and fills added / updated
     rep.seconds = time.perf_counter() - t0
