@@ -28,13 +28,13 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
 
 # %% auto #0
 __all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX',
-           'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason',
+           'PAGE_COPIES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason',
            'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking',
            'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'generated_reason', 'scan_path', 'listed_files',
-           'changed_sources', 'list_files', 'changed_source', 'missing_sources', 'metadata_json', 'chunk_sources',
-           'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
-           'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
-           'default_store_dir', 'open_for_indexing', 'open_default_store']
+           'changed_sources', 'list_files', 'page_copies', 'changed_source', 'missing_sources', 'metadata_json',
+           'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches',
+           'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths',
+           'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -366,8 +366,30 @@ def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
         elif not why:
             seen.add(source_key(f, p))
             files.append(f)
+    for f, what in page_copies(files):               # a page's markdown or JSON beside it: the page is read
+        rep.generated.append((os.fsdecode(f), what))
+        seen.discard(source_key(f, p))
+        files.remove(f)
     if not p.is_dir() or p in unreadable: return files, []       # a folder that failed itself removes nothing
     return files, _gone(known, root, seen, [source_key(u, p) for u in unreadable])
+
+PAGE_COPIES = {'.md': 'page sources', '.markdown': 'page sources', '.rst': 'page sources', '.txt': 'page sources',
+               '.json': 'page data'}     # what a file beside an HTML page of its name is: the page, in another form
+
+def page_copies(files:list[Path]) -> list[tuple[Path, str]]:
+    """`(file, what)` for the listed files that are an HTML page's source or data, listed beside it under its name
+    (`api/fs.md` and `api/fs.json.gz` beside `api/fs.html`, as Node's docs ship each page three times). A page much
+    smaller than its source (a redirect) leaves the source alone."""
+    pages = {(f.parent, inner_path(f).stem): f for f in files if inner_path(f).suffix.lower() in ('.html', '.htm')}
+    out = []
+    for f in files:
+        page, what = pages.get((f.parent, inner_path(f).stem)), PAGE_COPIES.get(inner_path(f).suffix.lower())
+        if page is not None and what and _size(page) * 2 >= _size(f): out.append((f, what))
+    return out
+
+def _size(f:Path) -> int:
+    try: return f.stat().st_size
+    except OSError: return 0
 
 def changed_source(f:Path, p:Path, # a file listed under the path `p` given
                    rep:IndexReport, old:SourceRecord|None, # what the store has for it
