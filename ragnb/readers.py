@@ -438,7 +438,8 @@ def _html_text(data:bytes, name:str) -> str:
     except LookupError:
         raise ChunkingError(f'{name}: declares an unknown charset {enc!r}; fix its <meta charset>') from None
     except UnicodeDecodeError as e:
-        if not m and (text := legacy_text(data)) is not None: return text     # no charset: HTML's own fallback
+        utf8 = not m or enc.lower().replace('_', '-') in ('utf-8', 'utf8')     # undeclared, or said to be UTF-8
+        if utf8 and (text := legacy_text(data)) is not None: return text       # HTML's Windows-1252 for the rest
         raise ChunkingError(f'{name}: not valid {enc} (byte 0x{data[e.start]:02x} at offset {e.start})'
                             f'{"" if m else " and declares no charset"}; re-save it as UTF-8') from None
 
