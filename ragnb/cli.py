@@ -490,6 +490,7 @@ def _sentence_kind(kind:str|None) -> str:
 
 def cmd_check(args) -> int:
     from ragnb.index import StoreError, sentence_pass
+    from ragnb.ingest import missing_sources
     from ragnb.stores import open_store
     path = _store_dir(args)
     rows = []
@@ -497,6 +498,7 @@ def cmd_check(args) -> int:
         with open_store(path, readonly=True) as store:
             rows.append(('opens: manifest, database, index file, sentence file', 'ok'))
             v, st, kind = store.verify(), store.stats(), sentence_pass(store.manifest)
+            missing = missing_sources(store.sources())
     except StoreError as e:
         v = None
         rows.append(('opens: manifest, database, index file, sentence file', f'FAILED: {e}'))
@@ -510,6 +512,9 @@ def cmd_check(args) -> int:
             rows.append(('document tree: leaves / chunks / sections / documents',
                          f"{t['leaves']} / {t['blocks']} / {t['sections']} / {t['documents']}"))
         rows += [('problem', p) for p in v['problems']] or [('index, chunks, hashes and sentence rows agree', 'ok')]
+        if missing:                                    # the store is sound; its files are not all where they were
+            rows.append(('indexed folders and files gone from disk (`ragnb remove` drops them)',
+                         ', '.join(f'{w} ({n} files)' for w, n in missing[:5]) + (' ...' if missing[5:] else '')))
     print(f'{path}\n\n| check | result |\n|---|---|')
     for k, r in rows: print(f'| {k} | {r} |')
     bad = v is None or bool(v['problems'])
