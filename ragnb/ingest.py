@@ -31,10 +31,10 @@ __all__ = ['MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX
            'PAGE_COPIES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'walk_files', 'KeptReason', 'unreadable_reason',
            'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking',
            'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'generated_reason', 'scan_path', 'listed_files',
-           'changed_sources', 'list_files', 'page_copies', 'changed_source', 'missing_sources', 'metadata_json',
-           'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches',
-           'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths',
-           'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
+           'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source', 'missing_sources',
+           'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths',
+           'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted',
+           'remove_paths', 'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -366,10 +366,11 @@ def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
         elif not why:
             seen.add(source_key(f, p))
             files.append(f)
-    for f, what in page_copies(files):               # a page's markdown or JSON beside it: the page is read
+    copies = dict(page_copies(files))                # a page's markdown or JSON beside it: the page is read
+    for f, what in copies.items():
         rep.generated.append((os.fsdecode(f), what))
         seen.discard(source_key(f, p))
-        files.remove(f)
+    files = [f for f in files if f not in copies]
     if not p.is_dir() or p in unreadable: return files, []       # a folder that failed itself removes nothing
     return files, _gone(known, root, seen, [source_key(u, p) for u in unreadable])
 
@@ -384,10 +385,11 @@ def page_copies(files:list[Path]) -> list[tuple[Path, str]]:
     out = []
     for f in files:
         page, what = pages.get((f.parent, inner_path(f).stem)), PAGE_COPIES.get(inner_path(f).suffix.lower())
-        if page is not None and what and _size(page) * 2 >= _size(f): out.append((f, what))
+        if page is not None and what and file_size(page) * 2 >= file_size(f): out.append((f, what))
     return out
 
-def _size(f:Path) -> int:
+def file_size(f:Path) -> int:
+    "Bytes in `f`; 0 for a file gone since it was listed (reading it says so)."
     try: return f.stat().st_size
     except OSError: return 0
 
@@ -637,16 +639,18 @@ def remove_paths(store:Store, # a store opened for writing
                 ) -> IndexReport:
     """Drop every file indexed at or under `paths` from `store`, in one commit: its chunks, vectors and sentence
     vectors. A path under which the store holds nothing is refused before anything is written."""
-    t0, rep, known = time.perf_counter(), IndexReport(), store.sources()
+    t0, rep, known, removed = time.perf_counter(), IndexReport(), store.sources(), {}
     for p in [Path(x) for x in ([paths] if isinstance(paths, (str, Path)) else paths)]:
         keys = _path_keys(p)
-        hits = [s for s in known if s in keys or s.startswith(tuple(k + '/' for k in keys))]
+        under = tuple(k + '/' for k in keys)
+        hits = [s for s in known if s in keys or s.startswith(under)]
         if not hits:
             held = sorted({r.root or s for s, r in known.items()})
             raise FileNotFoundError(f"{store.path}: nothing indexed at or under {p}; the store's files come from "
                                     + (', '.join(held[:5]) + (f' and {len(held) - 5} more' if len(held) > 5 else '')
                                        if held else 'nowhere: it is empty'))
-        rep.removed += [s for s in hits if s not in rep.removed]
+        removed.update(dict.fromkeys(hits))
+    rep.removed = list(removed)
     store.replace_sources(rep.removed, [])
     rep.seconds = time.perf_counter() - t0
     return rep

@@ -18,6 +18,7 @@ from .stores import STORE_API, open_store, store_exists
 from .shards import SHARD_READS, ShardedStore, shard_count, shard_dirs
 from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, checked_paths, chunk_sources, embed_chunks
 from .ingest import listed_files, metadata_json, shows_progress, source_key, store_chunking, _check_source_keys
+from .ingest import file_size
 
 # %% auto #0
 __all__ = ['RAY_LOCAL', 'RAY_FORWARDED', 'SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor',
@@ -46,14 +47,9 @@ def ray_session(address:str|None=None, # None: a local runtime; 'auto' or 'ray:/
     return ray
 
 # %% ../nbs/13_scale.ipynb #3c23e760
-def _size(f:Path) -> int:
-    "Bytes in `f`; 0 for a file gone since it was listed (`read_and_chunk` reports it)."
-    try: return f.stat().st_size
-    except OSError: return 0
-
 def file_rows(paths:list[Path], rep:IndexReport, known:dict, max_bytes:int=MAX_FILE_BYTES) -> list[dict]:
     "One row per file worth reading under `paths`, largest first, and what the store has for it; gone sources: `rep`."
-    files = sorted(listed_files(paths, rep, known, max_bytes), key=lambda fp: -_size(fp[0]))
+    files = sorted(listed_files(paths, rep, known, max_bytes), key=lambda fp: -file_size(fp[0]))  # gone: 0, reported
     return [dict(file=os.fsencode(f), given=os.fsencode(p), old=pickle.dumps(known.get(source_key(f, p))))
             for f, p in files]
 
