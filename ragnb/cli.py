@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_cli.ipynb #a59509a7
 from __future__ import annotations
-import argparse, json, os, shlex, sys
+import argparse, contextlib, json, os, shlex, sys
 from pathlib import Path
 
 from .sentences import sentence_spans
@@ -396,18 +396,24 @@ def _index_dry_run(args, path, meta) -> int:
 
 
 # %% ../nbs/09_cli.ipynb #efb0a540
-def cmd_remove(args) -> int:
-    "Drop the files indexed at or under the paths given (`ingest.remove_paths`); a path that holds none is refused."
+@contextlib.contextmanager
+def _writing(args, missing:str): # what to say when `--store` names no store
+    "The store of `--store`, opened for writing; no store there, and what the store refuses, are one line each."
     from ragnb.index import StoreError
     from ragnb.stores import open_store, store_exists
+    path = _store_dir(args)
+    if not store_exists(path): raise UserError(f'{path}: {missing}')
+    try:
+        with open_store(path) as store: yield store
+    except (StoreError, FileNotFoundError) as e: raise UserError(str(e)) from None
+
+def cmd_remove(args) -> int:
+    "Drop the files indexed at or under the paths given (`ingest.remove_paths`); a path that holds none is refused."
     from ragnb.ingest import remove_paths
     path = _store_dir(args)
-    if not store_exists(path): raise UserError(f'{path}: no store here; nothing to remove')
-    try:
-        with open_store(path) as store:
-            rep = remove_paths(store, args.paths)
-            st = store.stats()
-    except (StoreError, FileNotFoundError) as e: raise UserError(str(e)) from None
+    with _writing(args, 'no store here; nothing to remove') as store:
+        rep = remove_paths(store, args.paths)
+        st = store.stats()
     print(f"{path}: removed {len(rep.removed)} files in {rep.seconds:.1f}s; store has {st['chunks']} chunks")
     return 0
 
@@ -596,15 +602,10 @@ def _sweep_and_calibrate(store, qpath, args, hyde_options) -> int:
 # %% ../nbs/09_cli.ipynb #9fe72a96
 def _forget_calibrations(args) -> int:
     "`ragnb eval --forget`: drop the thresholds `--save` stored, so `--threshold auto` is the model's default again."
-    from ragnb.index import StoreError
-    from ragnb.stores import open_store, store_exists
     path = _store_dir(args)
-    if not store_exists(path): raise UserError(f'{path}: no store here')
-    try:
-        with open_store(path) as store:
-            saved = list(((store.manifest.get('trim_calibration') or {}).get('windows') or {}))
-            for key in saved: store.save_trim_calibration(key, None)
-    except StoreError as e: raise UserError(str(e)) from None
+    with _writing(args, 'no store here') as store:
+        saved = list(((store.manifest.get('trim_calibration') or {}).get('windows') or {}))
+        for key in saved: store.save_trim_calibration(key, None)
     print(f"{path}: forgot {len(saved)} saved thresholds ({', '.join(saved) or 'none'}); `--threshold auto` is the "
           "model's default again")
     return 0
