@@ -245,6 +245,9 @@ def _document_or_report(f:Path, content:str|bytes, rep:IndexReport) -> Document|
     "The file as a `Document` (bytes go through its reader), or None after recording why in `rep`."
     if isinstance(content, str): return Document(content, file_kind(f))
     try: doc = read_document(f, content)
+    except BinaryFileError as e:                     # a PDF that is a drawing: counted with the images
+        rep.binary.append((str(f), e.kind))
+        return None
     except ChunkingError as e:
         rep.skipped.append((str(f), str(e)))
         return None
