@@ -113,7 +113,7 @@ def _check_options(self:RetrievalService, k:int, mode:str, threshold:Any, window
 
 # %% ../nbs/08_serve.ipynb #9d795ec3
 _CHUNK_KEYS = ('cite', 'display_path', 'start_line', 'end_line', 'page_start', 'page_end', 'anchor', 'section',
-               'score', 'metadata', 'text', 'tokens_before', 'tokens_after')
+               'score', 'metadata', 'text', 'tokens_before', 'tokens_after', 'copies')
 
 def _check_trim_choice(policy:str|None, budget:int|None):
     "`RequestError` unless `policy` is a trim policy (or None: the server's) and `budget` a token count (or None)."
