@@ -214,7 +214,8 @@ def decode_text(data:bytes, name:str) -> str:
 class RecodedText(str):
     "Text from bytes that were not UTF-8 throughout: those bytes were read as Windows-1252 (`legacy_text`)."
 
-LATIN_SIGNS = set('\xa0¿¡«»°ºª€–—“”‘’…·×÷§©®±²³µ¶¹¼½¾')   # besides letters, what Western European text holds
+# besides letters, what Western European text holds
+LATIN_SIGNS = set('\xa0¿¡«»°ºª€–—“”‘’…·×÷§©®±²³µ¶¹¼½¾')
 
 def legacy_text(data:bytes) -> RecodedText|None:
     """`data` as UTF-8 where it is valid, and the other bytes as Windows-1252 (Latin-1's superset: `Canción` saved

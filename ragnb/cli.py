@@ -351,11 +351,15 @@ def _print_index_report(path, rep, st, verbose):
     _print_report_details(rep, verbose)
     if rep.missing: print(_missing_summary(path, rep.missing))
 
+def _missing_places(missing:list, most:int=3) -> str:
+    "`(folder or file, files)` pairs as one list: 'docs (20 files), notes.md (1 files) and 2 more'."
+    return ', '.join(f'{w} ({n} files)' for w, n in missing[:most]) + (f' and {len(missing) - most} more'
+                                                                        if missing[most:] else '')
+
 def _missing_summary(path, missing:list) -> str:
     "The line on folders and files indexed before and gone from disk since (`IndexReport.missing`), with the fix."
-    shown = ', '.join(f'{w} ({n} files)' for w, n in missing[:3])
-    if missing[3:]: shown += f' and {len(missing) - 3} more'
-    return (f"not on disk any more, still in the store: {shown}; if they moved or went, drop them with: ragnb remove "
+    return (f"not on disk any more, still in the store: {_missing_places(missing)}; if they moved or went, drop them "
+            "with: ragnb remove "
             + ' '.join(shlex.quote(w) for w, _ in missing) + f' --store {shlex.quote(str(path))}')
 
 def _print_report_details(rep, verbose, indexed:str='indexed'):
@@ -520,7 +524,7 @@ def cmd_check(args) -> int:
         rows += [('problem', p) for p in v['problems']] or [('index, chunks, hashes and sentence rows agree', 'ok')]
         if missing:                                    # the store is sound; its files are not all where they were
             rows.append(('indexed folders and files gone from disk (`ragnb remove` drops them)',
-                         ', '.join(f'{w} ({n} files)' for w, n in missing[:5]) + (' ...' if missing[5:] else '')))
+                         _missing_places(missing, 5)))
     print(f'{path}\n\n| check | result |\n|---|---|')
     for k, r in rows: print(f'| {k} | {r} |')
     bad = v is None or bool(v['problems'])

@@ -652,7 +652,8 @@ def stored_embeddings(self:Store, sources:list[str], # the chunks of these sourc
         top = int(meta['max_label']) if 'max_label' in meta else (0 if self._max_label else 2**62)
         rows = self.db.execute(f"select id, content_hash, source from chunks where ({' or '.join(where)}) and id <= ?",
                                sources + hashes + [top]).fetchall()
-        ids = {h: i for i, h, _ in sorted(rows, key=lambda r: r[2] in sources)}      # a row of `sources` wins
+        own = set(sources)
+        ids = {h: i for i, h, _ in sorted(rows, key=lambda r: r[2] in own)}           # a row of `sources` wins
         if not ids: return {}
         vecs = self.vectors.vectors(np.array(list(ids.values()), dtype=np.int64))
         sents = self.sentence_vectors(list(ids.values()))

@@ -231,7 +231,6 @@ def _read_or_report(f:Path, rep:IndexReport, max_bytes:int|None=None) -> tuple[s
     try:
         if reader_for(f) is None:
             text = read_text_file(f, max_bytes)
-            if isinstance(text, RecodedText): rep.recoded.append(str(f))
             return text, text_hash(text)
         data = read_file_bytes(f, max_bytes)
         return data, hashlib.sha256(data).hexdigest()
@@ -243,8 +242,8 @@ def _read_or_report(f:Path, rep:IndexReport, max_bytes:int|None=None) -> tuple[s
 # %% ../nbs/03a_ingest.ipynb #6d0e41a9
 def _document_or_report(f:Path, content:str|bytes, rep:IndexReport) -> Document|None:
     "The file as a `Document` (bytes go through its reader), or None after recording why in `rep`."
-    if isinstance(content, str): return Document(content, file_kind(f))
-    try: doc = read_document(f, content)
+    try: doc = (Document(content, file_kind(f), recoded=isinstance(content, RecodedText)) if isinstance(content, str)
+                else read_document(f, content))
     except BinaryFileError as e:                     # a PDF that is a drawing: counted with the images
         rep.binary.append((str(f), e.kind))
         return None
@@ -568,15 +567,14 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
         bar.update(files - bar.n)                # the unchanged files are done too
 
 def stored_lookup(store) -> Callable|None:
-    """`stored_embeddings(sources, hashes)` of `store`; of a sharded store, its shards' answers together (a file's own
-    shard last, so that its rows win); None for a store that cannot say (shards served by Ray actors)."""
+    """`stored_embeddings(sources, hashes)` of `store`; of a sharded store, its shards' answers together; None for a
+    store that cannot say (shards served by Ray actors)."""
     if hasattr(store, 'stored_embeddings'): return store.stored_embeddings
     shards = getattr(store, 'shards', None)
     if not shards or not all(hasattr(s, 'stored_embeddings') for s in shards): return None
     def ask(sources:list[str], hashes:list[str]) -> dict:
         out = {}
-        for s in shards: out.update(s.stored_embeddings([], hashes))
-        for s in shards: out.update(s.stored_embeddings(sources, ()))
+        for s in shards: out.update(s.stored_embeddings(sources, hashes))    # one text: one vector, on any shard
         return out
     return ask
 
