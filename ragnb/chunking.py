@@ -493,15 +493,15 @@ def _chunk_documental(text:str, name:str, dedupe_title:bool, *, source:str|None=
     doc_title, version = _doc_title(blocks, title, source), chunker_version(name, target, max_chars, overlap)
     chunks = []
     for path, bl in _merged(_sections(blocks), target):
-        prefix, prev_end = _doc_prefix(doc_title, path, dedupe_title), None
+        prefix, prev_start, prev_end = _doc_prefix(doc_title, path, dedupe_title), None, None
         for s, e in _pieces(norm, bl, target, max_chars):
             ov = 0
-            if prev_end is not None:
-                o = _overlap_start(norm, bl, prev_end, min(overlap, max_chars - (e - prev_end)))
+            if prev_end is not None:              # within the previous chunk: a short one is not reached through
+                o = _overlap_start(norm, bl, prev_end, min(overlap, max_chars - (e - prev_end), prev_end - prev_start))
                 if o is not None and o < s: ov, s = prev_end - o, o
             chunks.append(Chunk(f'{prefix}\n{norm[s:e]}', source, 'documental', path, *lines.span(s, e), s, e,
                                 version, dict(metadata or {}), overlap=ov))
-            prev_end = e
+            prev_start, prev_end = s, e
     return chunks
 
 # %% ../nbs/01_chunking.ipynb #88efe253

@@ -1,7 +1,7 @@
 "Property tests for ragnb.chunking (hypothesis): size cap, coverage, overlap bound, code line coverage."
 import glob, pathlib, re, warnings, zipfile
 import pytest
-from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis import example, given, settings, strategies as st, HealthCheck
 
 from ragnb.chunking import chunk_markdown, chunk_code, normalize_markdown, normalize_code
 
@@ -45,8 +45,15 @@ def test_markdown_size_coverage_overlap(doc):
     assert re.sub(r'\s', '', joined) == re.sub(r'\s', '', norm)
 
 
+SHORT_PIECE = ('El\n\n```sh\n' + ''.join(f'echo {i}\n' for i in range(134)) + '```\n\n'   # found by CI: a piece
+               + ''.join(f'- item {i}\n' for i in range(21)) + '\n'                       # shorter than the overlap,
+               + ''.join(f'- item {i}\n' for i in range(20)) + '\n| a | b |\n|---|---|\n'  # which reached past it
+               + ''.join(f'| {i} | fila |\n' for i in range(93)))
+
+
 @settings(**SETTINGS)
 @given(documents)
+@example(SHORT_PIECE)
 def test_overlap_only_within_section_and_at_boundaries(doc):
     norm, _ = normalize_markdown(doc)
     chunks = chunk_markdown(doc)
