@@ -1,5 +1,6 @@
-"""Peak RSS of `index_paths` as the corpus grows: the Debian Reference corpus copied 1x, 4x and 16x (each copy with a
-small edit per file, so no two chunks are equal), each size indexed into a new store in a child process of its own.
+"""Peak RSS of `index_paths` as the corpus grows: the Debian Reference corpus copied 1x, 4x and 16x (each page's
+title marked with its copy, so no two chunks are equal: `corpus.copied_corpus`), each size indexed into a new store
+in a child process of its own.
 
 Usage: python bench/bench_index_memory.py [--copies 1,4,16] [--model fake|NAME] [--repo DIR] [--sentence-pass late]
 
@@ -24,23 +25,13 @@ class FakeEmbedder:
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def make_corpus(dst, copies):
-    from corpus import corpus_dir
-    src = corpus_dir()
-    for k in range(copies):
-        for f in sorted(src.glob('*/*.md')):
-            out = dst / f'copy{k}' / f.parent.name / f.name
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(f.read_text() + f'\n\nCopy {k} of this page.\n')
-    return dst
-
-
 def child(copies, model, sentence_pass='sentence'):
     from ragnb.index import Store
     from ragnb.ingest import index_paths
     work = Path(tempfile.mkdtemp(prefix='bench-index-memory-'))
     try:
-        corpus = make_corpus(work / 'corpus', copies)
+        from corpus import copied_corpus
+        corpus = copied_corpus(work / 'corpus', copies)
         emb = FakeEmbedder() if model == 'fake' else None
         if emb is None:
             from ragnb.embed import Embedder

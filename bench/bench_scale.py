@@ -3,7 +3,7 @@
 Usage: python bench/bench_scale.py [--copies 1] [--workers 1,2] [--shards 1,4,16] [--fanout 1,2,4,8,16]
                                    [--fanout-n 100000] [--queries 200]
 
-1. Indexing: the Debian Reference corpus (es + en), copied `--copies` times with a small edit per file, indexed
+1. Indexing: the Debian Reference corpus (es + en), copied `--copies` times (each title marked), indexed
    with MiniLM into a new store by `index_paths` in one process (torch on all cores), then into 4 shards by
    `index_with_ray` with 1 and 2 embedding actors (one local Ray runtime on all cores; threads split between the
    actors). Each run is a child process; a sampler reads the RSS of its whole process tree (driver, Ray's own
@@ -79,14 +79,6 @@ def run_sampled(cmd, env):
 
 # --- 1. indexing ---------------------------------------------------------------------------------------------
 
-def make_corpus(dst, copies):
-    from corpus import corpus_dir
-    for k in range(copies):
-        for f in sorted(corpus_dir().glob('*/*.md')):
-            out = dst / f'copy{k}' / f.parent.name / f.name
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(f.read_text(encoding='utf-8') + f'\n\nCopy {k} of this page.\n', encoding='utf-8')
-    return dst
 
 
 def child_index(mode, workers, corpus, store):
@@ -224,7 +216,8 @@ def main():
     print(f'{os.cpu_count()} cores; corpus: Debian Reference x{a.copies}')
     if not a.skip_index:
         shutil.rmtree(work, ignore_errors=True)
-        corpus = make_corpus(work / 'corpus', a.copies)
+        from corpus import copied_corpus
+        corpus = copied_corpus(work / 'corpus', a.copies)
         runs = [('single', 1)] + [('ray', int(w)) for w in a.workers.split(',')]
         res = {}
         for mode, w in runs:

@@ -22,6 +22,19 @@ def corpus_text() -> str:
     return '\n\n'.join(p.read_text(encoding='utf-8') for p in corpus_files())
 
 
+def copied_corpus(dst: pathlib.Path, copies: int) -> pathlib.Path:
+    """The corpus `copies` times under `dst/copy{k}`, each page's title followed by `(copy k)`. Every chunk carries
+    its page's title, so no chunk of one copy has the text of another's: indexing copies k costs k times the model's
+    work, as a corpus k times larger would, and a store's lookup of earlier chunks' vectors finds none."""
+    for k in range(copies):
+        for f in corpus_files():
+            out = dst / f'copy{k}' / f.parent.name / f.name
+            out.parent.mkdir(parents=True, exist_ok=True)
+            title, rest = f.read_text(encoding='utf-8').split('\n', 1)
+            out.write_text(f'{title} (copy {k})\n{rest}', encoding='utf-8')
+    return dst
+
+
 HANDBOOK = pathlib.Path('/usr/share/doc/debian-handbook/html/es-ES')
 PYDOC = pathlib.Path('/usr/share/doc/python3/html')
 PY_LIBRARY = ('pathlib', 'json', 're', 'datetime', 'collections', 'itertools', 'functools', 'argparse', 'logging',

@@ -642,21 +642,24 @@ def stored_embeddings(self:Store, sources:list[str], # the chunks of these sourc
                      ) -> dict:
     """What those chunks were embedded as: `{text hash: (vector, (sentence spans, float16 vectors) or None)}`, a
     chunk of `sources` first where two hold the same text. A chunk whose text the store holds already, in the same
-    file or in a file moved or copied, need not be embedded again. A writer sees only what it has committed."""
+    file or in a file moved or copied, need not be embedded again. A writer also sees the chunks it has added and
+    not committed: a text met twice in one run is embedded once."""
     sources, hashes = list(dict.fromkeys(sources)), list(dict.fromkeys(hashes))
     asked = (('source', sources), ('content_hash', hashes))
     where = [f"{col} in ({','.join('?' * len(xs))})" for col, xs in asked if xs]
     if not where: return {}
     with self._snapshot():
-        meta = self._meta()      # rows this writer has added and not committed are left out: their vectors are pending
+        meta = self._meta()      # labels past the committed ones are this writer's, added in its open transaction
         top = int(meta['max_label']) if 'max_label' in meta else (0 if self._max_label else 2**62)
-        rows = self.db.execute(f"select id, content_hash, source from chunks where ({' or '.join(where)}) and id <= ?",
-                               sources + hashes + [top]).fetchall()
+        rows = self.db.execute(f"select id, content_hash, source from chunks where {' or '.join(where)}",
+                               sources + hashes).fetchall()
         own = set(sources)
         ids = {h: i for i, h, _ in sorted(rows, key=lambda r: r[2] in own)}           # a row of `sources` wins
         if not ids: return {}
-        vecs = self.vectors.vectors(np.array(list(ids.values()), dtype=np.int64))
-        sents = self.sentence_vectors(list(ids.values()))
+        vecs = self.vectors.vectors(np.array(list(ids.values()), dtype=np.int64))     # pending ones: in memory
+        sents = self.sentence_vectors([i for i in ids.values() if i <= top])
+        sents.update(self.sentence_file.read_pending([i for i in ids.values() if i > top],
+                                                     self.migrations.has('sentence checksums')))
     return {h: (v, sents[str(i)][:2] if str(i) in sents and sents[str(i)][2] == h else None)
             for (h, i), v in zip(ids.items(), vecs)}
 

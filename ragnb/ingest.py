@@ -47,7 +47,7 @@ class IndexReport:
     skipped: list = field(default_factory=list)     # (path, reason): files that should be text but could not be read
     binary: list = field(default_factory=list)      # (path, kind): images, archives... skipped quietly
     chunks: int = 0
-    reused: int = 0                                 # of `chunks`: unchanged text, their stored vectors kept
+    reused: int = 0                                 # of `chunks`: text the store had, or an earlier batch: kept
     seconds: float = 0.0
     interrupted: bool = False                       # Ctrl-C: the files done before it were committed
     refused: list = field(default_factory=list)     # (folder, reason): not indexed until the user fixes it
@@ -550,17 +550,24 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
                      rep:IndexReport|None=None): # counts the chunks whose stored vectors were kept (`reused`)
     """`(records, chunks, vectors, sentence vectors or None)`, `INDEX_BATCH` chunks at a time; records come first.
     A file's parts are all embedded before the first is yielded, so an interruption never cuts a file in two. A
-    chunk whose text the store already holds, for that file or another (moved, renamed or copied), keeps its vectors
-    (`Store.stored_embeddings`)."""
+    chunk whose text the store already holds, for that file or another (moved, renamed or copied), or was given in
+    an earlier batch of this run, keeps its vectors (`Store.stored_embeddings`): the batches are embedded as the
+    store asks for them, so each is looked up after the one before it was added."""
     sentences = sentence_pass(store.manifest)         # None, 'late' or 'sentence'
     stored_of = stored_lookup(store)
     from tqdm.auto import tqdm
     with tqdm(total=files, desc='indexing', unit='file', disable=not shows_progress(files, progress)) as bar:
         for records, chunks in batches:
-            parts = [chunks[lo:lo + INDEX_BATCH] for lo in range(0, max(len(chunks), 1), INDEX_BATCH)]
-            stored = stored_of([r.source for r in records], [text_hash(c.text) for c in chunks]) if stored_of else {}
-            embedded = [_embed_part(store.embedder, part, sentences, stored) for part in parts]
-            for i, (part, (vecs, svecs, kept)) in enumerate(zip(parts, embedded)):
+            hashes = [text_hash(c.text) for c in chunks]
+            known = stored_of([r.source for r in records], hashes) if stored_of else {}
+            embedded = []
+            for lo in range(0, max(len(chunks), 1), INDEX_BATCH):          # a batch holds a big file whole
+                part = chunks[lo:lo + INDEX_BATCH]
+                vecs, svecs, spans, fresh = _embed_part(store.embedder, part, sentences, known)
+                for h, got in _part_vectors(hashes[lo:lo + INDEX_BATCH], vecs, svecs, spans, fresh).items():
+                    known.setdefault(h, got)                                 # for the batch's later parts
+                embedded.append((part, vecs, svecs, len(part) - len({part[i].text for i in fresh})))  # twice: once
+            for i, (part, vecs, svecs, kept) in enumerate(embedded):
                 if rep is not None: rep.reused += kept           # counted as handed on, as `until_interrupted` does
                 yield records * (i == 0), part, vecs, svecs
             bar.update(len(records))
@@ -579,16 +586,24 @@ def stored_lookup(store) -> Callable|None:
     return ask
 
 def _embed_part(emb, part:list[Chunk], sentences:str|None, stored:dict|None=None) -> tuple:
-    """`embed_chunks` of one part, with its sentence spans when the store keeps sentence vectors (`sentence_pass`),
-    and how many chunks kept their vectors: those found in `stored` with the same text and sentence spans."""
-    if not part: return None, None, 0
+    """`(vectors, sentence vectors, sentence spans, fresh)`: `embed_chunks` of one part, with its sentence spans when
+    the store keeps sentence vectors (`sentence_pass`), but for the chunks found in `stored` with the same text and
+    sentence spans, which keep their vectors; `fresh` lists the chunks given to the model."""
+    if not part: return None, None, None, []
     spans = [chunk_sentence_spans(c) for c in part] if sentences else None
     old = [_kept(stored, c, None if spans is None else spans[i]) for i, c in enumerate(part)]
     fresh = [i for i, o in enumerate(old) if o is None]
-    if len(fresh) == len(part): return *embed_chunks(emb, part, spans, late=sentences == 'late'), 0
+    if len(fresh) == len(part): return *embed_chunks(emb, part, spans, late=sentences == 'late'), spans, fresh
     got = embed_chunks(emb, [part[i] for i in fresh], None if spans is None else [spans[i] for i in fresh],
                        late=sentences == 'late') if fresh else (None, None)
-    return *_merge_kept(old, fresh, spans, *got), len(part) - len(fresh)
+    return *_merge_kept(old, fresh, spans, *got), spans, fresh
+
+def _part_vectors(hashes:list[str], vecs:np.ndarray|None, svecs:np.ndarray|None, spans:list|None,
+                  rows:list[int]) -> dict:
+    "The vectors of a part's chunks `rows`, by text hash, as `Store.stored_embeddings` gives them."
+    if spans is None: return {hashes[i]: (vecs[i], None) for i in rows}
+    ends = np.cumsum([0] + [len(s) for s in spans])
+    return {hashes[i]: (vecs[i], (spans[i], svecs[ends[i]:ends[i + 1]])) for i in rows}
 
 def _kept(stored:dict|None, c:Chunk, spans:list|None):
     "`(vector, sentence vectors or None)` stored for `c`'s text, if its sentences are the ones stored; else None."

@@ -195,6 +195,27 @@ def decode(self:SentenceVectorFile, rows:list, nrows:int, mm:np.ndarray|None) ->
                           '`Store.verify`)', self.folder, cid)
     return out
 
+# %% ../nbs/02e_sentence_file.ipynb #402a27f1
+@patch
+def read_pending(self:SentenceVectorFile, ids:list[int], # chunks the writer may have staged in its transaction
+                 checksums:bool=True) -> dict:
+    """`decode` of the rows of `ids` that the writer has staged and not committed: read from the tail of its file
+    (not mapped: a rollback cuts that tail), for the writer's own transaction only."""
+    if not ids or not self.pending or self.target is None: return {}
+    crc, first, size = ('s.crc' if checksums else 'null'), self.committed_rows(), self.dim * 2
+    rows = self.db.execute(f'select s.chunk_id, s.row0, s.n, s.spans, c.content_hash, {crc} from sentences s '
+                           'join chunks c '
+                           f"on c.id = s.chunk_id where s.chunk_id in ({','.join('?' * len(ids))})", ids).fetchall()
+    got, at, parts = [], 0, []
+    with open(self.folder / self.target, 'rb') as f:
+        for cid, r0, n, sp, h, c in rows:
+            data = os.pread(f.fileno(), n * size, r0 * size) if r0 >= first else b''
+            if not n or len(data) != n * size: continue          # committed rows are `read`'s
+            parts.append(np.frombuffer(data, np.float16).reshape(n, self.dim))
+            got.append((cid, at, n, sp, h, c))
+            at += n
+    return self.decode(got, at, np.concatenate(parts)) if parts else {}
+
 # %% ../nbs/02e_sentence_file.ipynb #8c5da413
 @patch
 def hold(self:SentenceVectorFile, meta:dict) -> np.ndarray|None:
