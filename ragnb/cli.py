@@ -335,7 +335,8 @@ def _index_outcome(rep, paths) -> int:
               'what was indexed under them is kept; exit 1', file=sys.stderr)
         return 1
     if rep.added or rep.updated or rep.unchanged: return 0
-    why = (f'{len(rep.skipped)} unreadable (above), ' if rep.skipped else '') + f'{len(rep.binary)} binary'
+    why = (f'{len(rep.skipped)} unreadable (above), ' if rep.skipped else '') + f'{len(rep.binary)} binary' \
+        + (f', {len(rep.stores)} ragnb stores' if rep.stores else '')
     print(f"ragnb index: nothing could be indexed from {', '.join(map(str, paths))}: no readable text, HTML, PDF or "
           f"DOCX file ({why}); exit 1", file=sys.stderr)
     return 1
@@ -369,6 +370,9 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
     if rep.binary: print(rep.binary_summary() + ('' if verbose else ' (list them with --verbose)'))
     if rep.generated: print(rep.generated_summary() + ('' if verbose else ' (list them with --verbose)'))
     if rep.chrome: print(rep.chrome_summary())
+    if rep.stores:
+        print(f"left out {len(rep.stores)} folders that hold a ragnb store: {', '.join(rep.stores[:3])}"
+              + (f' and {len(rep.stores) - 3} more' if rep.stores[3:] else ''))
     if rep.recoded:
         print(f'read {len(rep.recoded)} files as Windows-1252 where they are not UTF-8 (Latin-1 from older editors)'
               + ('' if verbose else '; list them with --verbose'))
