@@ -5,6 +5,7 @@
 # %% ../nbs/09_cli.ipynb #a59509a7
 from __future__ import annotations
 import argparse, contextlib, json, os, shlex, sys
+from collections import Counter
 from pathlib import Path
 
 from .sentences import sentence_spans
@@ -336,7 +337,7 @@ def _index_outcome(rep, paths) -> int:
         return 1
     if rep.added or rep.updated or rep.unchanged: return 0
     why = (f'{len(rep.skipped)} unreadable (above), ' if rep.skipped else '') + f'{len(rep.binary)} binary' \
-        + (f', {len(rep.stores)} ragnb stores' if rep.stores else '')
+        + (f', {len(rep.folders)} folders left out' if rep.folders else '')
     print(f"ragnb index: nothing could be indexed from {', '.join(map(str, paths))}: no readable text, HTML, PDF or "
           f"DOCX file ({why}); exit 1", file=sys.stderr)
     return 1
@@ -370,9 +371,10 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
     if rep.binary: print(rep.binary_summary() + ('' if verbose else ' (list them with --verbose)'))
     if rep.generated: print(rep.generated_summary() + ('' if verbose else ' (list them with --verbose)'))
     if rep.chrome: print(rep.chrome_summary())
-    if rep.stores:
-        print(f"left out {len(rep.stores)} folders that hold a ragnb store: {', '.join(rep.stores[:3])}"
-              + (f' and {len(rep.stores) - 3} more' if rep.stores[3:] else ''))
+    if rep.folders:
+        kinds = ', '.join(f'{k} {n}' for k, n in Counter(k for _, k in rep.folders).most_common())
+        print(f"left out {len(rep.folders)} folders ({kinds}): {', '.join(f for f, _ in rep.folders[:3])}"
+              + (f' and {len(rep.folders) - 3} more' if rep.folders[3:] else ''))
     if rep.recoded:
         print(f'read {len(rep.recoded)} files as Windows-1252 where they are not UTF-8 (Latin-1 from older editors)'
               + ('' if verbose else '; list them with --verbose'))

@@ -28,15 +28,15 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
                            reader_version)
 
 # %% auto #0
-__all__ = ['STORE_MARKERS', 'MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX',
-           'JAVADOC_INDEX', 'PAGE_COPIES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'is_store_folder', 'walk_files',
-           'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies',
-           'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'site_kind', 'site_machinery',
-           'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size',
-           'changed_source', 'missing_sources', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages',
-           'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup',
-           'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
-           'open_for_indexing', 'open_default_store']
+__all__ = ['STORE_MARKERS', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE',
+           'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'PAGE_COPIES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'folder_kind',
+           'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path',
+           'chunking_strategies', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'site_kind',
+           'site_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
+           'page_copies', 'file_size', 'changed_source', 'missing_sources', 'metadata_json', 'chunk_sources',
+           'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
+           'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
+           'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -57,7 +57,7 @@ class IndexReport:
     generated: list = field(default_factory=list)   # (path, what): a documentation site's machinery, not its pages
     missing: list = field(default_factory=list)     # (folder or file, files): indexed before, gone from disk since
     recoded: list = field(default_factory=list)     # paths read with bytes that were not UTF-8 as Windows-1252
-    stores: list = field(default_factory=list)      # folders that hold a ragnb store: never indexed
+    folders: list = field(default_factory=list)     # (folder, what): never walked into, e.g. a Python environment
     def counts(self):
         keys = ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary', 'generated')
         return {k: len(getattr(self, k)) for k in keys}
@@ -114,10 +114,14 @@ def ignore_spec(folder:Path):
 
 # %% ../nbs/03a_ingest.ipynb #b976d665
 STORE_MARKERS = (('manifest.json', 'chunks.sqlite'), (SHARDS_FILE, 'shard-000'))   # a store; a sharded one
+PACKAGE_FOLDERS = ('node_modules', 'site-packages', 'bower_components')   # what a package manager installs
 
-def is_store_folder(d:Path) -> bool:
-    "Does folder `d` hold a ragnb store: its manifest beside its database, or a sharded store's layout?"
-    return any(all(os.path.lexists(d / m) for m in marks) for marks in STORE_MARKERS)
+def folder_kind(d:Path) -> str|None:
+    "What folder `d` is, if it is never walked into: a ragnb store, a Python environment or installed packages."
+    if any(all(os.path.lexists(d / m) for m in marks) for marks in STORE_MARKERS): return 'ragnb store'
+    if os.path.lexists(d / 'pyvenv.cfg') or os.path.isdir(d / 'conda-meta'): return 'Python environment'
+    if d.name in PACKAGE_FOLDERS: return 'installed packages'
+    return None
 
 # %% ../nbs/03a_ingest.ipynb #5442e535
 def _cannot_list(e:OSError, rep:IndexReport, unreadable:list):
@@ -126,19 +130,20 @@ def _cannot_list(e:OSError, rep:IndexReport, unreadable:list):
     rep.skipped.append((os.fsdecode(e.filename), f'cannot list this folder ({e.strerror}); what was indexed under it '
                                                  'is kept'))
 
-def _store_left_out(d:Path, rep:IndexReport) -> bool:
-    "Does folder `d` hold a ragnb store? Then it goes to `rep.stores`, and is not walked."
-    if not is_store_folder(d): return False
-    rep.stores.append(os.fsdecode(d))
+def _left_out(d:Path, rep:IndexReport, kinds:tuple=('ragnb store', 'Python environment', 'installed packages')):
+    "Is folder `d` one of `kinds` (`folder_kind`)? Then it goes to `rep.folders`, and is not walked."
+    kind = folder_kind(d)
+    if kind not in kinds: return False
+    rep.folders.append((os.fsdecode(d), kind))
     return True
 
 def walk_files(root:Path, rep:IndexReport, unreadable:list):
-    """Files under `root`, honouring `.ragnbignore` and skipping hidden entries and ragnb stores; failing folders go
-    to `unreadable`."""
+    """Files under `root`, honouring `.ragnbignore` and skipping hidden entries, ragnb stores, Python environments
+    and installed packages (a folder given is walked, unless it is a store); failing folders go to `unreadable`."""
     if not root.is_dir():
         yield root
         return
-    if _store_left_out(root, rep): return
+    if _left_out(root, rep, ('ragnb store',)): return
     specs = {}
     for dirpath, dirnames, filenames in os.walk(root, onerror=lambda e: _cannot_list(e, rep, unreadable)):
         d = Path(dirpath)
@@ -150,7 +155,7 @@ def walk_files(root:Path, rep:IndexReport, unreadable:list):
             dirnames[:] = []
             continue
         dirnames[:] = [n for n in sorted(dirnames) if not n.startswith('.') and not _ignored(specs, d / n, True)
-                       and not _store_left_out(d / n, rep)]
+                       and not _left_out(d / n, rep)]
         yield from (d / n for n in sorted(filenames) if not n.startswith('.') and not _ignored(specs, d / n))
 
 # %% ../nbs/03a_ingest.ipynb #5277ba1f
