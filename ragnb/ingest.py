@@ -28,15 +28,15 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
                            reader_version)
 
 # %% auto #0
-__all__ = ['STORE_MARKERS', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE',
-           'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'PAGE_COPIES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'folder_kind',
-           'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path',
-           'chunking_strategies', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'site_kind',
-           'site_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
-           'page_copies', 'file_size', 'changed_source', 'missing_sources', 'metadata_json', 'chunk_sources',
-           'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
-           'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
-           'default_store_dir', 'open_for_indexing', 'open_default_store']
+__all__ = ['STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS',
+           'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'PAGE_COPIES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec',
+           'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key',
+           'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text',
+           'site_kind', 'site_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources',
+           'list_files', 'page_copies', 'file_size', 'changed_source', 'missing_sources', 'metadata_json',
+           'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches',
+           'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths',
+           'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -114,11 +114,14 @@ def ignore_spec(folder:Path):
 
 # %% ../nbs/03a_ingest.ipynb #b976d665
 STORE_MARKERS = (('manifest.json', 'chunks.sqlite'), (SHARDS_FILE, 'shard-000'))   # a store; a sharded one
+OTHER_STORES = (('docstore.json', 'index_store.json'), ('chroma.sqlite3',))   # LlamaIndex's `persist`; chroma's
 PACKAGE_FOLDERS = ('node_modules', 'site-packages', 'bower_components')   # what a package manager installs
 
 def folder_kind(d:Path) -> str|None:
-    "What folder `d` is, if it is never walked into: a ragnb store, a Python environment or installed packages."
-    if any(all(os.path.lexists(d / m) for m in marks) for marks in STORE_MARKERS): return 'ragnb store'
+    "What folder `d` is, if it is never walked into: a ragnb store, another index, a Python environment, packages."
+    has = lambda groups: any(all(os.path.lexists(d / m) for m in marks) for marks in groups)
+    if has(STORE_MARKERS): return 'ragnb store'
+    if has(OTHER_STORES): return 'another index'
     if os.path.lexists(d / 'pyvenv.cfg') or os.path.isdir(d / 'conda-meta'): return 'Python environment'
     if d.name in PACKAGE_FOLDERS: return 'installed packages'
     return None
@@ -130,7 +133,8 @@ def _cannot_list(e:OSError, rep:IndexReport, unreadable:list):
     rep.skipped.append((os.fsdecode(e.filename), f'cannot list this folder ({e.strerror}); what was indexed under it '
                                                  'is kept'))
 
-def _left_out(d:Path, rep:IndexReport, kinds:tuple=('ragnb store', 'Python environment', 'installed packages')):
+def _left_out(d:Path, rep:IndexReport,
+              kinds:tuple=('ragnb store', 'another index', 'Python environment', 'installed packages')):
     "Is folder `d` one of `kinds` (`folder_kind`)? Then it goes to `rep.folders`, and is not walked."
     kind = folder_kind(d)
     if kind not in kinds: return False
