@@ -338,8 +338,8 @@ def _index_outcome(rep, paths) -> int:
     if rep.added or rep.updated or rep.unchanged: return 0
     why = (f'{len(rep.skipped)} unreadable (above), ' if rep.skipped else '') + f'{len(rep.binary)} binary' \
         + (f', {len(rep.folders)} folders left out' if rep.folders else '')
-    print(f"ragnb index: nothing could be indexed from {', '.join(map(str, paths))}: no readable text, HTML, PDF or "
-          f"DOCX file ({why}); exit 1", file=sys.stderr)
+    print(f"ragnb index: nothing could be indexed from {', '.join(map(str, paths))}: no readable text, HTML, PDF, "
+          f"DOCX or notebook file ({why}); exit 1", file=sys.stderr)
     return 1
 
 def _print_index_report(path, rep, st, verbose):
