@@ -15,8 +15,8 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 
 # %% auto #0
 __all__ = ['READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED',
-           'NOTEBOOK_OUTPUT_LINES', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind',
-           'document_version', 'reader_version', 'read_document', 'locate_chunks', 'page_generator',
+           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader', 'reader_for',
+           'file_kind', 'document_version', 'reader_version', 'read_document', 'locate_chunks', 'page_generator',
            'drop_generator_chrome', 'HtmlWalker', 'html_document', 'drawing_text', 'pdf_document', 'docx_document',
            'jupyter_id', 'notebook_document']
 
@@ -813,6 +813,7 @@ def docx_document(data:bytes, # the file's bytes
 
 # %% ../nbs/01a_readers.ipynb #d79bfa6c
 NOTEBOOK_OUTPUT_LINES = 20   # of one output's text; the rest is cut, and the cut said
+NOTEBOOK_OUTPUT_CHARS = 2000   # the same for its characters: a megabyte printed on one line is not prose
 _ANSI = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]')
 
 def _cell_text(src) -> str:
@@ -829,7 +830,9 @@ def _output_text(out:dict) -> str:
     lines = [_ANSI.sub('', ln).rsplit('\r', 1)[-1].rstrip() for ln in text.strip('\n').split('\n')]
     if len(lines) == 1 and re.fullmatch(r'<.*>', lines[0].strip()): return ''
     cut = len(lines) - NOTEBOOK_OUTPUT_LINES
-    return '\n'.join(lines[:NOTEBOOK_OUTPUT_LINES] + ([f'... ({cut} more lines)'] if cut > 0 else [])).strip('\n')
+    text = '\n'.join(lines[:NOTEBOOK_OUTPUT_LINES] + ([f'... ({cut} more lines)'] if cut > 0 else [])).strip('\n')
+    if len(text) <= NOTEBOOK_OUTPUT_CHARS: return text
+    return text[:NOTEBOOK_OUTPUT_CHARS].rstrip() + f' ... ({len(text) - NOTEBOOK_OUTPUT_CHARS} more characters)'
 
 # %% ../nbs/01a_readers.ipynb #cf9540c9
 def _fenced(text:str, lang:str) -> str:
