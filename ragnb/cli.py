@@ -354,10 +354,13 @@ def _print_index_report(path, rep, st, verbose):
     _print_report_details(rep, verbose)
     if rep.missing: print(_missing_summary(path, rep.missing))
 
+def _first(names:list, most:int=3) -> str:
+    "The first `most` of `names` and how many more: 'docs, notes.md, api and 2 more'."
+    return ', '.join(names[:most]) + (f' and {len(names) - most} more' if names[most:] else '')
+
 def _missing_places(missing:list, most:int=3) -> str:
     "`(folder or file, files)` pairs as one list: 'docs (20 files), notes.md (1 files) and 2 more'."
-    return ', '.join(f'{w} ({n} files)' for w, n in missing[:most]) + (f' and {len(missing) - most} more'
-                                                                        if missing[most:] else '')
+    return _first([f'{w} ({n} files)' for w, n in missing], most)
 
 def _missing_summary(path, missing:list) -> str:
     "The line on folders and files indexed before and gone from disk since (`IndexReport.missing`), with the fix."
@@ -373,8 +376,7 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
     if rep.chrome: print(rep.chrome_summary())
     if rep.folders:
         kinds = ', '.join(f'{k} {n}' for k, n in Counter(k for _, k in rep.folders).most_common())
-        print(f"left out {len(rep.folders)} folders ({kinds}): {', '.join(f for f, _ in rep.folders[:3])}"
-              + (f' and {len(rep.folders) - 3} more' if rep.folders[3:] else ''))
+        print(f"left out {len(rep.folders)} folders ({kinds}): {_first([f for f, _ in rep.folders])}")
     if rep.recoded:
         print(f'read {len(rep.recoded)} files as Windows-1252 where they are not UTF-8 (Latin-1 from older editors)'
               + ('' if verbose else '; list them with --verbose'))

@@ -133,11 +133,10 @@ def _cannot_list(e:OSError, rep:IndexReport, unreadable:list):
     rep.skipped.append((os.fsdecode(e.filename), f'cannot list this folder ({e.strerror}); what was indexed under it '
                                                  'is kept'))
 
-def _left_out(d:Path, rep:IndexReport,
-              kinds:tuple=('ragnb store', 'another index', 'Python environment', 'installed packages')):
-    "Is folder `d` one of `kinds` (`folder_kind`)? Then it goes to `rep.folders`, and is not walked."
+def _left_out(d:Path, rep:IndexReport, only:str|None=None): # this kind alone; None: any `folder_kind`
+    "Is folder `d` of a kind never walked into (`folder_kind`)? Then it goes to `rep.folders`, and is not walked."
     kind = folder_kind(d)
-    if kind not in kinds: return False
+    if kind is None or only not in (None, kind): return False
     rep.folders.append((os.fsdecode(d), kind))
     return True
 
@@ -147,7 +146,7 @@ def walk_files(root:Path, rep:IndexReport, unreadable:list):
     if not root.is_dir():
         yield root
         return
-    if _left_out(root, rep, ('ragnb store',)): return
+    if _left_out(root, rep, 'ragnb store'): return
     specs = {}
     for dirpath, dirnames, filenames in os.walk(root, onerror=lambda e: _cannot_list(e, rep, unreadable)):
         d = Path(dirpath)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer
 from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decode_text, inner_path, legacy_text,
                             mode_for, read_file_bytes, read_text_file, strategy_version)
 
@@ -835,19 +836,14 @@ def _output_text(out:dict) -> str:
     return text[:NOTEBOOK_OUTPUT_CHARS].rstrip() + f' ... ({len(text) - NOTEBOOK_OUTPUT_CHARS} more characters)'
 
 # %% ../nbs/01a_readers.ipynb #cf9540c9
-def _fenced(text:str, lang:str) -> str:
-    "`text` in a code fence that no run of backticks inside it can close."
-    longest = max((len(m) for m in re.findall(r'`{3,}', text)), default=2)
-    return f"{'`' * (longest + 1)}{lang}\n{text}\n{'`' * (longest + 1)}"
-
 def _headings(md:str) -> list[tuple[int, str]]:
     "`(line, heading text)` of a markdown cell's headings, 0-based lines, none inside its code fences."
-    out, fence = [], None
+    out, closer = [], None
     for i, ln in enumerate(md.split('\n')):
-        if m := re.match(r'\s{0,3}(`{3,}|~{3,})', ln):
-            if fence is None: fence = m[1]
-            elif m[1][0] == fence[0] and len(m[1]) >= len(fence): fence = None
-        elif fence is None and (m := re.match(r'\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$', ln)): out.append((i, m[1]))
+        if closer is not None:
+            if closer.match(ln): closer = None
+        elif m := FENCE_OPEN.match(ln): closer = fence_closer(m[1])
+        elif (m := ATX_HEADING.match(ln)) and m[2] and len(ln) <= MAX_HEADING_CHARS: out.append((i, m[2]))
     return out
 
 def jupyter_id(heading:str) -> str:
@@ -871,8 +867,8 @@ def notebook_document(data:bytes, # the file's bytes
         src, kind = _cell_text(cell.get('source')).strip('\n'), cell.get('cell_type')
         if not src.strip() and kind != 'code': continue
         if kind == 'markdown': anchors += [(line + i, jupyter_id(h)) for i, h in _headings(src)]
-        got = [src] if kind != 'code' else [_fenced(src, lang)] * bool(src.strip()) + [
-            _fenced(t, 'output') for o in cell.get('outputs') or [] if isinstance(o, dict) and (t := _output_text(o))]
+        got = [src] if kind != 'code' else [_fence(src, lang)] * bool(src.strip()) + [
+            _fence(t, 'output') for o in cell.get('outputs') or [] if isinstance(o, dict) and (t := _output_text(o))]
         for b in got:
             blocks.append(b)
             line += b.count('\n') + 2

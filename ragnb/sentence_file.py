@@ -174,11 +174,16 @@ def read(self:SentenceVectorFile, ids:list[int], meta:dict, # the snapshot's met
     "The `sentences` rows of `ids` with their chunks' text hashes, the row count, and the file mapped (in a snapshot)."
     fname, nrows = meta.get('sent_file'), int(meta.get('sent_rows') or 0)
     if fname is None: return [], 0, None
+    rows = self._rows(ids, checksums)
+    return rows, nrows, self.mapped(fname, nrows) if rows else None
+
+@patch
+def _rows(self:SentenceVectorFile, ids:list[int], checksums:bool) -> list[tuple]:
+    "The `sentences` rows of `ids`: (chunk id, first row, rows, spans, the chunk's text hash, checksum or None)."
     crc = 's.crc' if checksums else 'null'
-    rows = self.db.execute(f'select s.chunk_id, s.row0, s.n, s.spans, c.content_hash, {crc} from sentences s '
+    return self.db.execute(f'select s.chunk_id, s.row0, s.n, s.spans, c.content_hash, {crc} from sentences s '
                            'join chunks c '
                            f"on c.id = s.chunk_id where s.chunk_id in ({','.join('?' * len(ids))})", ids).fetchall()
-    return rows, nrows, self.mapped(fname, nrows) if rows else None
 
 @patch
 def decode(self:SentenceVectorFile, rows:list, nrows:int, mm:np.ndarray|None) -> dict:
@@ -202,13 +207,10 @@ def read_pending(self:SentenceVectorFile, ids:list[int], # chunks the writer may
     """`decode` of the rows of `ids` that the writer has staged and not committed: read from the tail of its file
     (not mapped: a rollback cuts that tail), for the writer's own transaction only."""
     if not ids or not self.pending or self.target is None: return {}
-    crc, first, size = ('s.crc' if checksums else 'null'), self.committed_rows(), self.dim * 2
-    rows = self.db.execute(f'select s.chunk_id, s.row0, s.n, s.spans, c.content_hash, {crc} from sentences s '
-                           'join chunks c '
-                           f"on c.id = s.chunk_id where s.chunk_id in ({','.join('?' * len(ids))})", ids).fetchall()
+    first, size = self.committed_rows(), self.dim * 2
     got, at, parts = [], 0, []
     with open(self.folder / self.target, 'rb') as f:
-        for cid, r0, n, sp, h, c in rows:
+        for cid, r0, n, sp, h, c in self._rows(ids, checksums):
             data = os.pread(f.fileno(), n * size, r0 * size) if r0 >= first else b''
             if not n or len(data) != n * size: continue          # committed rows are `read`'s
             parts.append(np.frombuffer(data, np.float16).reshape(n, self.dim))
