@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_cli.ipynb #a59509a7
 from __future__ import annotations
-import argparse, contextlib, json, os, shlex, sys
+import argparse, contextlib, json, os, shlex, shutil, sys
 from collections import Counter
 from pathlib import Path
 
@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--lang', choices=['es', 'en'], default=None, help="language rules (default: both)")
     s.add_argument('--json', action='store_true', help='JSON lines with text, start and end')
     s = sub.add_parser('index', help='index files and folders into a store (incremental)')
-    s.add_argument('paths', nargs='+', help='files or folders; folders honour .ragnbignore')
+    s.add_argument('paths', nargs='+',
+                   help='files or folders; folders honour .ragnbignore, and .gitignore in a git work tree')
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
     s.add_argument('--meta', action='append', metavar='KEY=VALUE', help='metadata for every chunk, e.g. tenant=t1')
     s.add_argument('--model', help='embedding model folder or name, e.g. intfloat/multilingual-e5-small (offline, '
@@ -287,7 +288,8 @@ def cmd_index(args) -> int:
     _check_sentence_pass(path, args.sentence_pass)
     if args.dry_run: return _index_dry_run(args, path, meta)
     pass_ = dict(sentence_pass=args.sentence_pass) if args.sentence_pass else {}
-    if args.ray or args.address or args.workers: return _index_on_ray(args, path, meta, pass_)
+    existed = os.path.lexists(path)
+    if args.ray or args.address or args.workers: return _index_on_ray(args, path, meta, pass_, existed)
     try:
         with open_store(path, embedder=_load_embedder(args.model, path), shards=args.shards, **pass_) as store:
             rep = index_paths(store, args.paths, metadata=meta, progress=not args.quiet,
@@ -295,7 +297,7 @@ def cmd_index(args) -> int:
             st = store.stats()
     except StoreError as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
-    return _index_outcome(rep, args.paths)
+    return _index_outcome(rep, args.paths, path, existed, st)
 
 # %% ../nbs/09_cli.ipynb #3271610c
 def _check_sentence_pass(path, wanted:str|None):
@@ -307,7 +309,7 @@ def _check_sentence_pass(path, wanted:str|None):
         raise UserError(f"{path}'s sentence vectors: {_sentence_kind(held)}; a store keeps one kind for life: "
                         f'drop --sentence-pass, or index into a new --store with --sentence-pass {wanted}')
 
-def _index_on_ray(args, path, meta, pass_:dict) -> int:
+def _index_on_ray(args, path, meta, pass_:dict, existed:bool) -> int:
     "`ragnb index --ray`: the same run on Ray Data (`ragnb.scale`), into a sharded store."
     from ragnb.index import StoreError
     from ragnb.stores import open_store
@@ -320,13 +322,17 @@ def _index_on_ray(args, path, meta, pass_:dict) -> int:
         with open_store(path, readonly=True) as store: st = store.stats()
     except (StoreError, ImportError, ValueError) as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
-    return _index_outcome(rep, args.paths)
+    return _index_outcome(rep, args.paths, path, existed, st)
 
 # %% ../nbs/09_cli.ipynb #41ffb944
-def _index_outcome(rep, paths) -> int:
+def _index_outcome(rep, paths, path=None, # the store, with whether it `existed` before the run, and its `stats()`
+                   existed:bool=True, st:dict|None=None) -> int:
     """The exit code of `ragnb index`: 0 when it indexed, or found unchanged, at least one file; else 1, with one line
     on stderr, as for a folder left out because its `.ragnbignore` is unusable. An interrupted run says what it kept
-    and how to go on (130, the shell's code for Ctrl-C)."""
+    and how to go on (130, the shell's code for Ctrl-C). A store the run made and left empty is removed."""
+    if not (existed or st['chunks'] or rep.added or rep.updated or rep.unchanged):
+        shutil.rmtree(path, ignore_errors=True)
+        print(f'ragnb index: {path} was not kept: nothing went into it', file=sys.stderr)
     if rep.interrupted:
         print(f'ragnb index: interrupted: {len(rep.added) + len(rep.updated)} files committed; run the same command '
               'again to index the rest', file=sys.stderr)
@@ -337,7 +343,8 @@ def _index_outcome(rep, paths) -> int:
         return 1
     if rep.added or rep.updated or rep.unchanged: return 0
     why = (f'{len(rep.skipped)} unreadable (above), ' if rep.skipped else '') + f'{len(rep.binary)} binary' \
-        + (f', {len(rep.folders)} folders left out' if rep.folders else '')
+        + (f', {len(rep.folders)} folders left out' if rep.folders else '') \
+        + (f', {len(rep.git_ignored)} paths ignored by .gitignore' if rep.git_ignored else '')
     print(f"ragnb index: nothing could be indexed from {', '.join(map(str, paths))}: no readable text, HTML, PDF, "
           f"DOCX or notebook file ({why}); exit 1", file=sys.stderr)
     return 1
@@ -377,6 +384,7 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
     if rep.folders:
         kinds = ', '.join(f'{k} {n}' for k, n in Counter(k for _, k in rep.folders).most_common())
         print(f"left out {len(rep.folders)} folders ({kinds}): {_first([f for f, _ in rep.folders])}")
+    if rep.git_ignored: print(_git_ignored_summary(rep.git_ignored))
     if rep.recoded:
         print(f'read {len(rep.recoded)} files as Windows-1252 where they are not UTF-8 (Latin-1 from older editors)'
               + ('' if verbose else '; list them with --verbose'))
@@ -386,6 +394,13 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
         for f, kind in rep.binary: print(f'  binary ({kind}): {f}', file=sys.stderr)
         for f, what in rep.generated: print(f'  left out ({what}): {f}', file=sys.stderr)
         for f in rep.recoded: print(f'  read as Windows-1252: {f}', file=sys.stderr)
+        for f in rep.git_ignored: print(f'  ignored by .gitignore: {f}', file=sys.stderr)
+
+def _git_ignored_summary(ignored:list) -> str:
+    "The line on what `.gitignore` left out (`IndexReport.git_ignored`; a folder ends with '/'), with the way back."
+    n = sum(p.endswith('/') for p in ignored)
+    return (f"left out what .gitignore ignores: {n} folders and {len(ignored) - n} files ({_first(ignored)}); a "
+            "line '!PATH' in a .ragnbignore indexes one anyway")
 
 def _index_dry_run(args, path, meta) -> int:
     "`ragnb index --dry-run`: `plan_index` against the store's sources (none for a new store), printed like a run."

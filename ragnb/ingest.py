@@ -28,15 +28,16 @@ from .readers import (Document, document_version, file_kind, locate_chunks, read
                            reader_version)
 
 # %% auto #0
-__all__ = ['STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS',
-           'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'PAGE_COPIES', 'INDEX_BATCH', 'IndexReport', 'ignore_spec',
-           'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key',
-           'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text',
-           'site_kind', 'site_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources',
-           'list_files', 'page_copies', 'file_size', 'changed_source', 'missing_sources', 'metadata_json',
-           'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches',
-           'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths',
-           'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
+__all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES',
+           'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'PAGE_COPIES',
+           'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files', 'KeptReason',
+           'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking',
+           'store_chunking', 'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'generated_reason', 'scan_path',
+           'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source',
+           'missing_sources', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model',
+           'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks',
+           'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir', 'open_for_indexing',
+           'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -58,6 +59,7 @@ class IndexReport:
     missing: list = field(default_factory=list)     # (folder or file, files): indexed before, gone from disk since
     recoded: list = field(default_factory=list)     # paths read with bytes that were not UTF-8 as Windows-1252
     folders: list = field(default_factory=list)     # (folder, what): never walked into, e.g. a Python environment
+    git_ignored: list = field(default_factory=list) # folders (with a trailing /) and files that .gitignore left out
     def counts(self):
         keys = ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary', 'generated')
         return {k: len(getattr(self, k)) for k in keys}
@@ -103,14 +105,63 @@ def chrome_summary(self:IndexReport) -> str:
             f'{len(self.chrome)} pages; most: {f} ({d / max(v, 1):.0%})')
 
 # %% ../nbs/03a_ingest.ipynb #8b0727a6
-def ignore_spec(folder:Path):
-    "The `.ragnbignore` of `folder` (gitignore syntax), or None; `ValueError` names the file when it is unusable."
+def ignore_spec(ign:Path, # an ignore file: `.ragnbignore`, `.gitignore`, `.git/info/exclude`
+                strict:bool=True): # refuse an unusable file (`ValueError` names it); else pass over what git would
+    "The rules of ignore file `ign` (gitignore syntax), or None when there is none."
     import pathspec
-    ign = folder / '.ragnbignore'
     if not os.path.lexists(ign): return None
-    try: return pathspec.GitIgnoreSpec.from_lines(ign.read_text(encoding='utf-8').splitlines())
+    if not os.path.isfile(ign):         # a folder, a FIFO (reading it would hang), a link to nothing
+        if strict: raise ValueError(f'{ign}: unusable ignore file (not a regular file); make it one, then index again')
+        return None
+    try:
+        lines = ign.read_text(encoding='utf-8', errors='strict' if strict else 'replace').splitlines()
+        return pathspec.GitIgnoreSpec.from_lines(lines)
     except (OSError, UnicodeDecodeError, ValueError, TypeError) as e:
-        raise ValueError(f'{ign}: unusable ignore file ({type(e).__name__}: {e}); fix it, then index again') from None
+        if strict:
+            raise ValueError(f'{ign}: unusable ignore file ({type(e).__name__}: {e}); fix it, then index '
+                             'again') from None
+        if isinstance(e, OSError): return None
+    return pathspec.GitIgnoreSpec.from_lines([l for l in lines if _usable_pattern(l)])
+
+def _usable_pattern(line:str) -> bool:
+    "Can git use this ignore line? (pathspec refuses a whole file for one bad line, git passes over it.)"
+    import pathspec
+    try: return bool(pathspec.GitIgnoreSpec.from_lines([line]))
+    except (ValueError, TypeError): return False
+
+# %% ../nbs/03a_ingest.ipynb #146f6e88
+RAGNB_IGNORE, GIT_IGNORE, GIT_EXCLUDE = '.ragnbignore', '.gitignore', '.git/info/exclude'
+
+@dataclass(frozen=True)
+class IgnoreRules:
+    "The ignore files that apply in one folder, outermost first, each as (its folder, its rules)."
+    ragnb: tuple = ()              # `.ragnbignore`s
+    git: tuple|None = None         # `.gitignore`s and `info/exclude`; None outside a git work tree
+
+    def enter(self, d:Path) -> 'IgnoreRules':
+        "The rules in folder `d`, below this one: its ignore files added; a `.git` in it starts a work tree."
+        d = Path(os.path.abspath(d))
+        add = lambda chain, spec: chain + ((d, spec),) if spec is not None else chain
+        git = add((), ignore_spec(d / GIT_EXCLUDE, strict=False)) if os.path.lexists(d / '.git') else self.git
+        if git is not None: git = add(git, ignore_spec(d / GIT_IGNORE, strict=False))
+        return IgnoreRules(add(self.ragnb, ignore_spec(d / RAGNB_IGNORE)), git)
+
+    @classmethod
+    def above(cls, root:Path) -> 'IgnoreRules':
+        "The rules the folders above `root` give it; none when they exclude `root` itself, which was asked for."
+        rules, a = cls(), Path(os.path.abspath(root))
+        for p in reversed(a.parents): rules = rules.enter(p)
+        return cls() if rules.excludes(a, True) else rules
+
+    def excludes(self, p:Path, is_dir:bool=False) -> str|None:
+        "The kind of ignore file that leaves `p` out (`RAGNB_IGNORE` or `GIT_IGNORE`), or None."
+        if not (self.ragnb or self.git): return None
+        ap = os.path.abspath(p)
+        for kind, files in ((RAGNB_IGNORE, self.ragnb), (GIT_IGNORE, self.git or ())):
+            for base, spec in reversed(files):            # the nearest file with a matching line decides
+                rel = Path(os.path.relpath(ap, base)).as_posix() + ('/' if is_dir else '')
+                if (r := spec.check_file(rel)).include is not None: return kind if r.include else None
+        return None
 
 # %% ../nbs/03a_ingest.ipynb #b976d665
 STORE_MARKERS = (('manifest.json', 'chunks.sqlite'), (SHARDS_FILE, 'shard-000'))   # a store; a sharded one
@@ -141,31 +192,33 @@ def _left_out(d:Path, rep:IndexReport, only:str|None=None): # this kind alone; N
     return True
 
 def walk_files(root:Path, rep:IndexReport, unreadable:list):
-    """Files under `root`, honouring `.ragnbignore` and skipping hidden entries, ragnb stores, Python environments
-    and installed packages (a folder given is walked, unless it is a store); failing folders go to `unreadable`."""
+    """Files under `root`, honouring ignore files (`IgnoreRules`) and skipping hidden entries, ragnb stores, Python
+    environments and installed packages (a folder given is walked, unless it is a store); failing folders go to
+    `unreadable`."""
     if not root.is_dir():
         yield root
         return
     if _left_out(root, rep, 'ragnb store'): return
-    specs = {}
+    rules = {}
     for dirpath, dirnames, filenames in os.walk(root, onerror=lambda e: _cannot_list(e, rep, unreadable)):
         d = Path(dirpath)
-        try: specs[d] = ignore_spec(d)
+        try: rules[d] = (rules[d.parent] if d != root else IgnoreRules.above(root)).enter(d)
         except ValueError as e:
             rep.skipped.append((str(d), str(e)))
             rep.refused.append((str(d), str(e)))
             unreadable.append(d)
             dirnames[:] = []
             continue
-        dirnames[:] = [n for n in sorted(dirnames) if not n.startswith('.') and not _ignored(specs, d / n, True)
-                       and not _left_out(d / n, rep)]
-        yield from (d / n for n in sorted(filenames) if not n.startswith('.') and not _ignored(specs, d / n))
+        dirnames[:] = [n for n in sorted(dirnames) if not n.startswith('.')
+                       and not _ignored(rules[d], d / n, rep, True) and not _left_out(d / n, rep)]
+        yield from (d / n for n in sorted(filenames) if not n.startswith('.') and not _ignored(rules[d], d / n, rep))
 
 # %% ../nbs/03a_ingest.ipynb #5277ba1f
-def _ignored(specs:dict, p:Path, is_dir:bool=False) -> bool:
-    "Does an ignore file of `p`'s folder or of any folder above it (in `specs`) exclude `p`?"
-    return any(s is not None and (b == p.parent or b in p.parents)
-               and s.match_file(p.relative_to(b).as_posix() + ('/' if is_dir else '')) for b, s in specs.items())
+def _ignored(rules:IgnoreRules, p:Path, rep:IndexReport, is_dir:bool=False) -> bool:
+    "Do the ignore files of `p`'s folder exclude `p`? What `.gitignore` leaves out goes to `rep.git_ignored`."
+    kind = rules.excludes(p, is_dir)
+    if kind == GIT_IGNORE: rep.git_ignored.append(os.fsdecode(p) + ('/' if is_dir else ''))
+    return kind is not None
 
 # %% ../nbs/03a_ingest.ipynb #7f7d8f81
 MAX_FILE_BYTES = 50 * 2**20

@@ -138,8 +138,13 @@ def test_missing_path_bogus_model_empty_store_and_passages_are_one_line_errors(t
     (tmp_path / 'empty').mkdir()
     r = ragnb('index', str(tmp_path / 'empty'), '--store', str(tmp_path / 'e'), '--quiet')
     assert r.returncode == 1 and 'nothing could be indexed from' in r.stderr.decode(), r.stderr
+    assert 'was not kept' in r.stderr.decode() and not (tmp_path / 'e').exists()     # no empty store left behind
+    assert ragnb('index', str(tmp_path / 'a.md'), '--store', str(tmp_path / 'e'), '--quiet').returncode == 0
+    assert ragnb('remove', str(tmp_path / 'a.md'), '--store', str(tmp_path / 'e')).returncode == 0
     r = ragnb('ask', 'anything?', '--store', str(tmp_path / 'e'))
     assert r.returncode == 2 and 'the store is empty' in r.stderr.decode()
+    r = ragnb('index', str(tmp_path / 'empty'), '--store', str(tmp_path / 'e'), '--quiet')
+    assert r.returncode == 1 and (tmp_path / 'e' / 'manifest.json').exists()         # a store it did not make stays
     assert ragnb('index', str(tmp_path / 'a.md'), '--store', str(tmp_path / 'e'), '--quiet').returncode == 0
     r = ragnb('ask', 'anything?', '--store', str(tmp_path / 'e'), '--hyde-passages', '0')
     assert r.returncode == 2 and '--hyde-passages must be from 1 to 8' in r.stderr.decode()
