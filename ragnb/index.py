@@ -32,8 +32,8 @@ FORMAT_VERSION = 1
 # %% auto #0
 __all__ = ['log', 'FORMAT_VERSION', 'MIGRATIONS', 'SCHEMA_VERSION', 'MIGRATION_NUMBER', 'UNLINK_ON_THREAD', 'READERS_LOCK',
            'SENTENCE_PASSES', 'Migration', 'Migrations', 'present_migrations', 'schema_version', 'Store',
-           'readers_lock', 'Generations', 'sentence_pass', 'migrate', 'text_hash', 'ScopedStore', 'SourceRecord',
-           'record_sources']
+           'readers_lock', 'Generations', 'sentence_pass', 'migrate', 'text_hash', 'text_key', 'text_keys',
+           'ScopedStore', 'SourceRecord', 'record_sources']
 
 # %% ../nbs/03_index.ipynb #f9e90fb4
 _SCHEMA = '''
@@ -662,6 +662,18 @@ def stored_embeddings(self:Store, sources:list[str], # the chunks of these sourc
                                                      self.migrations.has('sentence checksums')))
     return {h: (v, sents[str(i)][:2] if str(i) in sents and sents[str(i)][2] == h else None)
             for (h, i), v in zip(ids.items(), vecs)}
+
+# %% ../nbs/03_index.ipynb #b8ab72d7
+def text_key(h:str) -> int:
+    "A `text_hash`'s first 64 bits: enough to ask 'does the store hold this text?' in 8 bytes a chunk."
+    return int(h[:16], 16)
+
+def text_keys(store:Store) -> np.ndarray:
+    """The sorted `text_key`s of the texts of `store`'s chunks: what a worker that cannot open the store (a Ray
+    actor) checks a chunk against before it embeds it. The store then gives the vectors (`stored_embeddings`)."""
+    with store._snapshot():
+        rows = store.db.execute('select distinct content_hash from chunks where content_hash is not null').fetchall()
+    return np.unique(np.fromiter((text_key(h) for h, in rows), dtype=np.uint64, count=len(rows)))
 
 # %% ../nbs/03_index.ipynb #9e76208e
 @patch

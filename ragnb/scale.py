@@ -12,18 +12,18 @@ from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 
-from .index import Store, sentence_pass
+from .index import Store, sentence_pass, text_hash, text_key, text_keys
 from .sentence_file import chunk_sentence_spans
 from .stores import STORE_API, open_store, store_exists
 from .shards import SHARD_READS, ShardedStore, shard_count, shard_dirs
 from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, checked_paths, chunk_sources, embed_chunks
 from .ingest import listed_files, metadata_json, shows_progress, source_key, store_chunking, _check_source_keys
-from .ingest import file_size
+from .ingest import file_size, stored_lookup, _kept, _merge_kept
 
 # %% auto #0
 __all__ = ['RAY_LOCAL', 'RAY_FORWARDED', 'SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor',
-           'index_with_ray', 'files_per_call', 'RayPlan', 'ShardActor', 'RayShard', 'RayPart', 'open_on_ray',
-           'store_footprint', 'capacity_plan']
+           'stored_text_keys', 'index_with_ray', 'files_per_call', 'RayPlan', 'ShardActor', 'RayShard', 'RayPart',
+           'open_on_ray', 'store_footprint', 'capacity_plan']
 
 # %% ../nbs/13_scale.ipynb #7f4f10e8
 def _ray():
@@ -66,36 +66,73 @@ def read_and_chunk(row:dict, # a row of `file_rows`
     return dict(file=row['file'], report=pickle.dumps(rep), work=pickle.dumps((records, chunks, old is not None)))
 
 # %% ../nbs/13_scale.ipynb #b102dc7d
-def _per_file(work:list, vecs, svecs, spans:list|None) -> list[tuple]:
-    "A batch's chunk and sentence vectors (each chunk's `spans`), split back per file: `(vectors, sentence vectors)`."
+def _per_file(work:list, vecs:np.ndarray, svecs, spans:list|None, # each chunk's sentence spans, [] for a held one
+              held:list[bool], copied:list[bool]) -> list[tuple]:
+    """A batch's chunk and sentence vectors, split back per file: `(vectors, sentence vectors, the indices of the
+    file's chunks that the store holds, how many chunks took an earlier one's vectors)`."""
     out, lo, slo = [], 0, 0
     for _, cs, _ in work:
-        ns = sum(len(sp) for sp in spans[lo:lo + len(cs)]) if svecs is not None else 0
-        out.append((None if vecs is None else vecs[lo:lo + len(cs)], None if svecs is None else svecs[slo:slo + ns]))
-        lo, slo = lo + len(cs), slo + ns
+        hi = lo + len(cs)
+        ns = sum(len(sp) for sp in spans[lo:hi]) if svecs is not None else 0
+        out.append((vecs[lo:hi], None if svecs is None else svecs[slo:slo + ns],
+                    [i - lo for i in range(lo, hi) if held[i]], sum(copied[lo:hi])))
+        lo, slo = hi, slo + ns
     return out
 
 # %% ../nbs/13_scale.ipynb #a3dd1204
 class EmbedActor:
-    "The `map_batches` stage: the model, loaded once per actor; each call embeds a batch of files with `embed_chunks`."
+    """The `map_batches` stage: the model, loaded once per actor; each call embeds a batch of files with
+    `embed_chunks`, each distinct text once, and none that the store holds (`stored`)."""
     def __init__(self, model:str, # a model folder or name (`embed.model_location`)
                  sentences:bool, # embed each chunk's sentences too (the store keeps them)
                  threads:int=1, device:str='cpu',
-                 late:bool=False): # pool them out of each chunk's own pass (the store's `sentence_pass` is 'late')
+                 late:bool=False, # pool them out of each chunk's own pass (the store's `sentence_pass` is 'late')
+                 stored:np.ndarray|None=None): # the store's `text_keys` when the run began
         from ragnb.embed import Embedder
         self.emb = Embedder.from_pretrained(model, threads=threads, device=device)
         self.sentences, self.late, self.pid = sentences, late, os.getpid()
+        self.stored = np.zeros(0, np.uint64) if stored is None else np.asarray(stored, np.uint64)
 
     def __call__(self, batch:dict) -> dict:
         work = [pickle.loads(w) for w in batch['work']]
         chunks = [c for _, cs, _ in work for c in cs]
-        spans = [chunk_sentence_spans(c) for c in chunks] if self.sentences else None
-        vecs, svecs = embed_chunks(self.emb, chunks, spans, self.late) if chunks else (None, None)
-        out = [pickle.dumps((*w, *v)) for w, v in zip(work, _per_file(work, vecs, svecs, spans))]
+        held = self.held(chunks)
+        spans = [[] if h else chunk_sentence_spans(c) for c, h in zip(chunks, held)] if self.sentences else None
+        vecs, svecs, copied = self.embed_distinct(chunks, spans, held)
+        out = [pickle.dumps((*w, *v)) for w, v in zip(work, _per_file(work, vecs, svecs, spans, held, copied))]
         return dict(file=batch['file'], report=batch['report'], work=np.array(out, dtype=object),
                     worker=np.full(len(out), self.pid))
 
+    def held(self, chunks:list) -> list[bool]:
+        "Which chunks' texts the store held when the run began: the driver gives their vectors."
+        keys = np.array([text_key(text_hash(c.text)) for c in chunks], dtype=np.uint64)
+        at = np.searchsorted(self.stored, keys).clip(max=max(len(self.stored) - 1, 0))
+        return (self.stored[at] == keys).tolist() if len(self.stored) else [False] * len(chunks)
+
+    def embed_distinct(self, chunks:list, spans:list|None, held:list[bool]) -> tuple:
+        """`(vectors, sentence vectors, copied)`: a row per chunk (zeros for a `held` one), the sentences of the others;
+        a text met twice is embedded once, and `copied` marks the chunks that took an earlier one's vectors."""
+        first, copied = {}, []
+        for i, c in enumerate(chunks):
+            copied.append(not held[i] and c.text in first)
+            if not held[i]: first.setdefault(c.text, i)
+        todo = list(first.values())
+        if not todo: return np.zeros((len(chunks), self.emb.dim), np.float32), None, copied
+        vecs, svecs = embed_chunks(self.emb, [chunks[i] for i in todo], spans and [spans[i] for i in todo], self.late)
+        row = {chunks[i].text: k for k, i in enumerate(todo)}
+        out = np.zeros((len(chunks), vecs.shape[1]), np.float32)
+        for i, c in enumerate(chunks):
+            if not held[i]: out[i] = vecs[row[c.text]]
+        if svecs is None or len(svecs) == 0: return out, svecs, copied
+        ends = np.cumsum([0] + [len(spans[i]) for i in todo])
+        parts = [svecs[ends[row[c.text]]:ends[row[c.text] + 1]] for c, h in zip(chunks, held) if not h]
+        return out, np.concatenate(parts), copied
+
 # %% ../nbs/13_scale.ipynb #9c28d5b3
+def stored_text_keys(store:ShardedStore) -> np.ndarray:
+    "The `index.text_keys` of all of `store`'s shards: the texts an `EmbedActor` need not embed."
+    return np.unique(np.concatenate([text_keys(s) for s in store.shards] + [np.zeros(0, np.uint64)]))
+
 def _embedding_stage(ds, store, plan):
     "`ds` with the actor pool that embeds, sized and placed as `plan` says."
     from ray.data import ActorPoolStrategy
@@ -103,7 +140,8 @@ def _embedding_stage(ds, store, plan):
     m = store.manifest
     return ds.map_batches(EmbedActor, fn_constructor_kwargs=dict(
         model=os.environ.get('RAGNB_MODEL') or model_location(m['model']), sentences=bool(m.get('sentence_vectors')),
-        late=sentence_pass(m) == 'late', threads=plan.threads, device='cuda' if plan.gpus_per_worker else 'cpu'),
+        late=sentence_pass(m) == 'late', threads=plan.threads, device='cuda' if plan.gpus_per_worker else 'cpu',
+        stored=stored_text_keys(store)),
         compute=ActorPoolStrategy(size=plan.workers), batch_size=plan.batch_files, batch_format='numpy',
         num_cpus=0 if plan.gpus_per_worker else plan.threads, num_gpus=plan.gpus_per_worker or None)
 
@@ -209,14 +247,39 @@ def _stage_batch(st:ShardedStore, batch:dict, seen:set, rep:IndexReport, state:d
         if f in seen: continue
         seen.add(f)
         _merge_report(rep, pickle.loads(r))
-        records, chunks, existed, vecs, svecs = pickle.loads(w)
+        records, chunks, existed, vecs, svecs, held, copied = pickle.loads(w)
         if records:
+            if held: vecs, svecs = _with_held(st, chunks, vecs, svecs, held)
             st.stage_sources(records=records, chunks=chunks, vectors=vecs, sentence_vectors=svecs)
             (rep.updated if existed else rep.added).append(records[0].source)
-        rep.chunks, n = rep.chunks + len(chunks), n + 1
+        rep.chunks, rep.reused, n = rep.chunks + len(chunks), rep.reused + len(held) + copied, n + 1
         state['workers'].add(int(pid))
     state['done'], state['chunks'] = state['done'] + n, rep.chunks
     return n
+
+# %% ../nbs/13_scale.ipynb #db118e4c
+def _with_held(st:ShardedStore, chunks:list, vecs:np.ndarray, svecs, held:list[int]) -> tuple:
+    """A file's `(vectors, sentence vectors)`, those of its `held` chunks from the store (`stored_embeddings`, which
+    also sees the rows staged in this run). One the store cannot give (its row was replaced in this run, or its sentence
+    spans differ) is embedded here."""
+    sentences = sentence_pass(st.manifest)
+    spans = [chunk_sentence_spans(c) for c in chunks] if sentences else None
+    stored = stored_lookup(st)([chunks[0].source], [text_hash(chunks[i].text) for i in held])
+    old = [None] * len(chunks)
+    for i in held: old[i] = _kept(stored, chunks[i], spans and spans[i])
+    if lost := [i for i in held if old[i] is None]:
+        lv, ls = embed_chunks(_document_model(st.manifest['model']), [chunks[i] for i in lost],
+                              spans and [spans[i] for i in lost], late=sentences == 'late')
+        ends = np.cumsum([0] + [len(spans[i]) for i in lost]) if spans else None
+        for k, i in enumerate(lost): old[i] = (lv[k], None if ls is None else ls[ends[k]:ends[k + 1]])
+    fresh = [i for i, o in enumerate(old) if o is None]
+    return _merge_kept(old, fresh, spans, vecs[fresh], svecs)
+
+@functools.lru_cache(maxsize=2)
+def _document_model(name:str):
+    "The store's model, loaded in the driver the first time a held chunk's vectors cannot be had from the store."
+    from ragnb.embed import Embedder, model_location
+    return Embedder.from_pretrained(os.environ.get('RAGNB_MODEL') or model_location(name))
 
 # %% ../nbs/13_scale.ipynb #e0c78a40
 class ShardActor:

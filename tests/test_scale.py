@@ -7,15 +7,15 @@ import pytest
 
 from ragnb.embed import runs_in_bf16
 from ragnb.eval import bundled_questions, load_questions
-from ragnb.index import ScopedStore, Store
-from ragnb.ingest import bundled_data_dir, index_paths
+from ragnb.index import ScopedStore, Store, text_key
+from ragnb.ingest import bundled_data_dir, index_paths, stored_lookup
 from ragnb.retrieve import RetrieveOpts, retrieve
 from ragnb.shards import ShardedStore, shard_of
 from ragnb.stores import STORE_API, StoreAPI, open_store
 
 ray = pytest.importorskip('ray')
 # after the skip: ragnb[ray] is an extra
-from ragnb.scale import RayShard, index_with_ray, open_on_ray, ray_session  # noqa: E402
+from ragnb.scale import RayShard, index_with_ray, open_on_ray, ray_session, stored_text_keys  # noqa: E402
 
 
 def placed_corpus(parent:Path, empty_shard:bool, n:int=4) -> Path:
@@ -179,10 +179,14 @@ def test_reindexing_a_file_touches_only_its_shard(corpus, tmp_path):
     gone = Path(sorted(srcs[0])[1])
     gone.unlink()
     before = [_generation(tmp_path / 'st' / f'shard-00{i}') for i in range(2)]
+    with open_store(tmp_path / 'st', readonly=True) as s: held = set(stored_text_keys(s).tolist())
     rep = index_with_ray([work], tmp_path / 'st', workers=1)
     assert (rep.updated, rep.removed, rep.added) == ([edited.as_posix()], [gone.as_posix()], [])
     assert len(rep.unchanged) == len(list(work.rglob('*.md'))) - 1            # skipped before any embedding
-    with open_store(tmp_path / 'st', readonly=True) as s: assert rep.chunks == s.sources()[edited.as_posix()].n_chunks
+    with open_store(tmp_path / 'st', readonly=True) as s:
+        assert rep.chunks == s.sources()[edited.as_posix()].n_chunks
+        texts = stored_lookup(s)([edited.as_posix()], [])                      # the edited file's texts now
+    assert rep.reused == sum(text_key(h) in held for h in texts) >= rep.chunks - 2   # only new text embedded
     after = [_generation(tmp_path / 'st' / f'shard-00{i}') for i in range(2)]
     assert after[1] == before[1] and after[0] != before[0]
     with open_store(tmp_path / 'st', readonly=True) as s:
