@@ -21,7 +21,7 @@ from .ingest import listed_files, metadata_json, shows_progress, source_key, sto
 from .ingest import file_size, stored_lookup, _kept, _merge_kept
 
 # %% auto #0
-__all__ = ['RAY_LOCAL', 'RAY_FORWARDED', 'SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor',
+__all__ = ['RAY_LOCAL', 'RAY_FORWARDED', 'SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor', 'TextClaims',
            'stored_text_keys', 'index_with_ray', 'files_per_call', 'RayPlan', 'ShardActor', 'RayShard', 'RayPart',
            'open_on_ray', 'store_footprint', 'capacity_plan']
 
@@ -87,27 +87,38 @@ class EmbedActor:
                  sentences:bool, # embed each chunk's sentences too (the store keeps them)
                  threads:int=1, device:str='cpu',
                  late:bool=False, # pool them out of each chunk's own pass (the store's `sentence_pass` is 'late')
-                 stored:np.ndarray|None=None): # the store's `text_keys` when the run began
+                 stored:np.ndarray|None=None, # the store's `text_keys` when the run began
+                 claims=None): # the run's `TextClaims` actor: which file embeds each new text
         from ragnb.embed import Embedder
         self.emb = Embedder.from_pretrained(model, threads=threads, device=device)
-        self.sentences, self.late, self.pid = sentences, late, os.getpid()
+        self.sentences, self.late, self.pid, self.claims = sentences, late, os.getpid(), claims
         self.stored = np.zeros(0, np.uint64) if stored is None else np.asarray(stored, np.uint64)
 
     def __call__(self, batch:dict) -> dict:
         work = [pickle.loads(w) for w in batch['work']]
         chunks = [c for _, cs, _ in work for c in cs]
-        held = self.held(chunks)
+        keys = np.array([text_key(text_hash(c.text)) for c in chunks], dtype=np.uint64)
+        held = self.claimed(keys, [f for f, (_, cs, _) in zip(batch['file'], work) for _ in cs], self.held(keys))
         spans = [[] if h else chunk_sentence_spans(c) for c, h in zip(chunks, held)] if self.sentences else None
         vecs, svecs, copied = self.embed_distinct(chunks, spans, held)
         out = [pickle.dumps((*w, *v)) for w, v in zip(work, _per_file(work, vecs, svecs, spans, held, copied))]
         return dict(file=batch['file'], report=batch['report'], work=np.array(out, dtype=object),
                     worker=np.full(len(out), self.pid))
 
-    def held(self, chunks:list) -> list[bool]:
-        "Which chunks' texts the store held when the run began: the driver gives their vectors."
-        keys = np.array([text_key(text_hash(c.text)) for c in chunks], dtype=np.uint64)
+    def held(self, keys:np.ndarray) -> list[bool]:
+        "Which chunks' texts (by `text_key`) the store held when the run began: the driver gives their vectors."
         at = np.searchsorted(self.stored, keys).clip(max=max(len(self.stored) - 1, 0))
-        return (self.stored[at] == keys).tolist() if len(self.stored) else [False] * len(chunks)
+        return (self.stored[at] == keys).tolist() if len(self.stored) else [False] * len(keys)
+
+    def claimed(self, keys:np.ndarray, files:list, held:list[bool]) -> list[bool]:
+        "`held`, and the chunks whose text another file of this run embeds (`TextClaims`): the driver copies them."
+        todo = [i for i, h in enumerate(held) if not h]
+        if self.claims is None or not todo: return held
+        import ray
+        owners = ray.get(self.claims.claim.remote([int(keys[i]) for i in todo], [files[i] for i in todo]))
+        out = list(held)
+        for i, owner in zip(todo, owners): out[i] = owner != files[i]
+        return out
 
     def embed_distinct(self, chunks:list, spans:list|None, held:list[bool]) -> tuple:
         """`(vectors, sentence vectors, copied)`: a row per chunk (zeros for a `held` one), the sentences of the others;
@@ -128,12 +139,21 @@ class EmbedActor:
         parts = [svecs[ends[row[c.text]]:ends[row[c.text] + 1]] for c, h in zip(chunks, held) if not h]
         return out, np.concatenate(parts), copied
 
+# %% ../nbs/13_scale.ipynb #fac17209
+class TextClaims:
+    """Which file of a run embeds each new text (by `text_key`): the first to ask. A Ray actor during `index_with_ray`;
+    Ray runs its calls one at a time. It holds about 100 bytes a distinct new text."""
+    def __init__(self): self.owner = {}
+    def claim(self, keys:list[int], files:list[bytes]) -> list[bytes]:
+        "The file that embeds each of `keys`, for `files` asking in that order; a file asking again gets its own back."
+        return [self.owner.setdefault(k, f) for k, f in zip(keys, files)]
+
 # %% ../nbs/13_scale.ipynb #9c28d5b3
 def stored_text_keys(store:ShardedStore) -> np.ndarray:
     "The `index.text_keys` of all of `store`'s shards: the texts an `EmbedActor` need not embed."
     return np.unique(np.concatenate([text_keys(s) for s in store.shards] + [np.zeros(0, np.uint64)]))
 
-def _embedding_stage(ds, store, plan):
+def _embedding_stage(ds, store, plan, claims=None):
     "`ds` with the actor pool that embeds, sized and placed as `plan` says."
     from ray.data import ActorPoolStrategy
     from ragnb.embed import model_location
@@ -141,7 +161,7 @@ def _embedding_stage(ds, store, plan):
     return ds.map_batches(EmbedActor, fn_constructor_kwargs=dict(
         model=os.environ.get('RAGNB_MODEL') or model_location(m['model']), sentences=bool(m.get('sentence_vectors')),
         late=sentence_pass(m) == 'late', threads=plan.threads, device='cuda' if plan.gpus_per_worker else 'cpu',
-        stored=stored_text_keys(store)),
+        stored=stored_text_keys(store), claims=claims),
         compute=ActorPoolStrategy(size=plan.workers), batch_size=plan.batch_files, batch_format='numpy',
         num_cpus=0 if plan.gpus_per_worker else plan.threads, num_gpus=plan.gpus_per_worker or None)
 
@@ -222,52 +242,78 @@ def _run_pipeline(ray, st:ShardedStore, rows:list, rep:IndexReport, metadata:dic
     from ray.data import TaskPoolStrategy
     from tqdm.auto import tqdm
     seen, last_commit, state = set(), time.monotonic(), dict(files=len(rows), done=0, chunks=0, workers=set())
+    waiting = []
     if rows:
+        claims = ray.remote(num_cpus=0)(TextClaims).remote()
         ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), 8 * plan.workers)))
         ds = ds.map(read_and_chunk, fn_kwargs=dict(mjson=metadata_json(metadata), metadata=metadata, chunking=chunking),
                     num_cpus=0, compute=TaskPoolStrategy(size=plan.workers))
-        ds = _embedding_stage(ds, st, plan)
-        with tqdm(total=len(rows), desc='indexing on ray', unit='file',
-                  disable=not shows_progress(len(rows), progress)) as bar:
-            for batch in ds.iter_batches(batch_size=None, batch_format='numpy'):
-                n = _stage_batch(st, batch, seen, rep, state)
-                bar.update(n)
-                if on_batch: on_batch(dict(state))
-                if time.monotonic() - last_commit > plan.commit_every_s:
-                    st.commit()
-                    last_commit = time.monotonic()
+        ds = _embedding_stage(ds, st, plan, claims)
+        try:
+            with tqdm(total=len(rows), desc='indexing on ray', unit='file',
+                      disable=not shows_progress(len(rows), progress)) as bar:
+                for batch in ds.iter_batches(batch_size=None, batch_format='numpy'):
+                    n = _stage_batch(st, batch, seen, rep, state, waiting)
+                    bar.update(n)
+                    if on_batch: on_batch(dict(state))
+                    if time.monotonic() - last_commit > plan.commit_every_s:
+                        st.commit()
+                        last_commit = time.monotonic()
+        finally: ray.kill(claims)
+    _stage_waiting(st, waiting, rep)
     st.stage_sources(removed=rep.removed)
     st.commit()
 
 # %% ../nbs/13_scale.ipynb #b26c5d5f
-def _stage_batch(st:ShardedStore, batch:dict, seen:set, rep:IndexReport, state:dict) -> int:
+def _stage_batch(st:ShardedStore, batch:dict, seen:set, rep:IndexReport, state:dict,
+                 waiting:list|None=None) -> int: # files whose texts another file embeds, not staged yet
     "Stage one result batch's files into their shards (a file seen already is a retried task's repeat: skipped)."
     n = 0
     for f, r, w, pid in zip(batch['file'], batch['report'], batch['work'], batch['worker']):
         if f in seen: continue
         seen.add(f)
         _merge_report(rep, pickle.loads(r))
-        records, chunks, existed, vecs, svecs, held, copied = pickle.loads(w)
-        if records:
-            if held: vecs, svecs = _with_held(st, chunks, vecs, svecs, held)
-            st.stage_sources(records=records, chunks=chunks, vectors=vecs, sentence_vectors=svecs)
-            (rep.updated if existed else rep.added).append(records[0].source)
-        rep.chunks, rep.reused, n = rep.chunks + len(chunks), rep.reused + len(held) + copied, n + 1
+        _stage_file(st, pickle.loads(w), rep, waiting)
+        n += 1
         state['workers'].add(int(pid))
     state['done'], state['chunks'] = state['done'] + n, rep.chunks
     return n
 
+def _stage_file(st:ShardedStore, work:tuple, rep:IndexReport, waiting:list|None=None):
+    """Stage one file's chunks into its shard, with the vectors of its held chunks from the store; when the store
+    cannot give them yet, the file goes to `waiting` (None: they are embedded here)."""
+    records, chunks, existed, vecs, svecs, held, copied = work
+    if records and held:
+        if (got := _with_held(st, chunks, vecs, svecs, held, embed_lost=waiting is None)) is None:
+            waiting.append(work)
+            return
+        vecs, svecs = got
+    if records:
+        st.stage_sources(records=records, chunks=chunks, vectors=vecs, sentence_vectors=svecs)
+        (rep.updated if existed else rep.added).append(records[0].source)
+    rep.chunks, rep.reused = rep.chunks + len(chunks), rep.reused + len(held) + copied
+
+def _stage_waiting(st:ShardedStore, waiting:list, rep:IndexReport):
+    "Stage the files that waited for others to embed their texts, in rounds while one round stages any; then the rest."
+    while waiting:
+        todo, waiting = waiting, []
+        for work in todo: _stage_file(st, work, rep, waiting)
+        if len(waiting) == len(todo): break
+    for work in waiting: _stage_file(st, work, rep)              # what no file of the run embedded: embedded here
+
 # %% ../nbs/13_scale.ipynb #db118e4c
-def _with_held(st:ShardedStore, chunks:list, vecs:np.ndarray, svecs, held:list[int]) -> tuple:
+def _with_held(st:ShardedStore, chunks:list, vecs:np.ndarray, svecs, held:list[int],
+               embed_lost:bool=True) -> tuple|None: # False: None when the store cannot give one yet
     """A file's `(vectors, sentence vectors)`, those of its `held` chunks from the store (`stored_embeddings`, which
-    also sees the rows staged in this run). One the store cannot give (its row was replaced in this run, or its sentence
-    spans differ) is embedded here."""
+    also sees the rows staged in this run). One the store cannot give (its row was replaced in this run, its sentence
+    spans differ, the file that embeds it is not staged yet) is embedded here."""
     sentences = sentence_pass(st.manifest)
     spans = [chunk_sentence_spans(c) for c in chunks] if sentences else None
     stored = stored_lookup(st)([chunks[0].source], [text_hash(chunks[i].text) for i in held])
     old = [None] * len(chunks)
     for i in held: old[i] = _kept(stored, chunks[i], spans and spans[i])
-    if lost := [i for i in held if old[i] is None]:
+    if (lost := [i for i in held if old[i] is None]) and not embed_lost: return None
+    if lost:
         lv, ls = embed_chunks(_document_model(st.manifest['model']), [chunks[i] for i in lost],
                               spans and [spans[i] for i in lost], late=sentences == 'late')
         ends = np.cumsum([0] + [len(spans[i]) for i in lost]) if spans else None
