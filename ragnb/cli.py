@@ -276,6 +276,12 @@ def _model_for_new_store(paths) -> str|None:
     if name: print(f'model for the new store: {name} ({why}; --model chooses another)', file=sys.stderr)
     return name
 
+def _first_missing(path) -> Path|None:
+    "The topmost folder of `path` that does not exist yet (indexing into `path` creates it), or None."
+    p = Path(os.path.abspath(path))
+    missing = [a for a in (p, *p.parents) if not os.path.lexists(a)]
+    return missing[-1] if missing else None
+
 def cmd_index(args) -> int:
     from ragnb.index import StoreError
     from ragnb.stores import open_store, store_exists
@@ -288,8 +294,8 @@ def cmd_index(args) -> int:
     _check_sentence_pass(path, args.sentence_pass)
     if args.dry_run: return _index_dry_run(args, path, meta)
     pass_ = dict(sentence_pass=args.sentence_pass) if args.sentence_pass else {}
-    existed = os.path.lexists(path)
-    if args.ray or args.address or args.workers: return _index_on_ray(args, path, meta, pass_, existed)
+    made = _first_missing(path)               # what this run creates for the store, if anything
+    if args.ray or args.address or args.workers: return _index_on_ray(args, path, meta, pass_, made)
     try:
         with open_store(path, embedder=_load_embedder(args.model, path), shards=args.shards, **pass_) as store:
             rep = index_paths(store, args.paths, metadata=meta, progress=not args.quiet,
@@ -297,7 +303,7 @@ def cmd_index(args) -> int:
             st = store.stats()
     except StoreError as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
-    return _index_outcome(rep, args.paths, path, existed, st)
+    return _index_outcome(rep, args.paths, made, st)
 
 # %% ../nbs/09_cli.ipynb #3271610c
 def _check_sentence_pass(path, wanted:str|None):
@@ -309,7 +315,7 @@ def _check_sentence_pass(path, wanted:str|None):
         raise UserError(f"{path}'s sentence vectors: {_sentence_kind(held)}; a store keeps one kind for life: "
                         f'drop --sentence-pass, or index into a new --store with --sentence-pass {wanted}')
 
-def _index_on_ray(args, path, meta, pass_:dict, existed:bool) -> int:
+def _index_on_ray(args, path, meta, pass_:dict, made:Path|None) -> int:
     "`ragnb index --ray`: the same run on Ray Data (`ragnb.scale`), into a sharded store."
     from ragnb.index import StoreError
     from ragnb.stores import open_store
@@ -322,17 +328,17 @@ def _index_on_ray(args, path, meta, pass_:dict, existed:bool) -> int:
         with open_store(path, readonly=True) as store: st = store.stats()
     except (StoreError, ImportError, ValueError) as e: raise UserError(str(e)) from None
     _print_index_report(path, rep, st, args.verbose)
-    return _index_outcome(rep, args.paths, path, existed, st)
+    return _index_outcome(rep, args.paths, made, st)
 
 # %% ../nbs/09_cli.ipynb #41ffb944
-def _index_outcome(rep, paths, path=None, # the store, with whether it `existed` before the run, and its `stats()`
-                   existed:bool=True, st:dict|None=None) -> int:
+def _index_outcome(rep, paths, made:Path|None=None, # the folder the run made for its store (`_first_missing`)
+                   st:dict|None=None) -> int: # the store's `stats()`
     """The exit code of `ragnb index`: 0 when it indexed, or found unchanged, at least one file; else 1, with one line
     on stderr, as for a folder left out because its `.ragnbignore` is unusable. An interrupted run says what it kept
     and how to go on (130, the shell's code for Ctrl-C). A store the run made and left empty is removed."""
-    if not (existed or st['chunks'] or rep.added or rep.updated or rep.unchanged):
-        shutil.rmtree(path, ignore_errors=True)
-        print(f'ragnb index: {path} was not kept: nothing went into it', file=sys.stderr)
+    if made is not None and not (st['chunks'] or rep.added or rep.updated or rep.unchanged):
+        shutil.rmtree(made, ignore_errors=True)
+        print(f'ragnb index: {made} was not kept: nothing went into it', file=sys.stderr)
     if rep.interrupted:
         print(f'ragnb index: interrupted: {len(rep.added) + len(rep.updated)} files committed; run the same command '
               'again to index the rest', file=sys.stderr)
