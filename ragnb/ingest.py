@@ -141,7 +141,7 @@ class IgnoreRules:
     def enter(self, d:Path) -> 'IgnoreRules':
         "The rules in folder `d`, below this one: its ignore files added; a `.git` in it starts a work tree."
         d = Path(os.path.abspath(d))
-        add = lambda chain, spec: chain + ((d, spec),) if spec is not None else chain
+        add = lambda chain, spec: chain + ((os.path.join(d, ''), spec),) if spec is not None else chain   # 'd/'
         git = add((), ignore_spec(d / GIT_EXCLUDE, strict=False)) if os.path.lexists(d / '.git') else self.git
         if git is not None: git = add(git, ignore_spec(d / GIT_IGNORE, strict=False))
         return IgnoreRules(add(self.ragnb, ignore_spec(d / RAGNB_IGNORE)), git)
@@ -159,7 +159,7 @@ class IgnoreRules:
         ap = os.path.abspath(p)
         for kind, files in ((RAGNB_IGNORE, self.ragnb), (GIT_IGNORE, self.git or ())):
             for base, spec in reversed(files):            # the nearest file with a matching line decides
-                rel = Path(os.path.relpath(ap, base)).as_posix() + ('/' if is_dir else '')
+                rel = ap[len(base):] + ('/' if is_dir else '')           # `base` ('d/') is a folder above `p`
                 if (r := spec.check_file(rel)).include is not None: return kind if r.include else None
         return None
 

@@ -153,13 +153,17 @@ def stored_text_keys(store:ShardedStore) -> np.ndarray:
     "The `index.text_keys` of all of `store`'s shards: the texts an `EmbedActor` need not embed."
     return np.unique(np.concatenate([text_keys(s) for s in store.shards] + [np.zeros(0, np.uint64)]))
 
+def _model_folder(name:str) -> str:
+    "The model that a store of model `name` is embedded with here: `$RAGNB_MODEL`, else `name`'s folder."
+    from ragnb.embed import model_location
+    return os.environ.get('RAGNB_MODEL') or model_location(name)
+
 def _embedding_stage(ds, store, plan, claims=None):
     "`ds` with the actor pool that embeds, sized and placed as `plan` says."
     from ray.data import ActorPoolStrategy
-    from ragnb.embed import model_location
     m = store.manifest
     return ds.map_batches(EmbedActor, fn_constructor_kwargs=dict(
-        model=os.environ.get('RAGNB_MODEL') or model_location(m['model']), sentences=bool(m.get('sentence_vectors')),
+        model=_model_folder(m['model']), sentences=bool(m.get('sentence_vectors')),
         late=sentence_pass(m) == 'late', threads=plan.threads, device='cuda' if plan.gpus_per_worker else 'cpu',
         stored=stored_text_keys(store), claims=claims),
         compute=ActorPoolStrategy(size=plan.workers), batch_size=plan.batch_files, batch_format='numpy',
@@ -324,8 +328,8 @@ def _with_held(st:ShardedStore, chunks:list, vecs:np.ndarray, svecs, held:list[i
 @functools.lru_cache(maxsize=2)
 def _document_model(name:str):
     "The store's model, loaded in the driver the first time a held chunk's vectors cannot be had from the store."
-    from ragnb.embed import Embedder, model_location
-    return Embedder.from_pretrained(os.environ.get('RAGNB_MODEL') or model_location(name))
+    from ragnb.embed import Embedder
+    return Embedder.from_pretrained(_model_folder(name))
 
 # %% ../nbs/13_scale.ipynb #e0c78a40
 class ShardActor:
@@ -367,8 +371,8 @@ for _name in RAY_FORWARDED: setattr(RayPart if '.' in _name else RayShard, _name
 def embedder(self:RayShard):
     "The model, loaded here in the caller (questions are embedded once, not per shard)."
     if self._embedder is None:
-        from ragnb.embed import Embedder, model_location
-        self._embedder = Embedder.for_queries(os.environ.get('RAGNB_MODEL') or model_location(self.manifest['model']))
+        from ragnb.embed import Embedder
+        self._embedder = Embedder.for_queries(_model_folder(self.manifest['model']))
     return self._embedder
 
 @patch(as_prop=True)
