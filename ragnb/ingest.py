@@ -23,21 +23,21 @@ from .hierarchy import JERARQUICO_STRATEGIES
 from .stores import StoreAPI, open_store, store_exists
 from .shards import SHARDS_FILE
 from .embed import Embedder, bundled_data_dir, model_for_languages, resolve_model, shows_progress
-from .lexical import detect_language
+from .lexical import text_language
 from .readers import (Document, document_version, file_kind, locate_chunks, read_document, reader_for,
                            reader_version)
 
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES',
            'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'PAGE_COPIES',
-           'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files', 'KeptReason',
-           'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking',
-           'store_chunking', 'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'generated_reason', 'scan_path',
-           'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source',
-           'missing_sources', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model',
-           'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks',
-           'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir', 'open_for_indexing',
-           'open_default_store']
+           'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files',
+           'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies',
+           'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'site_kind', 'site_machinery',
+           'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size',
+           'changed_source', 'missing_sources', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages',
+           'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup',
+           'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
+           'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -545,23 +545,53 @@ def checked_paths(paths:list|str|Path) -> list[Path]:
     return paths
 
 # %% ../nbs/03a_ingest.ipynb #1feb43a7
-def corpus_languages(paths:list|str|Path, # files and folders, as `index_paths` takes them
-                     max_files:int=60, # the sample, spread over the listing
-                     max_chars:int=4000, # read of each file
-                    ) -> dict[str, float]:
-    "Each language's share of the text of a sample of the files under `paths`; `{}` when there is no text."
-    rep = IndexReport()
-    listed = [f for f, _ in listed_files(checked_paths(paths), rep, {}) if file_kind(f) != 'code']
-    light = [f for f in listed if file_kind(f) in ('text', 'html')] or listed[:5]
+SAMPLE_SLOW = {'pdf': 3}   # files of a kind that takes seconds to read (a PDF: 1-4 s) read for the sample, at most
+_FENCED = re.compile(r'^(```|~~~).*?^\1[^\n]*$', re.M | re.S)
+_PARAGRAPH_LETTERS = 20   # a shorter paragraph (a heading, a table row) is too short to tell a language by
+
+def _sample_files(listed:list[Path], max_files:int) -> dict[str, list[Path]]:
+    "The files of each kind to read, spread over the listing: `max_files` of each, fewer of a slow kind."
+    kinds = {}
+    for f in listed: kinds.setdefault(file_kind(f), []).append(f)
+    n = {k: min(len(fs), SAMPLE_SLOW.get(k, max_files)) for k, fs in kinds.items()}
+    return {k: [fs[i * len(fs) // n[k]] for i in range(n[k])] for k, fs in kinds.items()}
+
+def _prose(text:str, max_chars:int) -> list[str]:
+    "The paragraphs of a document's text outside fenced code, up to `max_chars` in all."
+    out, size = [], 0
+    for p in _FENCED.sub('', text).split('\n\n'):
+        if size >= max_chars: break
+        if sum(ch.isalpha() for ch in p) >= _PARAGRAPH_LETTERS:
+            out.append(p[:max_chars - size])
+            size += len(out[-1])
+    return out
+
+def _kind_languages(files:list[Path], rep:IndexReport, max_chars:int) -> Counter:
+    "Characters of prose per language in `files`: each file's prose (`max_chars`) told apart as one text."
     sizes = Counter()
-    for f in light[::max(1, len(light) // max_files)][:max_files]:
+    for f in files:
         got = _read_or_report(f, rep, MAX_FILE_BYTES)
         doc = got and _document_or_report(f, got[0], rep)
-        if doc:
-            text = doc.text[:max_chars]
-            sizes[detect_language(text)] += len(text)
-    total = sum(sizes.values())
-    return {k: round(v / total, 3) for k, v in sizes.most_common()} if total else {}
+        prose = '\n\n'.join(_prose(doc.text, max_chars)) if doc else ''
+        if lang := text_language(prose): sizes[lang] += len(prose)
+    return sizes
+
+def corpus_languages(paths:list|str|Path, # files and folders, as `index_paths` takes them
+                     max_files:int=60, # the sample of each kind of file, spread over the listing
+                     max_chars:int=4000, # prose read of each file
+                    ) -> dict[str, float]:
+    """Each language's share of the prose of a sample of the files under `paths`, each kind of file (text, HTML,
+    PDF, notebook...) weighed by its share of the files; `{}` when there is no prose."""
+    rep = IndexReport()
+    listed = [f for f, _ in listed_files(checked_paths(paths), rep, {}) if file_kind(f) != 'code']
+    shares, weight = Counter(), 0
+    for files in _sample_files(listed, max_files).values():
+        sizes = _kind_languages(files, rep, max_chars)
+        if total := sum(sizes.values()):
+            share = sum(file_kind(f) == file_kind(files[0]) for f in listed)
+            weight += share
+            shares.update({k: share * v / total for k, v in sizes.items()})
+    return {k: round(v / weight, 3) for k, v in shares.most_common()} if weight else {}
 
 def new_store_model(paths:list|str|Path) -> tuple[str|None, str]:
     "The model for a new store of `paths`: the corpus's; None when `resolve_model` has a reason (`RAGNB_MODEL`...)."

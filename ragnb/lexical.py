@@ -16,21 +16,23 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'LANGID_LANGUAGES', 'STEMMERS', 'BM25_K1', 'BM25_B', 'langid_copy', 'detect_language', 'load_language_detector',
-           'fold', 'identifier_parts', 'lexical_terms', 'query_terms', 'match_expression', 'word_terms', 'term_prefix',
-           'bm25_idf', 'informative_terms', 'bm25_scores', 'bm25_score']
+           'text_language', 'fold', 'identifier_parts', 'lexical_terms', 'query_terms', 'match_expression',
+           'word_terms', 'term_prefix', 'bm25_idf', 'informative_terms', 'bm25_scores', 'bm25_score']
 
 # %% ../nbs/02b_lexical.ipynb #d1d811cd
-LANGID_LANGUAGES = ('es', 'en')        # what the detector chooses between
+LANGID_LANGUAGES = ('es', 'en')        # what the detector chooses between for chunks and questions
 
-def langid_copy(src:Path) -> Path: # py3langid's packaged model file
-    "Where ragnb keeps `src` uncompressed and cut to `LANGID_LANGUAGES`: in its cache, keyed by the file."
-    return cache_path('langid', f'{file_key(src)}|{",".join(LANGID_LANGUAGES)}', '.npz', source=src)
+def langid_copy(src:Path, # py3langid's packaged model file
+                languages:tuple|None=LANGID_LANGUAGES, # the languages kept; None: all py3langid knows
+               ) -> Path:
+    "Where ragnb keeps `src` uncompressed and cut to `languages`: in its cache, keyed by the file."
+    return cache_path('langid', f'{file_key(src)}|{",".join(languages or ("all",))}', '.npz', source=src)
 
-def _save_langid_copy(src:Path, dest:Path):
-    "Decompress `src` once, keep the columns of `LANGID_LANGUAGES`, and write it to `dest` atomically."
+def _save_langid_copy(src:Path, dest:Path, languages:tuple|None=LANGID_LANGUAGES):
+    "Decompress `src` once, keep the columns of `languages` (None: all), and write it to `dest` atomically."
     from py3langid.modelio import load_model
     ptc, pc, classes, nextmove, row, out = load_model(src)
-    keep = [i for i, c in enumerate(classes) if c in LANGID_LANGUAGES]
+    keep = [i for i, c in enumerate(classes) if languages is None or c in languages]
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f'{dest.stem}.tmp{os.getpid()}-{threading.get_ident()}.npz')
     try:
@@ -48,21 +50,31 @@ def _identifier_from_copy(dest:Path):
         return LanguageIdentifier(d['ptc'], d['pc'], d['classes'].tolist(), _to_array(d['nextmove']),
                                   d['out_feat'].tolist(), tk_row=_to_array(d['nextmove_row']))
 
-@functools.cache
-def _langid():
-    """py3langid for `LANGID_LANGUAGES`. Its packaged model is LZMA-compressed, so it is read through an uncompressed
-    copy in ragnb's cache, made by the first load; anything wrong with that copy falls back to the packaged file."""
+def _identifier(languages:tuple|None):
+    """py3langid for `languages` (None: all). Its packaged model is LZMA-compressed, so it is read through an
+    uncompressed copy in ragnb's cache, made by the first load; anything wrong with that copy falls back to the
+    packaged file."""
     from py3langid.langid import LanguageIdentifier, MODEL_DIR, MODEL_FILE
     src = Path(MODEL_DIR) / MODEL_FILE
     try:
-        dest = langid_copy(src)
-        if not dest.exists(): _save_langid_copy(src, dest)
+        dest = langid_copy(src, languages)
+        if not dest.exists(): _save_langid_copy(src, dest, languages)
         ident = _identifier_from_copy(dest)
     except Exception as e:                 # a read-only cache, another py3langid layout: the slow path still works
         log.info('py3langid from its packaged model (%s: %s)', type(e).__name__, e)
         ident = LanguageIdentifier.from_model_file(src)
-    ident.set_languages(list(LANGID_LANGUAGES))
+    if languages: ident.set_languages(list(languages))
     return ident
+
+@functools.cache
+def _langid():
+    "py3langid for `LANGID_LANGUAGES`: chunks and questions."
+    return _identifier(LANGID_LANGUAGES)
+
+@functools.cache
+def _langid_all():
+    "py3langid over every language it knows (about 140): a corpus's languages, where German must not pass for English."
+    return _identifier(None)
 
 
 # %% ../nbs/02b_lexical.ipynb #4ebcfb72
@@ -97,6 +109,15 @@ def detect_language(text:str) -> str:
 def load_language_detector():
     "Load py3langid's model now rather than on the first text the function words leave open: a server's start calls it."
     _langid()
+
+# %% ../nbs/02b_lexical.ipynb #99cc2d62
+_LETTER = re.compile(r'[^\W\d_]')
+
+def text_language(text:str) -> str|None:
+    "A paragraph's language among all py3langid knows ('de', 'zh', ...); None when it holds no words."
+    if not _LETTER.search(text): return None
+    lang = _langid_all().classify(text)[0]
+    return None if lang == 'zxx' else lang
 
 # %% ../nbs/02b_lexical.ipynb #f700f504
 def fold(text:str) -> str:
