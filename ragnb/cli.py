@@ -362,7 +362,8 @@ def _print_index_report(path, rep, st, verbose):
     print(f"{path}: added {c['added']}, updated {c['updated']}, removed {c['removed']}, unchanged {c['unchanged']}, "
           f"skipped {c['skipped']} files; {rep.chunks - rep.reused} chunks embedded in {rep.seconds:.1f}s; "
           + (f"{rep.reused} chunks kept vectors of the same text (unchanged, moved or repeated); " if rep.reused
-             else '') +
+             else '')
+          + (f"{rep.sentences_kept} sentences of changed chunks kept their vectors; " if rep.sentences_kept else '') +
           f"store has {st['chunks']} chunks")
     _print_report_details(rep, verbose)
     if rep.missing: print(_missing_summary(path, rep.missing))

@@ -33,7 +33,7 @@ FORMAT_VERSION = 1
 __all__ = ['log', 'FORMAT_VERSION', 'MIGRATIONS', 'SCHEMA_VERSION', 'MIGRATION_NUMBER', 'UNLINK_ON_THREAD', 'READERS_LOCK',
            'SENTENCE_PASSES', 'Migration', 'Migrations', 'present_migrations', 'schema_version', 'Store',
            'readers_lock', 'Generations', 'sentence_pass', 'migrate', 'text_hash', 'text_key', 'text_keys',
-           'ScopedStore', 'SourceRecord', 'record_sources']
+           'stored_sentences', 'ScopedStore', 'SourceRecord', 'record_sources']
 
 # %% ../nbs/03_index.ipynb #f9e90fb4
 _SCHEMA = '''
@@ -674,6 +674,27 @@ def text_keys(store:Store) -> np.ndarray:
     with store._snapshot():
         rows = store.db.execute('select distinct content_hash from chunks where content_hash is not null').fetchall()
     return np.unique(np.fromiter((text_key(h) for h, in rows), dtype=np.uint64, count=len(rows)))
+
+# %% ../nbs/03_index.ipynb #f21fc0fa
+def stored_sentences(store:Store, sources:list[str], # the files whose former sentences may be kept
+                     skip:set|frozenset=frozenset(), # `text_hash`es of chunks not to read (kept whole anyway)
+                    ) -> dict:
+    """`{sentence text: float16 vector}` of the committed chunks of `sources`: an edited file's sentences that did not
+    change keep their vectors, when each was embedded on its own (`sentence_pass` 'sentence')."""
+    if not sources or sentence_pass(store.manifest) != 'sentence': return {}
+    sources = list(dict.fromkeys(sources))
+    with store._snapshot():
+        meta = store._meta()
+        top = int(meta['max_label']) if 'max_label' in meta else (0 if store._max_label else 2**62)
+        rows = store.db.execute(f"select id, text, content_hash from chunks where source in "
+                                f"({','.join('?' * len(sources))})", sources).fetchall()
+        rows = [(i, t, h) for i, t, h in rows if i <= top and h not in skip]
+        got = store.sentence_vectors([i for i, _, _ in rows])
+    out = {}
+    for i, text, h in rows:
+        spans, vecs, sh = got.get(str(i), (None, None, None))
+        if sh == h: out.update((text[s:e], v) for (s, e), v in zip(spans, vecs))
+    return out
 
 # %% ../nbs/03_index.ipynb #9e76208e
 @patch

@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from .chunking import (CODE_EXTS, MINIFIED_EXTS, MINIFIED_LINE, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError,
                             RecodedText, chunk_text, inner_path, minified_head, not_text_kind, read_file_bytes,
                             read_text_file, sniffed_kind)
-from .index import SourceRecord, Store, StoreMismatchError, sentence_pass, text_hash
+from .index import SourceRecord, Store, StoreMismatchError, sentence_pass, stored_sentences, text_hash
 from .sentence_file import chunk_sentence_spans
 from .hierarchy import JERARQUICO_STRATEGIES
 from .stores import StoreAPI, open_store, store_exists
@@ -51,6 +51,7 @@ class IndexReport:
     binary: list = field(default_factory=list)      # (path, kind): images, archives... skipped quietly
     chunks: int = 0
     reused: int = 0                                 # of `chunks`: text the store had, or an earlier batch: kept
+    sentences_kept: int = 0                         # sentences of the other chunks that the file had before: kept
     seconds: float = 0.0
     interrupted: bool = False                       # Ctrl-C: the files done before it were committed
     refused: list = field(default_factory=list)     # (folder, reason): not indexed until the user fixes it
@@ -665,15 +666,17 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
     store asks for them, so each is looked up after the one before it was added."""
     sentences = sentence_pass(store.manifest)         # None, 'late' or 'sentence'
     stored_of = stored_lookup(store)
+    former = _former_sentences(store)
     from tqdm.auto import tqdm
     with tqdm(total=files, desc='indexing', unit='file', disable=not shows_progress(files, progress)) as bar:
         for records, chunks in batches:
             hashes = [text_hash(c.text) for c in chunks]
             known = stored_of([r.source for r in records], hashes) if stored_of else {}
+            held = former([r.source for r in records], set(hashes)) if former else {}   # whole ones are kept
             embedded = []
             for lo in range(0, max(len(chunks), 1), INDEX_BATCH):          # a batch holds a big file whole
                 part = chunks[lo:lo + INDEX_BATCH]
-                vecs, svecs, spans, fresh = _embed_part(store.embedder, part, sentences, known)
+                vecs, svecs, spans, fresh = _embed_part(store.embedder, part, sentences, known, held, rep)
                 for h, got in _part_vectors(hashes[lo:lo + INDEX_BATCH], vecs, svecs, spans, fresh).items():
                     known.setdefault(h, got)                                 # for the batch's later parts
                 embedded.append((part, vecs, svecs, len(part) - len({part[i].text for i in fresh})))  # twice: once
@@ -695,7 +698,17 @@ def stored_lookup(store) -> Callable|None:
         return out
     return ask
 
-def _embed_part(emb, part:list[Chunk], sentences:str|None, stored:dict|None=None) -> tuple:
+def _former_sentences(store) -> Callable|None:
+    """`held(sources, skip)`: `index.stored_sentences` of `store`, or of each of its shards together; None where
+    sentences are not embedded one by one, or the shards cannot be read here (Ray actors)."""
+    if sentence_pass(store.manifest) != 'sentence': return None
+    shards = getattr(store, 'shards', None) or [store]
+    if not all(isinstance(s, Store) for s in shards): return None
+    return lambda sources, skip: {k: v for s in shards for k, v in stored_sentences(s, sources, skip).items()}
+
+def _embed_part(emb, part:list[Chunk], sentences:str|None, stored:dict|None=None,
+                held:dict|None=None, # `{sentence text: vector}` the files' former versions had (`_former_sentences`)
+                rep:IndexReport|None=None) -> tuple: # counts the sentences taken from `held` (`sentences_kept`)
     """`(vectors, sentence vectors, sentence spans, fresh)`: `embed_chunks` of one part, with its sentence spans when
     the store keeps sentence vectors (`sentence_pass`), but for the chunks found in `stored` with the same text and
     sentence spans, which keep their vectors; `fresh` lists the chunks given to the model."""
@@ -703,9 +716,12 @@ def _embed_part(emb, part:list[Chunk], sentences:str|None, stored:dict|None=None
     spans = [chunk_sentence_spans(c) for c in part] if sentences else None
     old = [_kept(stored, c, None if spans is None else spans[i]) for i, c in enumerate(part)]
     fresh = [i for i, o in enumerate(old) if o is None]
-    if len(fresh) == len(part): return *embed_chunks(emb, part, spans, late=sentences == 'late'), spans, fresh
+    if held and rep is not None:
+        rep.sentences_kept += sum(part[i].text[s:e] in held for i in fresh for s, e in spans[i])
+    if len(fresh) == len(part):
+        return *embed_chunks(emb, part, spans, late=sentences == 'late', held=held), spans, fresh
     got = embed_chunks(emb, [part[i] for i in fresh], None if spans is None else [spans[i] for i in fresh],
-                       late=sentences == 'late') if fresh else (None, None)
+                       late=sentences == 'late', held=held) if fresh else (None, None)
     return *_merge_kept(old, fresh, spans, *got), spans, fresh
 
 def _part_vectors(hashes:list[str], vecs:np.ndarray|None, svecs:np.ndarray|None, spans:list|None,
@@ -737,13 +753,19 @@ def _merge_kept(old:list, fresh:list[int], spans:list|None, vecs:np.ndarray|None
     return np.asarray(out, np.float32), None if spans is None else np.concatenate(sents).astype(np.float32)
 
 def embed_chunks(emb, chunks:list[Chunk], spans:list|None, # sentence spans per chunk; None: no sentence vectors
-                 late:bool=False) -> tuple: # pool the sentences out of each chunk's own pass (`Embedder.embed_late`)
+                 late:bool=False, # pool the sentences out of each chunk's own pass (`Embedder.embed_late`)
+                 held:dict|None=None, # `{sentence text: vector}` to take rather than embed (not with `late`)
+                ) -> tuple:
     "The pure batch function: `chunks`' vectors, and the vectors of their sentences at `spans` (None: none)."
     if spans is not None and late: return emb.embed_late([c.text for c in chunks], spans, progress=False)
     vecs = emb.embed_documents([c.text for c in chunks], progress=False)
     if spans is None: return vecs, None
+    texts, held = [c.text[s:e] for c, sp in zip(chunks, spans) for s, e in sp], held or {}
     sentences = getattr(emb, 'embed_sentences', emb.embed_documents)   # a stand-in model may embed them as documents
-    return vecs, sentences([c.text[s:e] for c, sp in zip(chunks, spans) for s, e in sp], progress=False)
+    todo = [t for t in dict.fromkeys(texts) if t not in held]          # each text once: `| --- | --- |`, "Nota"...
+    got = dict(zip(todo, sentences(todo, progress=False))) if todo else {}
+    rows = [got[t] if t in got else held[t] for t in texts]
+    return vecs, np.array(rows, np.float32) if rows else np.zeros((0, np.shape(vecs)[-1]), np.float32)
 
 # %% ../nbs/03a_ingest.ipynb #098f2d37
 def until_interrupted(batches:Iterable[tuple], # `(records, chunks, vectors, sentence vectors)` from `embedded_batches`
