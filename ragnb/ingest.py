@@ -550,12 +550,12 @@ SAMPLE_SLOW = {'pdf': 3}   # files of a kind that takes seconds to read (a PDF: 
 _FENCED = re.compile(r'^(```|~~~).*?^\1[^\n]*$', re.M | re.S)
 _PARAGRAPH_LETTERS = 20   # a shorter paragraph (a heading, a table row) is too short to tell a language by
 
-def _sample_files(listed:list[Path], max_files:int) -> dict[str, list[Path]]:
-    "The files of each kind to read, spread over the listing: `max_files` of each, fewer of a slow kind."
+def _sample_files(listed:list[Path], max_files:int) -> list[tuple[int, list[Path]]]:
+    "Per kind of file, `(its files, those to read)`, spread over the listing: `max_files`, fewer of a slow kind."
     kinds = {}
     for f in listed: kinds.setdefault(file_kind(f), []).append(f)
     n = {k: min(len(fs), SAMPLE_SLOW.get(k, max_files)) for k, fs in kinds.items()}
-    return {k: [fs[i * len(fs) // n[k]] for i in range(n[k])] for k, fs in kinds.items()}
+    return [(len(fs), [fs[i * len(fs) // n[k]] for i in range(n[k])]) for k, fs in kinds.items()]
 
 def _prose(text:str, max_chars:int) -> list[str]:
     "The paragraphs of a document's text outside fenced code, up to `max_chars` in all."
@@ -586,10 +586,9 @@ def corpus_languages(paths:list|str|Path, # files and folders, as `index_paths` 
     rep = IndexReport()
     listed = [f for f, _ in listed_files(checked_paths(paths), rep, {}) if file_kind(f) != 'code']
     shares, weight = Counter(), 0
-    for files in _sample_files(listed, max_files).values():
+    for share, files in _sample_files(listed, max_files):
         sizes = _kind_languages(files, rep, max_chars)
         if total := sum(sizes.values()):
-            share = sum(file_kind(f) == file_kind(files[0]) for f in listed)
             weight += share
             shares.update({k: share * v / total for k, v in sizes.items()})
     return {k: round(v / weight, 3) for k, v in shares.most_common()} if weight else {}
@@ -676,12 +675,15 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
             embedded = []
             for lo in range(0, max(len(chunks), 1), INDEX_BATCH):          # a batch holds a big file whole
                 part = chunks[lo:lo + INDEX_BATCH]
-                vecs, svecs, spans, fresh = _embed_part(store.embedder, part, sentences, known, held, rep)
+                vecs, svecs, spans, fresh = _embed_part(store.embedder, part, sentences, known, held)
                 for h, got in _part_vectors(hashes[lo:lo + INDEX_BATCH], vecs, svecs, spans, fresh).items():
                     known.setdefault(h, got)                                 # for the batch's later parts
-                embedded.append((part, vecs, svecs, len(part) - len({part[i].text for i in fresh})))  # twice: once
-            for i, (part, vecs, svecs, kept) in enumerate(embedded):
-                if rep is not None: rep.reused += kept           # counted as handed on, as `until_interrupted` does
+                kept_sentences = sum(part[i].text[s:e] in held for i in fresh for s, e in spans[i]) if held else 0
+                embedded.append((part, vecs, svecs, len(part) - len({part[i].text for i in fresh}),  # twice: once
+                                 kept_sentences))
+            for i, (part, vecs, svecs, kept, kept_sentences) in enumerate(embedded):
+                if rep is not None:                              # counted as handed on, as `until_interrupted` does
+                    rep.reused, rep.sentences_kept = rep.reused + kept, rep.sentences_kept + kept_sentences
                 yield records * (i == 0), part, vecs, svecs
             bar.update(len(records))
         bar.update(files - bar.n)                # the unchanged files are done too
@@ -708,7 +710,7 @@ def _former_sentences(store) -> Callable|None:
 
 def _embed_part(emb, part:list[Chunk], sentences:str|None, stored:dict|None=None,
                 held:dict|None=None, # `{sentence text: vector}` the files' former versions had (`_former_sentences`)
-                rep:IndexReport|None=None) -> tuple: # counts the sentences taken from `held` (`sentences_kept`)
+               ) -> tuple:
     """`(vectors, sentence vectors, sentence spans, fresh)`: `embed_chunks` of one part, with its sentence spans when
     the store keeps sentence vectors (`sentence_pass`), but for the chunks found in `stored` with the same text and
     sentence spans, which keep their vectors; `fresh` lists the chunks given to the model."""
@@ -716,8 +718,6 @@ def _embed_part(emb, part:list[Chunk], sentences:str|None, stored:dict|None=None
     spans = [chunk_sentence_spans(c) for c in part] if sentences else None
     old = [_kept(stored, c, None if spans is None else spans[i]) for i, c in enumerate(part)]
     fresh = [i for i, o in enumerate(old) if o is None]
-    if held and rep is not None:
-        rep.sentences_kept += sum(part[i].text[s:e] in held for i in fresh for s, e in spans[i])
     if len(fresh) == len(part):
         return *embed_chunks(emb, part, spans, late=sentences == 'late', held=held), spans, fresh
     got = embed_chunks(emb, [part[i] for i in fresh], None if spans is None else [spans[i] for i in fresh],
