@@ -549,6 +549,13 @@ def checked_paths(paths:list|str|Path) -> list[Path]:
 SAMPLE_SLOW = {'pdf': 3}   # files of a kind that takes seconds to read (a PDF: 1-4 s) read for the sample, at most
 _FENCED = re.compile(r'^(```|~~~).*?^\1[^\n]*$', re.M | re.S)
 _PARAGRAPH_LETTERS = 20   # a shorter paragraph (a heading, a table row) is too short to tell a language by
+_ADDRESS = re.compile(r'\S+@\S+|\w+://\S+|<[^>\s]*>')
+_WORD2 = re.compile(r'[^\W\d_]{2,}')
+
+def _is_prose(p:str) -> bool:
+    "Words enough, and most not capitalised, once addresses are left out: not a list of names (AUTHORS, copyright)."
+    words = _WORD2.findall(_ADDRESS.sub(' ', p))
+    return sum(map(len, words)) >= _PARAGRAPH_LETTERS and sum(w[0].isupper() for w in words) < len(words) / 2
 
 def _sample_files(listed:list[Path], max_files:int) -> list[tuple[int, list[Path]]]:
     "Per kind of file, `(its files, those to read)`, spread over the listing: `max_files`, fewer of a slow kind."
@@ -558,11 +565,11 @@ def _sample_files(listed:list[Path], max_files:int) -> list[tuple[int, list[Path
     return [(len(fs), [fs[i * len(fs) // n[k]] for i in range(n[k])]) for k, fs in kinds.items()]
 
 def _prose(text:str, max_chars:int) -> list[str]:
-    "The paragraphs of a document's text outside fenced code, up to `max_chars` in all."
+    "The paragraphs of prose (`_is_prose`) of a document's text, outside fenced code, up to `max_chars` in all."
     out, size = [], 0
     for p in _FENCED.sub('', text).split('\n\n'):
         if size >= max_chars: break
-        if sum(ch.isalpha() for ch in p) >= _PARAGRAPH_LETTERS:
+        if _is_prose(p):
             out.append(p[:max_chars - size])
             size += len(out[-1])
     return out
