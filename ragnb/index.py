@@ -678,22 +678,22 @@ def text_keys(store:Store) -> np.ndarray:
 # %% ../nbs/03_index.ipynb #f21fc0fa
 def stored_sentences(store:Store, sources:list[str], # the files whose former sentences may be kept
                      skip:set|frozenset=frozenset(), # `text_hash`es of chunks not to read (kept whole anyway)
+                     known:dict|None=None, # what `Store.stored_embeddings` gave for `sources`: not read again
                     ) -> dict:
-    """`{sentence text: float16 vector}` of the committed chunks of `sources`: an edited file's sentences that did not
-    change keep their vectors, when each was embedded on its own (`sentence_pass` 'sentence')."""
+    """`{sentence text: float16 vector}` of the chunks of `sources`: an edited file's sentences that did not change
+    keep their vectors, when each was embedded on its own (`sentence_pass` 'sentence'). The vectors are
+    `stored_embeddings`'s; this adds the chunks' texts, which their sentence spans point into."""
     if not sources or sentence_pass(store.manifest) != 'sentence': return {}
     sources = list(dict.fromkeys(sources))
     with store._snapshot():
-        meta = store._meta()
-        top = int(meta['max_label']) if 'max_label' in meta else (0 if store._max_label else 2**62)
-        rows = store.db.execute(f"select id, text, content_hash from chunks where source in "
+        rows = store.db.execute(f"select distinct content_hash, text from chunks where source in "
                                 f"({','.join('?' * len(sources))})", sources).fetchall()
-        rows = [(i, t, h) for i, t, h in rows if i <= top and h not in skip]
-        got = store.sentence_vectors([i for i, _, _ in rows])
+    rows = [(h, t) for h, t in rows if h not in skip]
+    if known is None and rows: known = store.stored_embeddings(sources)
     out = {}
-    for i, text, h in rows:
-        spans, vecs, sh = got.get(str(i), (None, None, None))
-        if sh == h: out.update((text[s:e], v) for (s, e), v in zip(spans, vecs))
+    for h, text in rows:
+        if (sent := known.get(h, (None, None))[1]) is not None:
+            out.update((text[s:e], v) for (s, e), v in zip(*sent))
     return out
 
 # %% ../nbs/03_index.ipynb #9e76208e

@@ -678,7 +678,7 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
         for records, chunks in batches:
             hashes = [text_hash(c.text) for c in chunks]
             known = stored_of([r.source for r in records], hashes) if stored_of else {}
-            held = former([r.source for r in records], set(hashes)) if former else {}   # whole ones are kept
+            held = former([r.source for r in records], set(hashes), known) if former else {}   # whole ones: kept
             embedded = []
             for lo in range(0, max(len(chunks), 1), INDEX_BATCH):          # a batch holds a big file whole
                 part = chunks[lo:lo + INDEX_BATCH]
@@ -708,12 +708,14 @@ def stored_lookup(store) -> Callable|None:
     return ask
 
 def _former_sentences(store) -> Callable|None:
-    """`held(sources, skip)`: `index.stored_sentences` of `store`, or of each of its shards together; None where
-    sentences are not embedded one by one, or the shards cannot be read here (Ray actors)."""
+    """`held(sources, skip, known)`: `index.stored_sentences` of `store`, or of each of its shards together, from the
+    vectors `stored_lookup` gave (`known`); None where sentences are not embedded one by one, or the shards cannot be
+    read here (Ray actors)."""
     if sentence_pass(store.manifest) != 'sentence': return None
     shards = getattr(store, 'shards', None) or [store]
     if not all(isinstance(s, Store) for s in shards): return None
-    return lambda sources, skip: {k: v for s in shards for k, v in stored_sentences(s, sources, skip).items()}
+    return lambda sources, skip, known: {k: v for s in shards
+                                         for k, v in stored_sentences(s, sources, skip, known).items()}
 
 def _embed_part(emb, part:list[Chunk], sentences:str|None, stored:dict|None=None,
                 held:dict|None=None, # `{sentence text: vector}` the files' former versions had (`_former_sentences`)
