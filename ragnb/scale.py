@@ -6,24 +6,25 @@
 from __future__ import annotations
 import functools, logging, math, os, pickle, time
 from contextlib import nullcontext
+from typing import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from fastcore.basics import patch
 
-from .index import Store, sentence_pass, text_hash, text_key, text_keys
+from .index import SourceRecord, Store, sentence_pass, text_hash, text_key, text_keys
 from .sentence_file import chunk_sentence_spans
 from .stores import STORE_API, open_store, store_exists
 from .shards import SHARD_READS, ShardedStore, shard_count, shard_dirs
 from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, checked_paths, chunk_sources, embed_chunks
 from .ingest import listed_files, metadata_json, shows_progress, source_key, store_chunking, _check_source_keys
-from .ingest import file_size, stored_lookup, _kept, _merge_kept
+from .ingest import file_size, stored_lookup, _former_sentences, _kept, _merge_kept
 
 # %% auto #0
-__all__ = ['RAY_LOCAL', 'RAY_FORWARDED', 'SHARD_CHUNKS', 'ray_session', 'file_rows', 'read_and_chunk', 'EmbedActor', 'TextClaims',
-           'stored_text_keys', 'index_with_ray', 'files_per_call', 'RayPlan', 'ShardActor', 'RayShard', 'RayPart',
-           'open_on_ray', 'store_footprint', 'capacity_plan']
+__all__ = ['RAY_LOCAL', 'RAY_FORWARDED', 'SHARD_CHUNKS', 'ray_session', 'file_rows', 'written_since', 'former_sentence_keys',
+           'read_and_chunk', 'EmbedActor', 'TextClaims', 'stored_text_keys', 'index_with_ray', 'files_per_call',
+           'RayPlan', 'ShardActor', 'RayShard', 'RayPart', 'open_on_ray', 'store_footprint', 'capacity_plan']
 
 # %% ../nbs/13_scale.ipynb #7f4f10e8
 def _ray():
@@ -47,11 +48,32 @@ def ray_session(address:str|None=None, # None: a local runtime; 'auto' or 'ray:/
     return ray
 
 # %% ../nbs/13_scale.ipynb #3c23e760
-def file_rows(paths:list[Path], rep:IndexReport, known:dict, max_bytes:int=MAX_FILE_BYTES) -> list[dict]:
-    "One row per file worth reading under `paths`, largest first, and what the store has for it; gone sources: `rep`."
+def file_rows(paths:list[Path], rep:IndexReport, known:dict, max_bytes:int=MAX_FILE_BYTES,
+              former:Callable|None=None, # `former(source)`: its stored sentences' keys (`former_sentence_keys`)
+             ) -> list[dict]:
+    """One row per file worth reading under `paths`, largest first: what the store has for it, and for a file written
+    since it was indexed, the keys of its stored sentences (`former`); gone sources: `rep`."""
     files = sorted(listed_files(paths, rep, known, max_bytes), key=lambda fp: -file_size(fp[0]))  # gone: 0, reported
-    return [dict(file=os.fsencode(f), given=os.fsencode(p), old=pickle.dumps(known.get(source_key(f, p))))
-            for f, p in files]
+    rows = []
+    for f, p in files:
+        old = known.get(source_key(f, p))
+        keys = former(old.source) if former and old and written_since(f, old) else None
+        rows.append(dict(file=os.fsencode(f), given=os.fsencode(p), old=pickle.dumps(old), former=pickle.dumps(keys)))
+    return rows
+
+def written_since(f:Path, old:SourceRecord, # what the store has for `f`
+                  slack_s:float=2) -> bool: # for file systems that keep whole seconds (or two)
+    "Whether `f` was written after the store read it: only such a file may be edited, and its sentences worth keys."
+    try: return os.stat(f).st_mtime > old.indexed_at - slack_s
+    except OSError: return False
+
+def former_sentence_keys(store:ShardedStore) -> Callable|None:
+    """`keys(source)`: the sorted `text_key`s of the file's stored sentences (`index.stored_sentences`), which an
+    actor need not embed again; None where sentences are not embedded one by one (`sentence_pass`)."""
+    held = _former_sentences(store)
+    if held is None: return None
+    return lambda source: np.unique(np.array([text_key(text_hash(t)) for t in held([source], frozenset(), None)],
+                                             np.uint64))
 
 # %% ../nbs/13_scale.ipynb #c40f2993
 def read_and_chunk(row:dict, # a row of `file_rows`
@@ -63,7 +85,8 @@ def read_and_chunk(row:dict, # a row of `file_rows`
     old = pickle.loads(row['old'])
     sf = changed_source(f, p, rep, old, mjson, chunking=chunking)
     chunks, records = chunk_sources([sf], metadata) if sf else ([], [])
-    return dict(file=row['file'], report=pickle.dumps(rep), work=pickle.dumps((records, chunks, old is not None)))
+    return dict(file=row['file'], report=pickle.dumps(rep), work=pickle.dumps((records, chunks, old is not None)),
+                former=row['former'] if sf else pickle.dumps(None))
 
 # %% ../nbs/13_scale.ipynb #b102dc7d
 def _per_file(work:list, vecs:np.ndarray, svecs, spans:list|None, # each chunk's sentence spans, [] for a held one
@@ -80,6 +103,12 @@ def _per_file(work:list, vecs:np.ndarray, svecs, spans:list|None, # each chunk's
     return out
 
 # %% ../nbs/13_scale.ipynb #a3dd1204
+def _in_sorted(keys:np.ndarray|None, asked:np.ndarray) -> list[bool]:
+    "Which of `asked` are in the sorted `keys`."
+    if keys is None or not len(keys) or not len(asked): return [False] * len(asked)
+    at = np.searchsorted(keys, asked).clip(max=len(keys) - 1)
+    return (keys[at] == asked).tolist()
+
 class EmbedActor:
     """The `map_batches` stage: the model, loaded once per actor; each call embeds a batch of files with
     `embed_chunks`, each distinct text once, and none that the store holds (`stored`)."""
@@ -100,15 +129,30 @@ class EmbedActor:
         keys = np.array([text_key(text_hash(c.text)) for c in chunks], dtype=np.uint64)
         held = self.claimed(keys, [f for f, (_, cs, _) in zip(batch['file'], work) for _ in cs], self.held(keys))
         spans = [[] if h else chunk_sentence_spans(c) for c, h in zip(chunks, held)] if self.sentences else None
-        vecs, svecs, copied = self.embed_distinct(chunks, spans, held)
+        former = [pickle.loads(k) for k in batch.get('former', [pickle.dumps(None)] * len(work))]
+        kept = self.kept_sentences(chunks, spans, held, [k for k, (_, cs, _) in zip(former, work) for _ in cs])
+        vecs, svecs, copied = self.embed_distinct(chunks, spans, held, kept)
         out = [pickle.dumps((*w, *v)) for w, v in zip(work, _per_file(work, vecs, svecs, spans, held, copied))]
         return dict(file=batch['file'], report=batch['report'], work=np.array(out, dtype=object),
                     worker=np.full(len(out), self.pid))
 
     def held(self, keys:np.ndarray) -> list[bool]:
         "Which chunks' texts (by `text_key`) the store held when the run began: the driver gives their vectors."
-        at = np.searchsorted(self.stored, keys).clip(max=max(len(self.stored) - 1, 0))
-        return (self.stored[at] == keys).tolist() if len(self.stored) else [False] * len(keys)
+        return _in_sorted(self.stored, keys)
+
+    def kept_sentences(self, chunks:list, spans:list|None, held:list[bool],
+                       former:list) -> dict: # per chunk, its file's `former_sentence_keys` (None: none)
+        """`{sentence text: zeros}`: the sentences of the chunks to embed that the former version of every file holding
+        them had. They are not embedded: the driver puts in the vectors the store holds for them (`_with_former`)."""
+        if spans is None or all(k is None for k in former): return {}
+        ok = {}
+        for c, sp, h, k in zip(chunks, spans, held, former):
+            texts = [c.text[s:e] for s, e in sp] if not h else []
+            found = _in_sorted(k, np.array([text_key(text_hash(t)) for t in texts], np.uint64)) if k is not None \
+                else [False] * len(texts)
+            for t, y in zip(texts, found): ok[t] = ok.get(t, True) and y
+        zero = np.zeros(self.emb.dim, np.float32)
+        return {t: zero for t, y in ok.items() if y}
 
     def claimed(self, keys:np.ndarray, files:list, held:list[bool]) -> list[bool]:
         "`held`, and the chunks whose text another file of this run embeds (`TextClaims`): the driver copies them."
@@ -120,7 +164,8 @@ class EmbedActor:
         for i, owner in zip(todo, owners): out[i] = owner != files[i]
         return out
 
-    def embed_distinct(self, chunks:list, spans:list|None, held:list[bool]) -> tuple:
+    def embed_distinct(self, chunks:list, spans:list|None, held:list[bool],
+                       kept:dict|None=None) -> tuple: # sentences not to embed (`kept_sentences`): zero rows
         """`(vectors, sentence vectors, copied)`: a row per chunk (zeros for a `held` one), the sentences of the others;
         a text met twice is embedded once, and `copied` marks the chunks that took an earlier one's vectors."""
         first, copied = {}, []
@@ -129,7 +174,8 @@ class EmbedActor:
             if not held[i]: first.setdefault(c.text, i)
         todo = list(first.values())
         if not todo: return np.zeros((len(chunks), self.emb.dim), np.float32), None, copied
-        vecs, svecs = embed_chunks(self.emb, [chunks[i] for i in todo], spans and [spans[i] for i in todo], self.late)
+        vecs, svecs = embed_chunks(self.emb, [chunks[i] for i in todo], spans and [spans[i] for i in todo], self.late,
+                                   held=kept)
         row = {chunks[i].text: k for k, i in enumerate(todo)}
         out = np.zeros((len(chunks), vecs.shape[1]), np.float32)
         for i, c in enumerate(chunks):
@@ -203,7 +249,7 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
         chunking = store_chunking(st, chunking)
         known = st.sources()
         _check_source_keys(st, known)
-        rows = file_rows(paths, rep, known, max_bytes)
+        rows = file_rows(paths, rep, known, max_bytes, former=former_sentence_keys(st))
         plan = RayPlan(workers=workers, threads=threads, gpus_per_worker=gpus_per_worker,
                        batch_files=files_per_call(len(rows), workers, batch_files), commit_every_s=commit_every_s)
         try: _run_pipeline(ray, st, rows, rep, metadata, chunking, plan, progress, on_batch)
@@ -293,8 +339,10 @@ def _stage_file(st:ShardedStore, work:tuple, rep:IndexReport, waiting:list|None=
             return
         vecs, svecs = got
     if records:
+        svecs, kept = _with_former(st, chunks, svecs)
         st.stage_sources(records=records, chunks=chunks, vectors=vecs, sentence_vectors=svecs)
         (rep.updated if existed else rep.added).append(records[0].source)
+        rep.sentences_kept += kept
     rep.chunks, rep.reused = rep.chunks + len(chunks), rep.reused + len(held) + copied
 
 def _stage_waiting(st:ShardedStore, waiting:list, rep:IndexReport):
@@ -324,6 +372,23 @@ def _with_held(st:ShardedStore, chunks:list, vecs:np.ndarray, svecs, held:list[i
         for k, i in enumerate(lost): old[i] = (lv[k], None if ls is None else ls[ends[k]:ends[k + 1]])
     fresh = [i for i, o in enumerate(old) if o is None]
     return _merge_kept(old, fresh, spans, vecs[fresh], svecs)
+
+def _with_former(st:ShardedStore, chunks:list, svecs) -> tuple:
+    """A file's `(sentence vectors, how many were kept)`: the rows an actor left as zeros (`kept_sentences`) take the
+    vectors the file's former version holds for the same texts (`index.stored_sentences`); one the store cannot give
+    is embedded here."""
+    if svecs is None or not len(svecs) or not (zero := ~np.asarray(svecs).any(axis=1)).any(): return svecs, 0
+    texts = [c.text[s:e] for c in chunks for s, e in chunk_sentence_spans(c)]
+    former = _former_sentences(st)
+    stored = former([chunks[0].source], frozenset(), None) if former else {}
+    rows = np.flatnonzero(zero)
+    lost = list(dict.fromkeys(texts[i] for i in rows if texts[i] not in stored))
+    if lost:
+        m = _document_model(st.manifest['model'])
+        stored = {**stored, **dict(zip(lost, getattr(m, 'embed_sentences', m.embed_documents)(lost, progress=False)))}
+    out = np.array(svecs, np.float32)
+    for i in rows: out[i] = stored[texts[i]]
+    return out, sum(texts[i] not in lost for i in rows)
 
 @functools.lru_cache(maxsize=2)
 def _document_model(name:str):

@@ -187,6 +187,7 @@ def test_reindexing_a_file_touches_only_its_shard(corpus, tmp_path):
         assert rep.chunks == s.sources()[edited.as_posix()].n_chunks
         texts = stored_lookup(s)([edited.as_posix()], [])                      # the edited file's texts now
     assert rep.reused == sum(text_key(h) in held for h in texts) >= rep.chunks - 2   # only new text embedded
+    assert rep.sentences_kept >= 1                         # the changed last chunk's former sentences: not embedded
     after = [_generation(tmp_path / 'st' / f'shard-00{i}') for i in range(2)]
     assert after[1] == before[1] and after[0] != before[0]
     with open_store(tmp_path / 'st', readonly=True) as s:
