@@ -1,6 +1,6 @@
 """HTML, PDF and DOCX ingestion (issue 15): conversions as tables of (input, expected), generated documents whose
 every paragraph must reach a chunk, citations, bad files, reader versions, older stores."""
-import io, json, os, re, sqlite3
+import importlib.util, io, json, os, re, sqlite3
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -10,7 +10,8 @@ from inprocess import ragnb_main
 from ragnb.chunking import ChunkingError, chunk_text
 from ragnb.index import Store
 from ragnb.ingest import index_paths
-from ragnb.readers import READERS, Reader, docx_document, html_document, locate_chunks, pdf_document, read_document
+from ragnb.readers import (READERS, Reader, docx_document, html_document, locate_chunks, odt_document, pdf_document,
+                           read_document)
 
 HTML_CASES = [  # (html body, markdown)
     ('<div class="summary-table three-column-summary"><div class="table-header">Type</div><div class="table-header">'
@@ -116,6 +117,21 @@ def test_every_docx_paragraph_reaches_a_chunk(sections):
     assert {c.anchor for c in chunks} <= {h for h, _ in sections}
 
 
+def odt_bytes(sections) -> bytes:
+    "An ODT written by docutils' OpenDocument writer (a real writer, not LibreOffice) from the sections as rST."
+    from docutils.core import publish_string
+    rst = '\n\n'.join(f'{h}\n{"=" * len(h)}\n\n' + '\n\n'.join(ps) for h, ps in sections) + '\n'
+    return publish_string(rst, writer='odt', settings_overrides={'report_level': 5})
+
+
+@pytest.mark.skipif(importlib.util.find_spec('docutils') is None, reason='docutils writes the ODT files')
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SECTIONS)
+def test_every_odt_paragraph_reaches_a_chunk(sections):
+    chunks = every_paragraph_in_a_chunk(odt_document(odt_bytes(sections)), 'm.odt', sections)
+    assert {c.anchor for c in chunks} <= {h for h, _ in sections}
+
+
 def pdf_bytes(sections, columns=False):
     "A PDF with a running header, page-number footers, bold headings and (optionally) two columns of text."
     from fpdf import FPDF
@@ -191,6 +207,7 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     (kb / 'truncated.pdf').write_bytes((kb / 'ok.pdf').read_bytes()[:300])
     (kb / 'menu.html').write_text('<nav><a href="/">Inicio</a></nav>')
     (kb / 'fake.docx').write_text('no soy un zip')
+    (kb / 'fake.odt').write_text('tampoco soy un zip')
     bomb = io.BytesIO()
     import zipfile
     with zipfile.ZipFile(bomb, 'w', zipfile.ZIP_DEFLATED) as z: z.writestr('word/document.xml', b'\0' * (300 << 20))
@@ -198,13 +215,15 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
         rep = index_paths(s, [kb])
     why = {p.rsplit('/', 1)[-1]: w for p, w in rep.skipped}
-    assert sorted(why) == ['bomb.docx', 'fake.docx', 'locked.pdf', 'menu.html', 'truncated.pdf']
+    assert sorted(why) == ['bomb.docx', 'fake.docx', 'fake.odt', 'locked.pdf', 'menu.html', 'truncated.pdf']
     assert 'encrypted PDF' in why['locked.pdf'] and 'qpdf --decrypt' in why['locked.pdf']
     assert 'not a readable PDF' in why['truncated.pdf']
     assert 'zip bomb' in why['bomb.docx'] and 'not a DOCX' in why['fake.docx']
+    assert 'not an ODT (not a zip file); re-save it from LibreOffice' in why['fake.odt']
     assert 'no text in the page' in why['menu.html']
     assert all(w.startswith(str(kb)) for w in why.values())            # each message names its file
-    assert rep.kind_summary() == 'docx: 2 skipped · html: 1 indexed, 1 skipped · pdf: 1 indexed, 2 skipped'
+    assert rep.kind_summary() == ('docx: 2 skipped · html: 1 indexed, 1 skipped · odt: 1 skipped · '
+                                  'pdf: 1 indexed, 2 skipped')
 
 
 def test_a_new_reader_version_reindexes_only_its_files(tmp_path, monkeypatch):
