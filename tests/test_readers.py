@@ -10,8 +10,8 @@ from inprocess import ragnb_main
 from ragnb.chunking import ChunkingError, chunk_text
 from ragnb.index import Store
 from ragnb.ingest import index_paths
-from ragnb.readers import (READERS, Reader, docx_document, html_document, locate_chunks, odt_document, pdf_document,
-                           read_document)
+from ragnb.readers import (READERS, Reader, docx_document, epub_document, html_document, locate_chunks, odt_document,
+                           pdf_document, read_document)
 
 HTML_CASES = [  # (html body, markdown)
     ('<div class="summary-table three-column-summary"><div class="table-header">Type</div><div class="table-header">'
@@ -132,6 +132,32 @@ def test_every_odt_paragraph_reaches_a_chunk(sections):
     assert {c.anchor for c in chunks} <= {h for h, _ in sections}
 
 
+def epub_bytes(sections) -> bytes:
+    "An EPUB written by EbookLib: a chapter per section (its heading with an id), and a navigation page."
+    from ebooklib import epub
+    book, chapters = epub.EpubBook(), []
+    book.set_title('Manual')
+    for i, (h, ps) in enumerate(sections):
+        c = epub.EpubHtml(title=h, file_name=f'cap{i}.xhtml', lang='es')
+        c.content = f'<h1 id="s{i}">{h}</h1>' + ''.join(f'<p>{p}</p>' for p in ps)
+        book.add_item(c)
+        chapters.append(c)
+    book.toc, book.spine = chapters, ['nav', *chapters]
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    buf = io.BytesIO()
+    epub.write_epub(buf, book)
+    return buf.getvalue()
+
+
+@pytest.mark.skipif(importlib.util.find_spec('ebooklib') is None, reason='EbookLib writes the EPUB files')
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SECTIONS)
+def test_every_epub_paragraph_reaches_a_chunk_citing_its_chapter(sections):
+    chunks = every_paragraph_in_a_chunk(epub_document(epub_bytes(sections)), 'm.epub', sections)
+    assert all(re.fullmatch(r'cap(\d+)\.xhtml#s\1', c.anchor) for c in chunks)
+
+
 def pdf_bytes(sections, columns=False):
     "A PDF with a running header, page-number footers, bold headings and (optionally) two columns of text."
     from fpdf import FPDF
@@ -208,6 +234,7 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     (kb / 'menu.html').write_text('<nav><a href="/">Inicio</a></nav>')
     (kb / 'fake.docx').write_text('no soy un zip')
     (kb / 'fake.odt').write_text('tampoco soy un zip')
+    (kb / 'fake.epub').write_text('ni yo')
     bomb = io.BytesIO()
     import zipfile
     with zipfile.ZipFile(bomb, 'w', zipfile.ZIP_DEFLATED) as z: z.writestr('word/document.xml', b'\0' * (300 << 20))
@@ -215,15 +242,17 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
         rep = index_paths(s, [kb])
     why = {p.rsplit('/', 1)[-1]: w for p, w in rep.skipped}
-    assert sorted(why) == ['bomb.docx', 'fake.docx', 'fake.odt', 'locked.pdf', 'menu.html', 'truncated.pdf']
+    assert sorted(why) == ['bomb.docx', 'fake.docx', 'fake.epub', 'fake.odt', 'locked.pdf', 'menu.html',
+                           'truncated.pdf']
     assert 'encrypted PDF' in why['locked.pdf'] and 'qpdf --decrypt' in why['locked.pdf']
     assert 'not a readable PDF' in why['truncated.pdf']
     assert 'zip bomb' in why['bomb.docx'] and 'not a DOCX' in why['fake.docx']
     assert 'not an ODT (not a zip file); re-save it from LibreOffice' in why['fake.odt']
+    assert 'not an EPUB (not a zip file)' in why['fake.epub']
     assert 'no text in the page' in why['menu.html']
     assert all(w.startswith(str(kb)) for w in why.values())            # each message names its file
-    assert rep.kind_summary() == ('docx: 2 skipped · html: 1 indexed, 1 skipped · odt: 1 skipped · '
-                                  'pdf: 1 indexed, 2 skipped')
+    assert rep.kind_summary() == ('docx: 2 skipped · epub: 1 skipped · html: 1 indexed, 1 skipped · '
+                                  'odt: 1 skipped · pdf: 1 indexed, 2 skipped')
 
 
 def test_a_new_reader_version_reindexes_only_its_files(tmp_path, monkeypatch):
