@@ -83,7 +83,7 @@ CODE_EXTS = {'.ts': 'typescript', '.tsx': 'tsx', '.js': 'javascript', '.jsx': 'j
              '.hpp': 'cpp', '.hh': 'cpp', '.hxx': 'cpp', '.cs': 'csharp', '.rs': 'rust', '.sh': 'bash', '.bash': 'bash'}
 BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides text
     'images': '.png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .svgz .xcf',
-    'documents': '.pdf .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .epub',   # PDF, DOCX, ODT, EPUB: `ragnb.readers`
+    'documents': '.pdf .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .epub',   # readers: `ragnb.readers`
     'archives': '.zip .gz .tgz .bz2 .xz .zst .7z .rar .tar .jar .whl .deb .rpm',
     'media': '.mp3 .mp4 .wav .ogg .oga .flac .avi .mov .mkv .webm',
     'fonts': '.ttf .otf .woff .woff2 .eot',

@@ -11,7 +11,7 @@ from ragnb.chunking import ChunkingError, chunk_text
 from ragnb.index import Store
 from ragnb.ingest import index_paths
 from ragnb.readers import (READERS, Reader, docx_document, epub_document, html_document, locate_chunks, odt_document,
-                           pdf_document, read_document)
+                           pdf_document, pptx_document, read_document)
 
 HTML_CASES = [  # (html body, markdown)
     ('<div class="summary-table three-column-summary"><div class="table-header">Type</div><div class="table-header">'
@@ -158,6 +158,21 @@ def test_every_epub_paragraph_reaches_a_chunk_citing_its_chapter(sections):
     assert all(re.fullmatch(r'cap(\d+)\.xhtml#s\1', c.anchor) for c in chunks)
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SECTIONS)
+def test_every_slide_paragraph_reaches_a_chunk_citing_its_slide(sections):
+    from pptx import Presentation
+    deck = Presentation()
+    for h, ps in sections:                           # a slide per section: its title, its paragraphs as the body
+        s = deck.slides.add_slide(deck.slide_layouts[1])
+        s.shapes.title.text, s.placeholders[1].text_frame.text = h, ps[0]
+        for p in ps[1:]: s.placeholders[1].text_frame.add_paragraph().text = p
+    buf = io.BytesIO()
+    deck.save(buf)
+    chunks = every_paragraph_in_a_chunk(pptx_document(buf.getvalue()), 'm.pptx', sections)
+    assert {c.anchor for c in chunks} <= {f'slide={i}' for i in range(1, len(sections) + 1)}
+
+
 def pdf_bytes(sections, columns=False):
     "A PDF with a running header, page-number footers, bold headings and (optionally) two columns of text."
     from fpdf import FPDF
@@ -235,6 +250,7 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     (kb / 'fake.docx').write_text('no soy un zip')
     (kb / 'fake.odt').write_text('tampoco soy un zip')
     (kb / 'fake.epub').write_text('ni yo')
+    (kb / 'fake.pptx').write_text('ni yo tampoco')
     bomb = io.BytesIO()
     import zipfile
     with zipfile.ZipFile(bomb, 'w', zipfile.ZIP_DEFLATED) as z: z.writestr('word/document.xml', b'\0' * (300 << 20))
@@ -242,17 +258,17 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
         rep = index_paths(s, [kb])
     why = {p.rsplit('/', 1)[-1]: w for p, w in rep.skipped}
-    assert sorted(why) == ['bomb.docx', 'fake.docx', 'fake.epub', 'fake.odt', 'locked.pdf', 'menu.html',
+    assert sorted(why) == ['bomb.docx', 'fake.docx', 'fake.epub', 'fake.odt', 'fake.pptx', 'locked.pdf', 'menu.html',
                            'truncated.pdf']
     assert 'encrypted PDF' in why['locked.pdf'] and 'qpdf --decrypt' in why['locked.pdf']
     assert 'not a readable PDF' in why['truncated.pdf']
     assert 'zip bomb' in why['bomb.docx'] and 'not a DOCX' in why['fake.docx']
     assert 'not an ODT (not a zip file); re-save it from LibreOffice' in why['fake.odt']
-    assert 'not an EPUB (not a zip file)' in why['fake.epub']
+    assert 'not an EPUB (not a zip file)' in why['fake.epub'] and 'not a PPTX' in why['fake.pptx']
     assert 'no text in the page' in why['menu.html']
     assert all(w.startswith(str(kb)) for w in why.values())            # each message names its file
     assert rep.kind_summary() == ('docx: 2 skipped · epub: 1 skipped · html: 1 indexed, 1 skipped · '
-                                  'odt: 1 skipped · pdf: 1 indexed, 2 skipped')
+                                  'odt: 1 skipped · pdf: 1 indexed, 2 skipped · pptx: 1 skipped')
 
 
 def test_a_new_reader_version_reindexes_only_its_files(tmp_path, monkeypatch):
