@@ -1101,7 +1101,7 @@ def epub_document(data:bytes, # the file's bytes
     """An EPUB book as markdown: its pages in reading order, each read as HTML (`html_document`); a chunk cites its
     page and the id before it (`book.epub#ch02.xhtml#backups`). A page with no text (a cover image) is left out."""
     title, pages = epub_chapters(data, name)
-    text, anchors, line = [], [], 1
+    text, anchors, line, seen = [], [], 1, [0, 0]      # seen: the pages' visible and chrome characters
     for href, page in pages:
         try: doc = html_document(page, f'{name}/{href}')
         except ChunkingError as e:
@@ -1109,10 +1109,11 @@ def epub_document(data:bytes, # the file's bytes
             raise
         body = doc.text.rstrip('\n') + '\n'
         anchors += [(line, href)] + [(line + ln - 1, f'{href}#{a}') for ln, a in doc.anchors]
+        seen = [seen[0] + doc.visible_chars, seen[1] + doc.chrome_chars]
         text.append(body)
         line += body.count('\n') + 1
     if not text: raise ChunkingError(f'{name}: no text in the book; nothing to index')
-    return Document('\n'.join(text), 'epub', title=title, anchors=anchors)
+    return Document('\n'.join(text), 'epub', title=title, anchors=anchors, visible_chars=seen[0], chrome_chars=seen[1])
 
 # %% ../nbs/01a_readers.ipynb #a7844d80
 _SLIDE_TITLES = {'TITLE', 'CENTER_TITLE', 'VERTICAL_TITLE'}
