@@ -19,8 +19,8 @@ __all__ = ['READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 
            'MAX_ODF_DEPTH', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader',
            'reader_for', 'file_kind', 'document_version', 'reader_version', 'read_document', 'locate_chunks',
            'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'drawing_text', 'pdf_document',
-           'docx_document', 'OdtWalker', 'odt_document', 'epub_chapters', 'epub_document', 'pptx_document',
-           'jupyter_id', 'notebook_document']
+           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'epub_chapters', 'epub_document',
+           'pptx_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1012,12 +1012,12 @@ def _odf_xml(data:bytes, name:str, member:str):
     except etree.XMLSyntaxError as e:
         raise ChunkingError(f'{name}: its {member} is not well-formed XML ({e}); re-save it from LibreOffice') from None
 
-def _odt_parts(data:bytes, name:str) -> tuple:
-    "`(content, styles, meta)` roots of an ODT (a zip) or a flat `.fodt` (one XML file holding all three)."
+def _odt_parts(data:bytes, name:str, fmt:str='ODT') -> tuple:
+    "`(content, styles, meta)` roots of an ODT or ODP (a zip), or of a flat `.fodt`/`.fodp` (one XML holding all)."
     if data.lstrip()[:5] in (b'<?xml', b'<offi'):
         root = _odf_xml(data, name, 'XML')
         return root, root, root
-    _check_zip(data, name, 'ODT', 'LibreOffice')
+    _check_zip(data, name, fmt, 'LibreOffice')
     z = zipfile.ZipFile(io.BytesIO(data))
     members = set(z.namelist())
     if 'META-INF/manifest.xml' in members and b'encryption-data' in z.read('META-INF/manifest.xml'):
@@ -1043,6 +1043,65 @@ def odt_document(data:bytes, # the file's bytes: an `.odt`, or a flat `.fodt`
     title = meta.find(f".//{{{_ODF['dc']}}}title") if meta is not None else None
     text, anchors = _blocks_text(w.blocks)
     return Document(text, 'odt', title=_clean(title.text or '') or None if title is not None else None, anchors=anchors)
+
+# %% ../nbs/01a_readers.ipynb #3bbc482e
+_ODF['presentation'] = 'urn:oasis:names:tc:opendocument:xmlns:presentation:1.0'
+_ODF['svg'] = 'urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0'
+_ODF_TAG.update({f"{{{_ODF[p]}}}": p for p in ('presentation', 'svg')})
+_ODP_CHROME = {'page-number', 'footer', 'date-time', 'header', 'handout'}    # on every slide, not its content
+
+def _odf_length(v:str|None) -> float:
+    "An ODF length ('2.5cm', '1in', '12pt') in centimetres; 0 when absent."
+    m = re.match(r'\s*(-?[\d.]+)\s*([a-z]*)', v or '')
+    if not m: return 0.0
+    return float(m[1]) * {'in': 2.54, 'mm': 0.1, 'pt': 2.54 / 72, 'pc': 2.54 / 6}.get(m[2], 1.0)
+
+def _slide_frames(page) -> list:
+    "A slide's frames and shapes top to bottom, then left to right; a group's in its place, in their own order."
+    shapes = [c for c in page if _odf_tag(c).startswith('draw:') and _odf_tag(c) != 'draw:page-thumbnail']
+    out = []
+    for sh in sorted(shapes, key=_odf_place): out += _slide_frames(sh) if _odf_tag(sh) == 'draw:g' else [sh]
+    return out
+
+def _odf_place(sh) -> tuple[float, float]:
+    "Where a shape sits, `(y, x)` in cm; a group where its first shape does."
+    if _odf_tag(sh) == 'draw:g':
+        return min((_odf_place(c) for c in sh if _odf_tag(c).startswith('draw:')), default=(0, 0))
+    return _odf_length(_odf_attr(sh, 'svg:y')), _odf_length(_odf_attr(sh, 'svg:x'))
+
+def _odp_slide(page, styles:_OdfStyles) -> list[tuple[str, str]]:
+    "`(kind, markdown)` of one Impress slide: its title as `#`, then its frames' text in reading order, then its notes."
+    blocks, title = [], None
+    notes = [n for n in page if _odf_tag(n) == 'presentation:notes']
+    for sh in _slide_frames(page) + [f for n in notes for f in n if _odf_tag(f) != 'draw:page-thumbnail']:
+        kind = _odf_attr(sh, 'presentation:class')
+        if kind in _ODP_CHROME: continue
+        w = OdtWalker(styles)
+        w.visit(sh)
+        text = ' '.join(md for _, md in w.blocks)
+        if kind == 'title' and title is None and text: title = ('h', '# ' + _clean(text))
+        else: blocks += w.blocks
+    return ([title] if title else []) + blocks
+
+# %% ../nbs/01a_readers.ipynb #ba1cb6d5
+def odp_document(data:bytes, # the file's bytes: an `.odp`, or a flat `.fodp`
+                 name:str='deck.odp', # for messages
+                ) -> Document:
+    """A LibreOffice Impress deck as markdown, slide by slide: its title as a heading, its text boxes, lists and
+    tables in reading order, and its speaker notes; a chunk cites its slide (`deck.odp#slide=3`)."""
+    content, styles, meta = _odt_parts(data, name, 'ODP')
+    body = content.find(f"{{{_ODF['office']}}}body")
+    deck = body.find(f"{{{_ODF['office']}}}presentation") if body is not None else None
+    if deck is None: raise ChunkingError(f'{name}: not a presentation (a text or a spreadsheet?); export it as .odp')
+    st, lines, anchors = _OdfStyles(*[r for r in (content, styles) if r is not None]), [], []
+    for n, page in enumerate((p for p in deck if _odf_tag(p) == 'draw:page'), 1):
+        if not (blocks := _odp_slide(page, st)): continue
+        anchors.append((len(lines) + 1, f'slide={n}'))
+        lines += _blocks_text(blocks)[0].split('\n')
+    if not lines: raise ChunkingError(f'{name}: no text on any slide; nothing to index')
+    title = meta.find(f".//{{{_ODF['dc']}}}title") if meta is not None else None
+    return Document('\n'.join(lines).rstrip('\n') + '\n', 'odp', anchors=anchors,
+                    title=(_clean(title.text or '') or None) if title is not None else None)
 
 # %% ../nbs/01a_readers.ipynb #173617a3
 _OPF = {'c': 'urn:oasis:names:tc:opendocument:xmlns:container', 'opf': 'http://www.idpf.org/2007/opf',
@@ -1246,6 +1305,7 @@ register_reader(Reader('html-v4', 'html', html_document), '.html', '.htm', '.xht
 register_reader(Reader('pdf-v3', 'pdf', pdf_document), '.pdf')     # v3: drawings are skipped
 register_reader(Reader('docx-v1', 'docx', docx_document), '.docx')
 register_reader(Reader('odt-v1', 'odt', odt_document), '.odt', '.fodt')
+register_reader(Reader('odp-v1', 'odp', odp_document), '.odp', '.fodp')
 register_reader(Reader('epub-v1', 'epub', epub_document), '.epub')
 register_reader(Reader('pptx-v1', 'pptx', pptx_document), '.pptx')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
