@@ -8,7 +8,7 @@ import bisect, io, json, os, posixpath, re, zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer
 from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decode_text, inner_path, legacy_text,
@@ -16,11 +16,12 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 
 # %% auto #0
 __all__ = ['READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED',
-           'MAX_ODF_DEPTH', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader',
-           'reader_for', 'file_kind', 'document_version', 'reader_version', 'read_document', 'locate_chunks',
-           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'drawing_text', 'pdf_document',
-           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'epub_chapters', 'epub_document',
-           'pptx_document', 'jupyter_id', 'notebook_document']
+           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader',
+           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'read_document',
+           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'drawing_text',
+           'pdf_document', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'epub_chapters',
+           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
+           'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1237,6 +1238,98 @@ def pptx_document(data:bytes, # the file's bytes
     return Document('\n'.join(lines).rstrip('\n') + '\n', 'pptx', title=deck.core_properties.title or None,
                     anchors=anchors)
 
+# %% ../nbs/01a_readers.ipynb #6e8ad909
+SHEET_TABLE_CHARS = 1200   # rows of a sheet per markdown table, with its header: about a chunk's target
+
+def _sheet_value(v) -> str:
+    "A spreadsheet value as a reader sees it: dates without a midnight time, whole numbers without `.0`."
+    import datetime as dt
+    if v is None: return ''
+    if isinstance(v, dt.datetime): return v.date().isoformat() if v.time() == dt.time() else v.isoformat(sep=' ')
+    if isinstance(v, (dt.date, dt.time)): return v.isoformat()
+    if isinstance(v, float) and v.is_integer(): return str(int(v))
+    return _clean(str(v))
+
+def sheet_blocks(sheet:str, # the sheet's name: its heading, and the start of each table's anchor
+                 rows:Iterable[tuple[int, list[str]]], # `(row number, cell texts)`, in order
+                 max_chars:int=SHEET_TABLE_CHARS) -> list[tuple[str, str, str|None]]:
+    """`(kind, markdown, anchor)` of one sheet: its name as a heading, then its rows as markdown tables of about
+    `max_chars`, each under the sheet's first row (its header), so that every chunk knows what its columns are; each
+    table's anchor is its first row (`Hoja1!A21`). Empty rows and trailing empty columns are left out."""
+    out, header, group, size, first = [('h', f'# {sheet}', sheet)], None, [], 0, 0
+    def flush():
+        if group: out.append(('table', _markdown_table([header] + group), f'{sheet}!A{first}'))
+    for n, cells in rows:
+        while cells and not cells[-1]: cells = cells[:-1]
+        if not cells: continue
+        line = sum(len(c) + 3 for c in cells) + 2               # `| a | b |` and its newline
+        if header is None:
+            header, base = cells, 2 * line                        # the header, and its `|---|` line about as long
+            continue
+        if group and base + size + line > max_chars:
+            flush()
+            group, size = [], 0
+        if not group: first = n
+        group.append(cells)
+        size += line
+    if header is not None and not group: out.append(('table', _markdown_table([header]), f'{sheet}!A1'))
+    flush()
+    return out if len(out) > 1 else []
+
+def sheets_document(sheets:Iterable[tuple[str, Iterable]], kind:str, name:str, title:str|None=None) -> Document:
+    "A workbook's sheets (`(name, rows)` as `sheet_blocks` takes them) as one document, anchored by sheet and row."
+    lines, anchors = [], []
+    for sheet, rows in sheets:
+        for _, md, anchor in sheet_blocks(sheet, rows):
+            if lines: lines.append('')
+            anchors.append((len(lines) + 1, anchor))
+            lines += md.split('\n')
+    if not lines: raise ChunkingError(f'{name}: no cells with text in any sheet; nothing to index')
+    return Document('\n'.join(lines) + '\n', kind, title=title, anchors=anchors)
+
+# %% ../nbs/01a_readers.ipynb #6c2edcf7
+def xlsx_document(data:bytes, # the file's bytes
+                  name:str='book.xlsx', # for messages
+                 ) -> Document:
+    """An Excel workbook as markdown: each sheet under its name, its rows as tables under the sheet's header row;
+    formulas as the values Excel last computed. A chunk cites its sheet and first row (`book.xlsx#Hoja1!A21`)."""
+    import openpyxl
+    _check_zip(data, name, 'XLSX', 'Excel')
+    try: wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    except Exception as e:                        # openpyxl raises KeyError, InvalidFileException... for a broken one
+        raise ChunkingError(f'{name}: not a readable XLSX ({type(e).__name__}: {e}); re-save it from Excel') from None
+    try:
+        rows = lambda ws: ((n, [_sheet_value(v) for v in r]) for n, r in enumerate(ws.iter_rows(values_only=True), 1))
+        return sheets_document([(ws.title, rows(ws)) for ws in wb.worksheets], 'xlsx', name,
+                               title=wb.properties.title or None)
+    finally: wb.close()
+
+def _ods_rows(table) -> Iterable[tuple[int, list[str]]]:
+    "`(row number, cell texts)` of an ODS sheet; a row repeated (an empty one, a million times) is counted, not copied."
+    n = 0
+    for row in _odf_rows(table):
+        cells = []
+        for c in row:
+            if _odf_tag(c) not in ('table:table-cell', 'table:covered-table-cell'): continue
+            cells += [_clean(' '.join(''.join(x.itertext()) for x in c))] * min(
+                int(_odf_attr(c, 'table:number-columns-repeated') or 1), 1024)
+        reps = int(_odf_attr(row, 'table:number-rows-repeated') or 1)
+        for k in range(min(reps, 1024) if any(cells) else 1): yield n + k + 1, cells
+        n += reps
+
+def ods_document(data:bytes, # the file's bytes: an `.ods`, or a flat `.fods`
+                 name:str='book.ods', # for messages
+                ) -> Document:
+    "A LibreOffice Calc workbook as markdown, as `xlsx_document` reads an Excel one."
+    content, _, meta = _odt_parts(data, name, 'ODS')
+    body = content.find(f"{{{_ODF['office']}}}body")
+    book = body.find(f"{{{_ODF['office']}}}spreadsheet") if body is not None else None
+    if book is None: raise ChunkingError(f'{name}: not a spreadsheet (a text or a presentation?); export it as .ods')
+    tables = [t for t in book if _odf_tag(t) == 'table:table']
+    title = meta.find(f".//{{{_ODF['dc']}}}title") if meta is not None else None
+    return sheets_document([(_odf_attr(t, 'table:name') or f'{i}', _ods_rows(t)) for i, t in enumerate(tables, 1)],
+                           'ods', name, title=(_clean(title.text or '') or None) if title is not None else None)
+
 # %% ../nbs/01a_readers.ipynb #d79bfa6c
 NOTEBOOK_OUTPUT_LINES = 20   # of one output's text; the rest is cut, and the cut said
 NOTEBOOK_OUTPUT_CHARS = 2000   # the same for its characters: a megabyte printed on one line is not prose
@@ -1308,4 +1401,6 @@ register_reader(Reader('odt-v1', 'odt', odt_document), '.odt', '.fodt')
 register_reader(Reader('odp-v1', 'odp', odp_document), '.odp', '.fodp')
 register_reader(Reader('epub-v1', 'epub', epub_document), '.epub')
 register_reader(Reader('pptx-v1', 'pptx', pptx_document), '.pptx')
+register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm')
+register_reader(Reader('ods-v1', 'ods', ods_document), '.ods', '.fods')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')

@@ -11,7 +11,7 @@ from ragnb.chunking import ChunkingError, chunk_text
 from ragnb.index import Store
 from ragnb.ingest import index_paths
 from ragnb.readers import (READERS, Reader, docx_document, epub_document, html_document, locate_chunks, odt_document,
-                           pdf_document, pptx_document, read_document)
+                           pdf_document, pptx_document, read_document, xlsx_document)
 
 HTML_CASES = [  # (html body, markdown)
     ('<div class="summary-table three-column-summary"><div class="table-header">Type</div><div class="table-header">'
@@ -171,6 +171,25 @@ def test_every_slide_paragraph_reaches_a_chunk_citing_its_slide(sections):
     deck.save(buf)
     chunks = every_paragraph_in_a_chunk(pptx_document(buf.getvalue()), 'm.pptx', sections)
     assert {c.anchor for c in chunks} <= {f'slide={i}' for i in range(1, len(sections) + 1)}
+
+
+ROWS = st.lists(st.lists(WORD, min_size=3, max_size=3), min_size=1, max_size=120)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ROWS)
+def test_every_sheet_row_reaches_a_chunk_under_its_header(rows):
+    import openpyxl
+    wb = openpyxl.Workbook()
+    for r in [('equipo', 'sala', 'responsable')] + rows: wb.active.append(r)
+    buf = io.BytesIO()
+    wb.save(buf)
+    doc = xlsx_document(buf.getvalue(), 'm.xlsx')
+    chunks = locate_chunks(chunk_text(doc.text, 'm.xlsx', source='m.xlsx'), doc)
+    lines = {ln: c for c in chunks for ln in c.body.split('\n')}
+    assert all(f'| {" | ".join(r)} |' in lines for r in rows)                         # every row, whole
+    assert all('| equipo | sala | responsable |' in c.body for c in chunks if '|' in c.body)   # under its header
+    assert all(re.fullmatch(r'Sheet(!A\d+)?', c.anchor) for c in chunks)
 
 
 def pdf_bytes(sections, columns=False):
