@@ -21,7 +21,7 @@ __all__ = ['READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 
            'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'drawing_text',
            'pdf_document', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'epub_chapters',
            'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
-           'jupyter_id', 'notebook_document']
+           'csv_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1330,6 +1330,22 @@ def ods_document(data:bytes, # the file's bytes: an `.ods`, or a flat `.fods`
     return sheets_document([(_odf_attr(t, 'table:name') or f'{i}', _ods_rows(t)) for i, t in enumerate(tables, 1)],
                            'ods', name, title=(_clean(title.text or '') or None) if title is not None else None)
 
+# %% ../nbs/01a_readers.ipynb #9ee35f61
+def csv_document(data:bytes, # the file's bytes
+                 name:str='data.csv', # for messages; its stem names the table
+                ) -> Document:
+    """A CSV or TSV file as a sheet (`sheet_blocks`): its rows in tables under its header row. The delimiter is the
+    one `csv.Sniffer` finds among `,;\\t|` (Spanish Excel writes `;`), else a tab for `.tsv` and a comma."""
+    import csv
+    text = decode_text(data, name)
+    try: dialect = csv.Sniffer().sniff(text[:20000], delimiters=',;\t|')
+    except csv.Error: dialect = csv.excel_tab if name.lower().endswith('.tsv') else csv.excel
+    try: rows = [(n, [_clean(c) for c in r]) for n, r in enumerate(csv.reader(io.StringIO(text), dialect), 1)]
+    except csv.Error as e: raise ChunkingError(f'{name}: not readable as CSV ({e}); check its quotes') from None
+    doc = sheets_document([(Path(name).stem, rows)], 'csv', name)
+    doc.recoded = isinstance(text, RecodedText)
+    return doc
+
 # %% ../nbs/01a_readers.ipynb #d79bfa6c
 NOTEBOOK_OUTPUT_LINES = 20   # of one output's text; the rest is cut, and the cut said
 NOTEBOOK_OUTPUT_CHARS = 2000   # the same for its characters: a megabyte printed on one line is not prose
@@ -1403,4 +1419,5 @@ register_reader(Reader('epub-v1', 'epub', epub_document), '.epub')
 register_reader(Reader('pptx-v1', 'pptx', pptx_document), '.pptx')
 register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm')
 register_reader(Reader('ods-v1', 'ods', ods_document), '.ods', '.fods')
+register_reader(Reader('csv-v1', 'csv', csv_document), '.csv', '.tsv')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
