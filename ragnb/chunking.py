@@ -25,6 +25,8 @@ __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_
            'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
+_SLIDES = re.compile(r'\.(pptx|odp|fodp)(\.(gz|bz2|xz))?$', re.I)   # a deck's pages are slides: `plan.pptx#slide=2`
+
 @dataclass
 class Chunk:
     "A retrievable piece of a document: `text` starts with a `[Doc: title > section]` line."
@@ -43,7 +45,7 @@ class Chunk:
     score: float|None = None        # set by retrieval
     display_path: str|None = None   # the source as shown to people (e.g. relative to the indexed folder)
     anchor: str|None = None         # converted documents: the HTML id before the chunk, or a DOCX heading
-    page_start: int|None = None     # PDFs: the 1-based pages the chunk spans
+    page_start: int|None = None     # PDFs and slide decks: the 1-based pages (slides) the chunk spans
     page_end: int|None = None
     tree: tuple|None = None         # `documental_jerarquico` leaves: (section, block, position) in the document
     copies: tuple = ()              # set by retrieval: the citations of lower-ranked chunks with this same text
@@ -58,7 +60,7 @@ class Chunk:
     def cite(self) -> str:
         "Where the chunk comes from, as people open it: `docs/x.md:12-30`, `guide.html#rollback`, `a.pdf#page=3`."
         path = self.display_path or self.source or '?'
-        if self.page_start: return f'{path}#page={self.page_start}'
+        if self.page_start: return f"{path}#{'slide' if _SLIDES.search(path) else 'page'}={self.page_start}"
         if self.anchor and re.search(r'\s', self.anchor): return f'{path} § {self.anchor}'   # a heading
         if self.anchor: return f'{path}#{self.anchor}'
         return f'{path}:{self.lines}'

@@ -1089,19 +1089,19 @@ def odp_document(data:bytes, # the file's bytes: an `.odp`, or a flat `.fodp`
                  name:str='deck.odp', # for messages
                 ) -> Document:
     """A LibreOffice Impress deck as markdown, slide by slide: its title as a heading, its text boxes, lists and
-    tables in reading order, and its speaker notes; a chunk cites its slide (`deck.odp#slide=3`)."""
+    tables in reading order, and its speaker notes; a chunk cites its first slide (`deck.odp#slide=3`)."""
     content, styles, meta = _odt_parts(data, name, 'ODP')
     body = content.find(f"{{{_ODF['office']}}}body")
     deck = body.find(f"{{{_ODF['office']}}}presentation") if body is not None else None
     if deck is None: raise ChunkingError(f'{name}: not a presentation (a text or a spreadsheet?); export it as .odp')
-    st, lines, anchors = _OdfStyles(*[r for r in (content, styles) if r is not None]), [], []
+    st, lines, pages = _OdfStyles(*[r for r in (content, styles) if r is not None]), [], []
     for n, page in enumerate((p for p in deck if _odf_tag(p) == 'draw:page'), 1):
         if not (blocks := _odp_slide(page, st)): continue
-        anchors.append((len(lines) + 1, f'slide={n}'))
         lines += _blocks_text(blocks)[0].split('\n')
+        pages += [(n, n)] * (len(lines) - len(pages))
     if not lines: raise ChunkingError(f'{name}: no text on any slide; nothing to index')
     title = meta.find(f".//{{{_ODF['dc']}}}title") if meta is not None else None
-    return Document('\n'.join(lines).rstrip('\n') + '\n', 'odp', anchors=anchors,
+    return Document('\n'.join(lines).rstrip('\n') + '\n', 'odp', pages=pages,
                     title=(_clean(title.text or '') or None) if title is not None else None)
 
 # %% ../nbs/01a_readers.ipynb #173617a3
@@ -1220,7 +1220,7 @@ def pptx_document(data:bytes, # the file's bytes
                   name:str='deck.pptx', # for messages
                  ) -> Document:
     """A PowerPoint deck as markdown, slide by slide: its title as a heading, its lists, text boxes and tables in
-    reading order, and its speaker notes; a chunk cites its slide (`deck.pptx#slide=3`). Footers, dates and slide
+    reading order, and its speaker notes; a chunk cites its first slide (`deck.pptx#slide=3`). Footers, dates and slide
     numbers are left out; pictures and charts have no text to read."""
     from pptx import Presentation
     _check_zip(data, name, 'PPTX', 'PowerPoint')
@@ -1228,15 +1228,15 @@ def pptx_document(data:bytes, # the file's bytes
     except Exception as e:                        # python-pptx raises KeyError, ValueError... for a broken package
         raise ChunkingError(f'{name}: not a readable PPTX ({type(e).__name__}: {e}); re-save it from PowerPoint') \
             from None
-    lines, anchors = [], []
+    lines, pages = [], []
     for n, slide in enumerate(deck.slides, 1):
         if not (blocks := _slide_blocks(slide)): continue
         text, _ = _blocks_text(blocks)
-        anchors.append((len(lines) + 1, f'slide={n}'))
-        lines += text.split('\n')                 # ends with '' : the blank line between slides
+        lines += text.split('\n')                 # ends with '': the blank line between slides
+        pages += [(n, n)] * (len(lines) - len(pages))
     if not lines: raise ChunkingError(f'{name}: no text on any slide; nothing to index')
     return Document('\n'.join(lines).rstrip('\n') + '\n', 'pptx', title=deck.core_properties.title or None,
-                    anchors=anchors)
+                    pages=pages)
 
 # %% ../nbs/01a_readers.ipynb #6e8ad909
 SHEET_TABLE_CHARS = 1200   # rows of a sheet per markdown table, with its header: about a chunk's target
