@@ -1188,10 +1188,10 @@ def _placeholder(shape) -> str|None:
 
 def _slide_order(shapes) -> list:
     "A slide's shapes top to bottom, then left to right; a group's shapes in its place, in their own order."
+    from pptx.shapes.group import GroupShape
     out = []
     for sh in sorted(shapes, key=lambda s: (s.top or 0, s.left or 0)):
-        if sh.shape_type is not None and sh.shape_type.name == 'GROUP': out += _slide_order(sh.shapes)
-        else: out.append(sh)
+        out += _slide_order(sh.shapes) if isinstance(sh, GroupShape) else [sh]
     return out
 
 def _slide_blocks(slide) -> list[tuple[str, str]]:
@@ -1300,8 +1300,8 @@ def xlsx_document(data:bytes, # the file's bytes
         raise ChunkingError(f'{name}: not a readable XLSX ({type(e).__name__}: {e}); re-save it from Excel') from None
     try:
         rows = lambda ws: ((n, [_sheet_value(v) for v in r]) for n, r in enumerate(ws.iter_rows(values_only=True), 1))
-        return sheets_document([(ws.title, rows(ws)) for ws in wb.worksheets], 'xlsx', name,
-                               title=wb.properties.title or None)
+        return sheets_document([(ws.title, rows(ws)) for ws in wb.worksheets if hasattr(ws, 'iter_rows')],  # no charts
+                               'xlsx', name, title=wb.properties.title or None)
     finally: wb.close()
 
 def _ods_rows(table) -> Iterable[tuple[int, list[str]]]:
