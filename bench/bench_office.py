@@ -1,0 +1,143 @@
+"""Office files and books: what each reader keeps of them, and whether a chunk can say where it came from.
+
+The files are written here by real writers, with text of our own: a deck of 12 slides (python-pptx: a title, three
+bullets and speaker notes each), a workbook of 300 rows and a CSV export of the same rows with Excel's Spanish `;`
+(openpyxl, the csv module), a book of 8 chapters (EbookLib) and a manual of 6 sections (docutils' ODT writer).
+ragnb reads them with its readers and cuts them with its documental chunker; LlamaIndex with its file readers
+(`PptxReader`, `PandasExcelReader`, `PagedCSVReader`, `EpubReader`; it has none for ODT) and its `SentenceSplitter`
+at its defaults. Per format and tool:
+
+- facts: the bullets, notes, paragraphs and rows written that reach one chunk whole (a row: all its cells);
+- placed: chunks whose metadata says where in the file they are (slide, sheet and row, chapter, heading);
+- headed: for the spreadsheets, the chunks holding rows that also hold the column names;
+- chars: the characters of all chunks, what an LLM would be given to read; ms: reading and splitting.
+
+    python bench/bench_office.py
+"""
+import csv, io, pathlib, re, sys, tempfile, time
+
+SLIDES, ROWS, CHAPTERS, SECTIONS = 12, 300, 8, 6
+HEADER = ('equipo', 'sala', 'ip', 'responsable')
+
+
+def rows():
+    return [(f'srv-{i:03}', f'sala {"ABCD"[i % 4]}{i % 9}', f'10.0.{i // 200}.{i % 200}', f'persona {i % 37}')
+            for i in range(ROWS)]
+
+
+def make(folder: pathlib.Path) -> dict:
+    "Write the five files; `{format: (path, facts)}`, a fact being a string or, for a row, its cells."
+    from docutils.core import publish_string
+    from ebooklib import epub
+    import openpyxl
+    from pptx import Presentation
+    out = {}
+    deck, facts = Presentation(), []
+    for i in range(SLIDES):
+        s = deck.slides.add_slide(deck.slide_layouts[1])
+        s.shapes.title.text = f'Tema {i}: ventanas de copia del grupo {i}'
+        bullets = [f'El grupo {i} copia la base {j} a las {j + 1} horas' for j in range(3)]
+        s.placeholders[1].text_frame.text = bullets[0]
+        for b in bullets[1:]: s.placeholders[1].text_frame.add_paragraph().text = b
+        note = f'Nota del grupo {i}: avisar al turno de guardia antes de la copia'
+        s.notes_slide.notes_text_frame.text = note
+        facts += bullets + [note]
+    deck.save(folder / 'plan.pptx')
+    out['pptx'] = (folder / 'plan.pptx', facts)
+    wb = openpyxl.Workbook()
+    wb.active.title = 'Servidores'
+    for r in [HEADER] + rows(): wb.active.append(r)
+    wb.save(folder / 'inventario.xlsx')
+    out['xlsx'] = (folder / 'inventario.xlsx', rows())
+    with open(folder / 'inventario.csv', 'w', newline='', encoding='utf-8') as f:
+        csv.writer(f, delimiter=';').writerows([HEADER] + rows())
+    out['csv'] = (folder / 'inventario.csv', rows())
+    book, chapters, facts = epub.EpubBook(), [], []
+    book.set_title('Manual de restauración')
+    for i in range(CHAPTERS):
+        paras = [f'En el capítulo {i} la restauración del volumen {j} usa la instantánea {i * 10 + j}.' for j in range(4)]
+        c = epub.EpubHtml(title=f'Capítulo {i}', file_name=f'cap{i}.xhtml', lang='es')
+        c.content = f'<h1 id="c{i}">Capítulo {i}</h1>' + ''.join(f'<p>{p}</p>' for p in paras)
+        book.add_item(c)
+        chapters.append(c)
+        facts += paras
+    book.toc, book.spine = chapters, ['nav', *chapters]
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    epub.write_epub(str(folder / 'manual.epub'), book)
+    out['epub'] = (folder / 'manual.epub', facts)
+    facts, rst = [], []
+    for i in range(SECTIONS):
+        paras = [f'La sección {i} describe la cinta {i}{j} y su rotación semanal número {j}.' for j in range(3)]
+        rst.append(f'Sección {i}\n{"=" * (len(str(i)) + 8)}\n\n' + '\n\n'.join(paras))
+        facts += paras
+    (folder / 'cintas.odt').write_bytes(publish_string('\n\n'.join(rst) + '\n', writer='odt',
+                                                       settings_overrides={'report_level': 5}))
+    out['odt'] = (folder / 'cintas.odt', facts)
+    return out
+
+
+def ragnb_chunks(path: pathlib.Path) -> list[tuple[str, str | None]]:
+    "`(text, place)` of ragnb's chunks of one file: its citation when it names a place in the file."
+    from ragnb.chunking import chunk_text
+    from ragnb.readers import locate_chunks, read_document
+    doc = read_document(path)
+    cs = locate_chunks(chunk_text(doc.text, path, source=str(path)), doc)
+    return [(c.text, c.cite if (c.anchor or c.page_start) else None) for c in cs]
+
+
+LI_PLACES = ('page_label', 'sheet_name', 'row', 'chapter', 'title', 'section')
+
+
+def llamaindex_chunks(fmt: str, path: pathlib.Path) -> list[tuple[str, str | None]] | None:
+    "`(text, place)` of LlamaIndex's nodes of one file (None: no reader for the format)."
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.readers.file import EpubReader, PagedCSVReader, PandasExcelReader, PptxReader
+    reader = dict(pptx=PptxReader, xlsx=PandasExcelReader, csv=PagedCSVReader, epub=EpubReader).get(fmt)
+    if reader is None: return None
+    kw = dict(delimiter=';') if fmt == 'csv' else {}      # told the delimiter: it does not look for one
+    nodes = SentenceSplitter().get_nodes_from_documents(reader().load_data(path, **kw))
+    place = lambda m: next((f'{k}={m[k]}' for k in LI_PLACES if m.get(k) not in (None, '', [])), None)
+    return [(n.get_content(), place(n.metadata)) for n in nodes]
+
+
+def found(fact, texts: list[str]) -> bool:
+    "A string fact in one chunk; a row: every cell in one chunk."
+    flat = [re.sub(r'\s+', ' ', t) for t in texts]
+    cells = [fact] if isinstance(fact, str) else list(fact)
+    return any(all(c in t for c in cells) for t in flat)
+
+
+def measure(fmt: str, path: pathlib.Path, facts: list, tool: str) -> dict | None:
+    t = time.perf_counter()
+    chunks = ragnb_chunks(path) if tool == 'ragnb' else llamaindex_chunks(fmt, path)
+    ms = (time.perf_counter() - t) * 1e3
+    if chunks is None: return None
+    texts = [t for t, _ in chunks]
+    with_rows = [t for t in texts if any(r[0] in t for r in facts)] if fmt in ('xlsx', 'csv') else []
+    return dict(facts=sum(found(f, texts) for f in facts), n=len(facts), chunks=len(chunks),
+                placed=sum(p is not None for _, p in chunks), example=next((p for _, p in chunks if p), '-'),
+                headed=sum(all(h in t for h in HEADER) for t in with_rows) if with_rows else None,
+                with_rows=len(with_rows), chars=sum(map(len, texts)), ms=ms)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        files = make(pathlib.Path(tmp))
+        print('| format | tool | facts whole | chunks | placed | e.g. | headed | chars | ms |')
+        print('|---|---|---|---|---|---|---|---|---|')
+        for fmt, (path, facts) in files.items():
+            for tool in ('ragnb', 'LlamaIndex'):
+                m = measure(fmt, path, facts, tool)
+                if m is None:
+                    print(f'| {fmt} | {tool} | not read | | | | | | |')
+                    continue
+                headed = f"{m['headed']}/{m['with_rows']}" if m['headed'] is not None else ''
+                print(f"| {fmt} | {tool} | {m['facts']}/{m['n']} | {m['chunks']} | {m['placed']} | "
+                      f"`{m['example'].replace(str(path.parent) + '/', '')}` | {headed} | {m['chars']:,} | "
+                      f"{m['ms']:.0f} |")
+                sys.stdout.flush()
+
+
+if __name__ == '__main__':
+    main()
