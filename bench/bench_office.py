@@ -14,7 +14,7 @@ at its defaults. Per format and tool:
 
     python bench/bench_office.py
 """
-import csv, io, pathlib, re, sys, tempfile, time
+import csv, pathlib, re, sys, tempfile, time
 
 SLIDES, ROWS, CHAPTERS, SECTIONS = 12, 300, 8, 6
 HEADER = ('equipo', 'sala', 'ip', 'responsable')
