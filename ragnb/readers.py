@@ -890,7 +890,8 @@ MAX_ODF_DEPTH = 100   # sections, lists and frames nested deeper are read as pla
 
 class OdtWalker:
     "Visits an OpenDocument text's body in order and keeps its blocks: `(kind, markdown)`, as the DOCX reader does."
-    def __init__(self, styles:_OdfStyles): self.styles, self.blocks = styles, []
+    def __init__(self, styles:_OdfStyles, depth:int=0): # how deep in the body its container is
+        self.styles, self.blocks, self.depth = styles, [], depth
 
     def inline(self, el, code:bool=False) -> tuple[str, list]:
         "The text of a paragraph or heading, and the blocks it holds (its notes, its frames' text) to follow it."
@@ -916,22 +917,28 @@ class OdtWalker:
         "A footnote or endnote as a paragraph after the one that cites it: `[1] text`."
         label = next((c.get(f"{{{_ODF['text']}}}label") or c.text for c in el if _odf_tag(c) == 'text:note-citation'),
                      '')
-        body = ' '.join(_clean(self.inline(p)[0]) for c in el if _odf_tag(c) == 'text:note-body' for p in c)
+        body = self.flat([c for c in el if _odf_tag(c) == 'text:note-body'])
         return f'[{_clean(label or "")}] {body}'.strip()
 
-    def walked(self, el, depth:int=0) -> list:
-        "The blocks of a container walked on its own (a frame's text box)."
-        sub = OdtWalker(self.styles)
-        sub.visit(el, depth + 1)
+    def walked(self, el) -> list:
+        "The blocks of a container walked on its own, one level deeper (a frame's text box, a note, a table cell)."
+        sub = OdtWalker(self.styles, self.depth + 1)
+        sub.visit(el, self.depth + 1)
         return sub.blocks
+
+    def flat(self, els:list) -> str:
+        "The text of containers (a note's body, a table cell) on one line, whatever blocks they hold."
+        return _clean(' '.join(md.replace('\n', ' ') for el in els for _, md in self.walked(el)))
 
 # %% ../nbs/01a_readers.ipynb #abd1b865
 @patch
-def visit(self:OdtWalker, el, depth:int=0):
+def visit(self:OdtWalker, el, depth:int|None=None): # None: the walker's own
     "Add the blocks of `el`'s children, in order; text loose between them (some writers leave it) is a paragraph."
+    depth = self.depth if depth is None else depth
     if depth > MAX_ODF_DEPTH:
-        if text := _clean(''.join(el.itertext())): self.blocks.append(('p', _paragraph(text)))
+        if text := _clean(' '.join(el.itertext())): self.blocks.append(('p', _paragraph(text)))
         return
+    outer, self.depth = self.depth, depth                             # what a note or a cell inside is under
     self.loose(el.text)
     for ch in el:
         t = _odf_tag(ch)
@@ -941,6 +948,7 @@ def visit(self:OdtWalker, el, depth:int=0):
         elif t == 'text:note': self.blocks.append(('p', self.note(ch)))
         elif t and t not in _ODF_SKIP: self.visit(ch, depth + 1)     # sections, frames, text boxes, unknown ones
         self.loose(ch.tail)
+    self.depth = outer
 
 @patch
 def loose(self:OdtWalker, text:str|None):
@@ -970,18 +978,22 @@ def list_items(self:OdtWalker, el, level:int, style:str|None, depth:int=0):
     marker, started = '1. ' if self.styles.numbered(style, level + 1) else '- ', False
     for item in el:
         first = True
+        def add(text:str):                       # a line of the item: its first takes the marker
+            nonlocal first, started
+            if not (text := _clean(text)): return
+            kind = 'list' if level == 0 and first and not started else 'li'
+            self.blocks.append((kind, '  ' * level + (marker if first else ' ' * len(marker)) + text))
+            first, started = False, True
+        add(item.text or '')                      # text loose in the item, as a writer may leave it
         for ch in item:
             t = _odf_tag(ch)
             if t == 'text:list' and depth < MAX_ODF_DEPTH: self.list_items(ch, level + 1, style, depth + 1)
             elif t in ('text:p', 'text:h'):
                 text, after = self.inline(ch)
-                if text := _clean(text):
-                    kind = 'list' if level == 0 and first and not started else 'li'
-                    self.blocks.append((kind, '  ' * level + (marker if first else ' ' * len(marker)) + text))
-                    started = True
-                    first = False
+                add(text)
                 self.blocks += after
             elif t and t not in _ODF_SKIP: self.visit(ch, depth + 1)
+            add(ch.tail or '')
 
 @patch
 def table_block(self:OdtWalker, el):
@@ -992,7 +1004,7 @@ def table_block(self:OdtWalker, el):
         for c in row:
             t = _odf_tag(c)
             if t not in ('table:table-cell', 'table:covered-table-cell'): continue
-            text = _clean(' '.join(_clean(''.join(x.itertext())) for x in c))
+            text = self.flat([c])
             cells += [text] * min(int(_odf_attr(c, 'table:number-columns-repeated') or 1), 50)
         while cells and not cells[-1]: cells.pop()                     # a spreadsheet's endless empty columns
         if cells: rows += [cells] * min(int(_odf_attr(row, 'table:number-rows-repeated') or 1), 50)

@@ -132,6 +132,37 @@ def test_every_odt_paragraph_reaches_a_chunk(sections):
     assert {c.anchor for c in chunks} <= {h for h, _ in sections}
 
 
+ODF_NS = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+          'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+          'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+          'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"')
+LEAF = WORD.map(lambda w: w + 'x')             # every word of the body ends in x: none is an element's or a style's
+
+
+def odf_tree(children):
+    "An element holding `children` (each a word or an element): blocks inside blocks, as a broken writer may nest them."
+    return st.tuples(st.sampled_from([
+        '<text:p>{}</text:p>', '<text:h text:outline-level="2">{}</text:h>', '<text:section>{}</text:section>',
+        '<text:list><text:list-item>{}</text:list-item></text:list>', '<text:span>{}</text:span>',
+        '<draw:frame><draw:text-box>{}</draw:text-box></draw:frame>',
+        '<table:table><table:table-row><table:table-cell>{}</table:table-cell></table:table-row></table:table>',
+        '<text:note><text:note-body>{}</text:note-body></text:note>']), st.lists(children, min_size=1, max_size=3)
+    ).map(lambda t: t[0].format('<text:s/>'.join(t[1])))
+
+
+ODF_BODIES = st.recursive(LEAF, odf_tree, max_leaves=25)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ODF_BODIES)
+def test_every_word_of_an_odt_body_reaches_the_text_however_nested(body):
+    xml = (f'<office:document {ODF_NS}><office:body><office:text>{body}</office:text></office:body>'
+           '</office:document>')
+    words = re.findall(r'\w+x', re.sub(r'<[^>]*>', ' ', body))
+    text = odt_document(xml.encode(), 'h.fodt').text
+    assert sorted(re.findall(r'\w+x', text)) == sorted(words)       # each once: none lost, none doubled
+
+
 def epub_bytes(sections) -> bytes:
     "An EPUB written by EbookLib: a chapter per section (its heading with an id), and a navigation page."
     from ebooklib import epub
