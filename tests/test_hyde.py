@@ -24,7 +24,7 @@ class FakeGemini(ThreadingHTTPServer):
     def __init__(self):
         super().__init__(('127.0.0.1', 0), Handler)
         self.requests, self.reply, self.delay, self.drip = [], lambda _n: answer('{"passage": "ok"}'), 0.0, 0.0
-        self.chunked = 0
+        self.chunked, self.gate = 0, None       # gate: a `threading.Barrier` each request waits at
     @property
     def url(self): return f'http://127.0.0.1:{self.server_address[1]}'
 
@@ -37,6 +37,9 @@ class Handler(BaseHTTPRequestHandler):
         req = dict(path=self.path, headers={k.lower(): v for k, v in self.headers.items()},
                    body=json.loads(body or b'{}'), start=time.perf_counter())
         srv.requests.append(req)
+        if srv.gate is not None:                          # held until as many requests are open at once
+            try: srv.gate.wait(timeout=30)
+            except threading.BrokenBarrierError: pass
         status, payload, *extra = srv.reply(len(srv.requests))
         if srv.delay: time.sleep(srv.delay)
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -195,12 +198,11 @@ def test_cache_saves_the_second_request(server, client, emb, tmp_path):
 
 
 def test_three_passages_are_concurrent_and_averaged(server, client, emb):
-    server.delay = 0.6
+    server.gate = threading.Barrier(3)                 # no answer until all three requests are open at once
     server.reply = lambda n: answer(json.dumps({'passage': f'Passage number {n} about rotating API keys.'}))
     vec, info = build_query_vec('how to rotate keys', emb, hyde=True, client=client, n_passages=3)
     assert len(server.requests) == 3 and info['hyde'] == 'ok' and len(info['passages']) == 3
-    # concurrent, whatever the machine's load: all three requests were open at one moment on the server
-    assert max(r['start'] for r in server.requests) < min(r['end'] for r in server.requests)
+    assert not server.gate.broken                      # concurrent, whatever the machine's load: none timed out
     want = np.vstack([emb.embed_query('how to rotate keys')[None], emb.embed_documents(info['passages'])]).mean(0)
     assert np.allclose(vec, want / np.linalg.norm(want), atol=2e-3)
 
