@@ -21,7 +21,7 @@ __all__ = ['READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 
            'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'drawing_text',
            'pdf_document', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'epub_chapters',
            'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
-           'csv_document', 'jupyter_id', 'notebook_document']
+           'csv_document', 'mail_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1358,6 +1358,52 @@ def csv_document(data:bytes, # the file's bytes
     doc.recoded = isinstance(text, RecodedText)
     return doc
 
+# %% ../nbs/01a_readers.ipynb #a941bd5f
+def _mail_blocks(msg, name:str) -> list[tuple[str, str]]:
+    "`(kind, markdown)` of a message: its subject as a heading, who and when, its text (or its HTML read), attachments."
+    subject = _clean(str(msg.get('subject') or '')) or '(no subject)'
+    who = ' · '.join(f'{k}: {_clean(str(msg[k]))}' for k in ('From', 'To', 'Date') if msg.get(k))
+    blocks = [('h', f'# {subject}')] + ([('p', who)] if who else [])
+    body = msg.get_body(preferencelist=('plain', 'html'))
+    if body is not None:
+        try: content = body.get_content()
+        except (LookupError, ValueError): content = body.get_payload(decode=True).decode('utf-8', 'replace')
+        if body.get_content_type() == 'text/html':
+            try: content = html_document(content.encode('utf-8'), name).text
+            except ChunkingError: content = ''
+        quoted = re.compile(r'^\s*>')                                      # the replies' quotes of earlier mail
+        paras = re.split(r'\n\s*\n', '\n'.join(ln for ln in content.splitlines() if not quoted.match(ln)))
+        blocks += [('p', _paragraph(t)) for p in paras if (t := _clean(p))]
+    files = [_clean(p.get_filename()) for p in msg.iter_attachments() if p.get_filename()]
+    if files: blocks.append(('p', 'Attachments: ' + ', '.join(files)))
+    return blocks
+
+def _mbox_messages(data:bytes) -> list[bytes]:
+    "An mbox file's messages: split before each `From ` line that starts the file or follows a blank line."
+    parts = re.split(rb'(?:^|\n\n)(?=From [^\n]*\n)', data)
+    return [re.sub(rb'^From [^\n]*\n', b'', p, count=1).replace(b'\n>From ', b'\nFrom ') for p in parts if p.strip()]
+
+# %% ../nbs/01a_readers.ipynb #1122fc1c
+def mail_document(data:bytes, # an `.eml` message, or an `.mbox` archive of them
+                  name:str='mensaje.eml', # for messages
+                 ) -> Document:
+    """E-mail as markdown: each message its subject as a heading, sender, recipients and date on one line, its text
+    (the plain part, else the HTML part read as a page) without the lines quoted from earlier mail, and the names of
+    its attachments. A message in an archive is an anchor, by its `Message-ID`."""
+    from email import policy
+    from email.parser import BytesParser
+    raws = _mbox_messages(data) if re.search(r'\.mbox(\.\w+)?$', name, re.I) or data.startswith(b'From ') else [data]
+    lines, anchors = [], []
+    for raw in raws:
+        msg = BytesParser(policy=policy.default).parsebytes(raw)
+        if not msg.keys(): continue
+        if lines: lines.append('')
+        if len(raws) > 1 and (mid := _clean(str(msg.get('message-id') or '')).strip('<>')):
+            anchors.append((len(lines) + 1, mid))
+        lines += _blocks_text(_mail_blocks(msg, name))[0].rstrip('\n').split('\n')
+    if not lines: raise ChunkingError(f'{name}: no message with headers; not an e-mail file')
+    return Document('\n'.join(lines) + '\n', 'mail', anchors=anchors)
+
 # %% ../nbs/01a_readers.ipynb #d79bfa6c
 NOTEBOOK_OUTPUT_LINES = 20   # of one output's text; the rest is cut, and the cut said
 NOTEBOOK_OUTPUT_CHARS = 2000   # the same for its characters: a megabyte printed on one line is not prose
@@ -1432,4 +1478,5 @@ register_reader(Reader('pptx-v1', 'pptx', pptx_document), '.pptx')
 register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm')
 register_reader(Reader('ods-v1', 'ods', ods_document), '.ods', '.fods')
 register_reader(Reader('csv-v1', 'csv', csv_document), '.csv', '.tsv')
+register_reader(Reader('mail-v1', 'mail', mail_document), '.eml', '.mbox')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
