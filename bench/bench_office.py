@@ -2,13 +2,14 @@
 
 The files are written here by real writers, with text of our own: a deck of 12 slides (python-pptx: a title, three
 bullets and speaker notes each), a workbook of 300 rows and a CSV export of the same rows with Excel's Spanish `;`
-(openpyxl, the csv module), a book of 8 chapters (EbookLib) and a manual of 6 sections (docutils' ODT writer).
+(openpyxl, the csv module), a book of 8 chapters (EbookLib), a manual of 6 sections (docutils' ODT writer) and a
+mail archive of 20 messages, each replying to the one before and quoting it (`email` and `mailbox`).
 ragnb reads them with its readers and cuts them with its documental chunker; LlamaIndex with its file readers
-(`PptxReader`, `PandasExcelReader`, `PagedCSVReader`, `EpubReader`; it has none for ODT) and its `SentenceSplitter`
-at its defaults. Per format and tool:
+(`PptxReader`, `PandasExcelReader`, `PagedCSVReader`, `EpubReader`, `MboxReader`; none for ODT) and its
+`SentenceSplitter` at its defaults. Per format and tool:
 
 - facts: the bullets, notes, paragraphs and rows written that reach one chunk whole (a row: all its cells);
-- placed: chunks whose metadata says where in the file they are (slide, sheet and row, chapter, heading);
+- placed: chunks whose metadata says where in the file they are (slide, sheet and row, chapter, heading, message);
 - headed: for the spreadsheets, the chunks holding rows that also hold the column names;
 - chars: the characters of all chunks, what an LLM would be given to read; ms: reading and splitting.
 
@@ -16,7 +17,7 @@ at its defaults. Per format and tool:
 """
 import csv, pathlib, re, sys, tempfile, time
 
-SLIDES, ROWS, CHAPTERS, SECTIONS = 12, 300, 8, 6
+SLIDES, ROWS, CHAPTERS, SECTIONS, MESSAGES = 12, 300, 8, 6, 20
 HEADER = ('equipo', 'sala', 'ip', 'responsable')
 
 
@@ -55,7 +56,8 @@ def make(folder: pathlib.Path) -> dict:
     book, chapters, facts = epub.EpubBook(), [], []
     book.set_title('Manual de restauración')
     for i in range(CHAPTERS):
-        paras = [f'En el capítulo {i} la restauración del volumen {j} usa la instantánea {i * 10 + j}.' for j in range(4)]
+        paras = [f'En el capítulo {i} la restauración del volumen {j} usa la instantánea {i * 10 + j}.'
+                 for j in range(4)]
         c = epub.EpubHtml(title=f'Capítulo {i}', file_name=f'cap{i}.xhtml', lang='es')
         c.content = f'<h1 id="c{i}">Capítulo {i}</h1>' + ''.join(f'<p>{p}</p>' for p in paras)
         book.add_item(c)
@@ -74,6 +76,19 @@ def make(folder: pathlib.Path) -> dict:
     (folder / 'cintas.odt').write_bytes(publish_string('\n\n'.join(rst) + '\n', writer='odt',
                                                        settings_overrides={'report_level': 5}))
     out['odt'] = (folder / 'cintas.odt', facts)
+    import mailbox
+    from email.message import EmailMessage
+    box, facts = mailbox.mbox(folder / 'lista.mbox'), []
+    for i in range(MESSAGES):
+        m = EmailMessage()
+        m['Subject'], m['From'], m['Message-ID'] = f'Re: cinta {i}', 'ana@nubeluz.es', f'<m{i}@nubeluz.es>'
+        fact = f'La cinta {i} se rota el día {i + 1} y se guarda en el armario {i % 5}.'
+        quote = f'\n\n> La cinta {i - 1} se rota el día {i}.' if i else ''
+        m.set_content(fact + quote)
+        box.add(m)
+        facts.append(fact)
+    box.close()
+    out['mbox'] = (folder / 'lista.mbox', facts)
     return out
 
 
@@ -86,14 +101,15 @@ def ragnb_chunks(path: pathlib.Path) -> list[tuple[str, str | None]]:
     return [(c.text, c.cite if (c.anchor or c.page_start) else None) for c in cs]
 
 
-LI_PLACES = ('page_label', 'sheet_name', 'row', 'chapter', 'title', 'section')
+LI_PLACES = ('page_label', 'sheet_name', 'row', 'chapter', 'title', 'section', 'message_id', 'subject')
 
 
 def llamaindex_chunks(fmt: str, path: pathlib.Path) -> list[tuple[str, str | None]] | None:
     "`(text, place)` of LlamaIndex's nodes of one file (None: no reader for the format)."
     from llama_index.core.node_parser import SentenceSplitter
-    from llama_index.readers.file import EpubReader, PagedCSVReader, PandasExcelReader, PptxReader
-    reader = dict(pptx=PptxReader, xlsx=PandasExcelReader, csv=PagedCSVReader, epub=EpubReader).get(fmt)
+    from llama_index.readers.file import EpubReader, MboxReader, PagedCSVReader, PandasExcelReader, PptxReader
+    reader = dict(pptx=PptxReader, xlsx=PandasExcelReader, csv=PagedCSVReader, epub=EpubReader,
+                  mbox=MboxReader).get(fmt)
     if reader is None: return None
     kw = dict(delimiter=';') if fmt == 'csv' else {}      # told the delimiter: it does not look for one
     nodes = SentenceSplitter().get_nodes_from_documents(reader().load_data(path, **kw))
