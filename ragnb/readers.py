@@ -19,9 +19,9 @@ __all__ = ['READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 
            'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader',
            'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'read_document',
            'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'drawing_text',
-           'pdf_document', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'epub_chapters',
-           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
-           'csv_document', 'mail_document', 'jupyter_id', 'notebook_document']
+           'pdf_document', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
+           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
+           'ods_document', 'csv_document', 'mail_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1106,15 +1106,20 @@ def odp_document(data:bytes, # the file's bytes: an `.odp`, or a flat `.fodp`
     body = content.find(f"{{{_ODF['office']}}}body")
     deck = body.find(f"{{{_ODF['office']}}}presentation") if body is not None else None
     if deck is None: raise ChunkingError(f'{name}: not a presentation (a text or a spreadsheet?); export it as .odp')
-    st, lines, pages = _OdfStyles(*[r for r in (content, styles) if r is not None]), [], []
-    for n, page in enumerate((p for p in deck if _odf_tag(p) == 'draw:page'), 1):
-        if not (blocks := _odp_slide(page, st)): continue
-        lines += _blocks_text(blocks)[0].split('\n')
+    st = _OdfStyles(*[r for r in (content, styles) if r is not None])
+    title = meta.find(f".//{{{_ODF['dc']}}}title") if meta is not None else None
+    return slides_document((_odp_slide(p, st) for p in deck if _odf_tag(p) == 'draw:page'), 'odp', name,
+                           title=(_clean(title.text or '') or None) if title is not None else None)
+
+def slides_document(slides:Iterable[list], kind:str, name:str, title:str|None=None) -> Document:
+    "A deck's slides (each its blocks, `(kind, markdown)`) as one document whose pages are the slides."
+    lines, pages = [], []
+    for n, blocks in enumerate(slides, 1):
+        if not blocks: continue
+        lines += _blocks_text(blocks)[0].split('\n')           # ends with '': the blank line between slides
         pages += [(n, n)] * (len(lines) - len(pages))
     if not lines: raise ChunkingError(f'{name}: no text on any slide; nothing to index')
-    title = meta.find(f".//{{{_ODF['dc']}}}title") if meta is not None else None
-    return Document('\n'.join(lines).rstrip('\n') + '\n', 'odp', pages=pages,
-                    title=(_clean(title.text or '') or None) if title is not None else None)
+    return Document('\n'.join(lines).rstrip('\n') + '\n', kind, title=title, pages=pages)
 
 # %% ../nbs/01a_readers.ipynb #173617a3
 _OPF = {'c': 'urn:oasis:names:tc:opendocument:xmlns:container', 'opf': 'http://www.idpf.org/2007/opf',
@@ -1240,15 +1245,7 @@ def pptx_document(data:bytes, # the file's bytes
     except Exception as e:                        # python-pptx raises KeyError, ValueError... for a broken package
         raise ChunkingError(f'{name}: not a readable PPTX ({type(e).__name__}: {e}); re-save it from PowerPoint') \
             from None
-    lines, pages = [], []
-    for n, slide in enumerate(deck.slides, 1):
-        if not (blocks := _slide_blocks(slide)): continue
-        text, _ = _blocks_text(blocks)
-        lines += text.split('\n')                 # ends with '': the blank line between slides
-        pages += [(n, n)] * (len(lines) - len(pages))
-    if not lines: raise ChunkingError(f'{name}: no text on any slide; nothing to index')
-    return Document('\n'.join(lines).rstrip('\n') + '\n', 'pptx', title=deck.core_properties.title or None,
-                    pages=pages)
+    return slides_document(map(_slide_blocks, deck.slides), 'pptx', name, title=deck.core_properties.title or None)
 
 # %% ../nbs/01a_readers.ipynb #6e8ad909
 SHEET_TABLE_CHARS = 1200   # rows of a sheet per markdown table, with its header: about a chunk's target
