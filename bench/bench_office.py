@@ -2,11 +2,13 @@
 
 The files are written here by real writers, with text of our own: a deck of 12 slides (python-pptx: a title, three
 bullets and speaker notes each), a workbook of 300 rows and a CSV export of the same rows with Excel's Spanish `;`
-(openpyxl, the csv module), a book of 8 chapters (EbookLib), a manual of 6 sections (docutils' ODT writer) and a
-mail archive of 20 messages, each replying to the one before and quoting it (`email` and `mailbox`).
+(openpyxl, the csv module), a book of 8 chapters (EbookLib), a manual of 6 sections (docutils' ODT writer), a
+mail archive of 20 messages, each replying to the one before and quoting it (`email` and `mailbox`), and a wiki's
+export as a zip (10 pages with a wiki's breadcrumbs and footer, and their images; `zipfile`).
 ragnb reads them with its readers and cuts them with its documental chunker; LlamaIndex with its file readers
 (`PptxReader`, `PandasExcelReader`, `PagedCSVReader`, `EpubReader`, `MboxReader`; none for ODT) and its
-`SentenceSplitter` at its defaults. Per format and tool:
+`SentenceSplitter` at its defaults; the zip through `SimpleDirectoryReader`, as given and unpacked. Per format and
+tool:
 
 - facts: the bullets, notes, paragraphs and rows written that reach one chunk whole (a row: all its cells);
 - placed: chunks whose metadata says where in the file they are (slide, sheet and row, chapter, heading, message);
@@ -15,9 +17,9 @@ ragnb reads them with its readers and cuts them with its documental chunker; Lla
 
     python bench/bench_office.py
 """
-import csv, pathlib, re, sys, tempfile, time
+import contextlib, csv, io, pathlib, re, sys, tempfile, time
 
-SLIDES, ROWS, CHAPTERS, SECTIONS, MESSAGES = 12, 300, 8, 6, 20
+SLIDES, ROWS, CHAPTERS, SECTIONS, MESSAGES, PAGES = 12, 300, 8, 6, 20, 10
 HEADER = ('equipo', 'sala', 'ip', 'responsable')
 
 
@@ -89,15 +91,35 @@ def make(folder: pathlib.Path) -> dict:
         facts.append(fact)
     box.close()
     out['mbox'] = (folder / 'lista.mbox', facts)
+    out['zip'] = wiki_export(folder / 'wiki.zip')
     return out
+
+
+def wiki_export(path: pathlib.Path) -> tuple:
+    "A wiki space exported as HTML in a zip: each page under the wiki's breadcrumbs and footer, with an image."
+    import zipfile
+    facts = []
+    with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED) as z:
+        for i in range(PAGES):
+            paras = [f'El servicio {i} se reinicia con la orden faro-{i} restart {j} tras avisar al equipo {j}.'
+                     for j in range(3)]
+            z.writestr(f'OPS/Servicio-{i}_{1000 + i}.html', (
+                f'<html><head><title>OPS : Servicio {i}</title></head><body><div id="breadcrumbs"><a href="index.html">'
+                'OPS</a> / <a href="Runbooks_1.html">Runbooks</a></div><h1 id="title-heading">OPS : Servicio '
+                f'{i}</h1><div id="main-content"><h2 id="reinicio">Reinicio</h2>'
+                + ''.join(f'<p>{p}</p>' for p in paras) + f'<p><img src="images/s{i}.png"/></p></div><div id="footer" role="contentinfo"><p>Document generated '
+                'by the wiki on 2026-12-01</p></div></body></html>'))
+            z.writestr(f'OPS/images/s{i}.png', b'\x89PNG\r\n\x1a\n' + bytes(64))
+            facts += paras
+    return path, facts
 
 
 def ragnb_chunks(path: pathlib.Path) -> list[tuple[str, str | None]]:
     "`(text, place)` of ragnb's chunks of one file: its citation when it names a place in the file."
-    from ragnb.chunking import chunk_text
+    from ragnb.ingest import SourceFile, document_chunks
     from ragnb.readers import locate_chunks, read_document
     doc = read_document(path)
-    cs = locate_chunks(chunk_text(doc.text, path, source=str(path)), doc)
+    cs = locate_chunks(document_chunks(SourceFile(path, str(path), path.name, doc, '', '', False, '')), doc)
     return [(c.text, c.cite if (c.anchor or c.page_start) else None) for c in cs]
 
 
@@ -107,6 +129,7 @@ LI_PLACES = ('page_label', 'sheet_name', 'row', 'chapter', 'title', 'section', '
 def llamaindex_chunks(fmt: str, path: pathlib.Path) -> list[tuple[str, str | None]] | None:
     "`(text, place)` of LlamaIndex's nodes of one file (None: no reader for the format)."
     from llama_index.core.node_parser import SentenceSplitter
+    if fmt == 'zip': return llamaindex_zip(path, unpacked=False)
     from llama_index.readers.file import EpubReader, MboxReader, PagedCSVReader, PandasExcelReader, PptxReader
     reader = dict(pptx=PptxReader, xlsx=PandasExcelReader, csv=PagedCSVReader, epub=EpubReader,
                   mbox=MboxReader).get(fmt)
@@ -117,6 +140,22 @@ def llamaindex_chunks(fmt: str, path: pathlib.Path) -> list[tuple[str, str | Non
     return [(n.get_content(), place(n.metadata)) for n in nodes]
 
 
+def llamaindex_zip(path: pathlib.Path, unpacked: bool) -> list[tuple[str, str | None]]:
+    "`SimpleDirectoryReader` on the zip as given, or on the folder it unpacks to (a node's place: its page)."
+    import shutil, zipfile
+    from llama_index.core import SimpleDirectoryReader
+    from llama_index.core.node_parser import SentenceSplitter
+    if not unpacked: docs = SimpleDirectoryReader(input_files=[str(path)]).load_data()
+    else:
+        folder = path.with_suffix('')
+        zipfile.ZipFile(path).extractall(folder)
+        with contextlib.redirect_stdout(io.StringIO()):   # a line per image it cannot read, between our rows
+            docs = SimpleDirectoryReader(str(folder), recursive=True).load_data()
+        shutil.rmtree(folder)
+    nodes = SentenceSplitter().get_nodes_from_documents(docs)
+    return [(n.get_content(), n.metadata.get('file_path') if unpacked else None) for n in nodes]
+
+
 def found(fact, texts: list[str]) -> bool:
     "A string fact in one chunk; a row: every cell in one chunk."
     flat = [re.sub(r'\s+', ' ', t) for t in texts]
@@ -124,9 +163,13 @@ def found(fact, texts: list[str]) -> bool:
     return any(all(c in t for c in cells) for t in flat)
 
 
+UNPACKED = 'LlamaIndex, unpacked by hand'
+
+
 def measure(fmt: str, path: pathlib.Path, facts: list, tool: str) -> dict | None:
     t = time.perf_counter()
-    chunks = ragnb_chunks(path) if tool == 'ragnb' else llamaindex_chunks(fmt, path)
+    chunks = (ragnb_chunks(path) if tool == 'ragnb' else llamaindex_zip(path, True) if tool == UNPACKED
+              else llamaindex_chunks(fmt, path))
     ms = (time.perf_counter() - t) * 1e3
     if chunks is None: return None
     texts = [t for t, _ in chunks]
@@ -143,7 +186,7 @@ def main():
         print('| format | tool | facts whole | chunks | placed | e.g. | headed | chars | ms |')
         print('|---|---|---|---|---|---|---|---|---|')
         for fmt, (path, facts) in files.items():
-            for tool in ('ragnb', 'LlamaIndex'):
+            for tool in ('ragnb', 'LlamaIndex') + ((UNPACKED,) if fmt == 'zip' else ()):
                 m = measure(fmt, path, facts, tool)
                 if m is None:
                     print(f'| {fmt} | {tool} | not read | | | | | | |')

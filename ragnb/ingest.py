@@ -4,17 +4,18 @@
 
 # %% ../nbs/03a_ingest.ipynb #2c4980fa
 from __future__ import annotations
-import errno, hashlib, json, os, re, stat, time
+import errno, hashlib, io, json, lzma, os, re, stat, tarfile, tempfile, time, zipfile, zlib
 import numpy as np
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from itertools import chain
 from typing import Callable, Iterable
+from urllib.parse import quote
 
 from fastcore.basics import patch
 
-from .chunking import (CODE_EXTS, MINIFIED_EXTS, MINIFIED_LINE, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError,
+from .chunking import (CHUNKERS, CODE_EXTS, MINIFIED_EXTS, MINIFIED_LINE, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError,
                             RecodedText, chunk_text, inner_path, minified_head, not_text_kind, read_file_bytes,
                             read_text_file, sniffed_kind)
 from .index import SourceRecord, Store, StoreMismatchError, sentence_pass, stored_sentences, text_hash
@@ -24,20 +25,22 @@ from .stores import StoreAPI, open_store, store_exists
 from .shards import SHARDS_FILE
 from .embed import Embedder, bundled_data_dir, model_for_languages, resolve_model, shows_progress
 from .lexical import text_language
-from .readers import (Document, document_version, file_kind, locate_chunks, read_document, reader_for,
-                           reader_version)
+from .readers import (READERS, TARBALLS, Document, Reader, document_version, file_kind, locate_chunks,
+                           read_document, reader_for, reader_version, register_reader)
 
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES',
            'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'PAGE_COPIES',
-           'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files',
-           'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies',
-           'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'site_kind', 'site_machinery',
-           'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size',
-           'changed_source', 'missing_sources', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages',
-           'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup',
-           'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
-           'open_for_indexing', 'open_default_store']
+           'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER', 'SAMPLE_SLOW', 'INDEX_BATCH',
+           'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason',
+           'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking',
+           'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'generated_reason', 'scan_path', 'listed_files',
+           'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source', 'missing_sources',
+           'member_path', 'member_role', 'archive_members', 'unpack_archive', 'archive_parts', 'part_anchors',
+           'joined_parts', 'archive_document', 'document_chunks', 'placed_after', 'metadata_json', 'chunk_sources',
+           'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
+           'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
+           'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -333,6 +336,7 @@ def _document_or_report(f:Path, content:str|bytes, rep:IndexReport) -> Document|
         return None
     if doc.visible_chars: rep.chrome.append((str(f), doc.chrome_chars, doc.visible_chars))
     if doc.recoded: rep.recoded.append(str(f))
+    rep.skipped += doc.parts_skipped                 # the files inside an archive that could not be read
     return doc
 
 # %% ../nbs/03a_ingest.ipynb #e0e52485
@@ -509,6 +513,169 @@ def missing_sources(known:dict[str, SourceRecord], # a store's sources (`Store.s
     return sorted((where, n) for where, n in held.items() if not os.path.lexists(where))
 
 
+# %% ../nbs/03a_ingest.ipynb #3bf772b2
+MAX_ARCHIVE_BYTES = 200 * 2**20   # the files of an archive that are read, together, once unpacked
+MAX_ARCHIVE_FILES = 20_000
+ARCHIVE_EXTS = ('.zip', '.tar', '.tgz', '.tbz2', '.txz')   # and `.tar.gz`, `.tar.bz2`, `.tar.xz` (`readers.TARBALLS`)
+
+def member_path(name:str) -> PurePosixPath|None:
+    "Where an archive's member `name` goes in the unpacked folder; None for a folder, or a name that would leave it."
+    p = PurePosixPath(name.replace('\\', '/'))
+    if name.endswith(('/', '\\')) or not p.parts or p.is_absolute() or '..' in p.parts: return None
+    return p
+
+def member_role(p:PurePosixPath) -> str:
+    "'read' for a member whose bytes are read, 'archive' for an archive (not opened), 'name' where its name is enough."
+    if p.name.lower().endswith((*TARBALLS, *ARCHIVE_EXTS)): return 'archive'
+    return 'read' if reader_for(p) is not None or not not_text_kind(p) else 'name'
+
+# %% ../nbs/03a_ingest.ipynb #8f4c4c84
+def _zip_members(data:bytes) -> list[tuple[str, int, bool, Callable]]:
+    z = zipfile.ZipFile(io.BytesIO(data))
+    return [(i.filename, i.file_size, bool(i.flag_bits & 1), lambda i=i: z.read(i)) for i in z.infolist()
+            if not i.is_dir()]
+
+def _tar_members(data:bytes, name:str) -> list[tuple[str, int, bool, Callable]]:
+    try:
+        tf = tarfile.open(fileobj=io.BytesIO(data), mode='r:*')
+        members = tf.getmembers()
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as e:
+        raise ChunkingError(f'{name}: not a readable zip or tar archive ({e}); unpack it by hand, or add it to '
+                            '.ragnbignore') from None
+    return [(m.name, m.size, False, lambda m=m: tf.extractfile(m).read()) for m in members if m.isfile()]
+
+def archive_members(data:bytes, # the archive's bytes: a zip, or a tarball (by gzip, bzip2 or xz, or not compressed)
+                    name:str, # for messages
+                   ) -> list[tuple[PurePosixPath, int, Callable[[], bytes]]]:
+    """`(path, size, read)` of each regular file an archive holds (no links, none whose name leaves the folder);
+    `ChunkingError` names the archive and the fix when it is not one, or is encrypted, or too big to read."""
+    raw = _zip_members(data) if zipfile.is_zipfile(io.BytesIO(data)) else _tar_members(data, name)
+    out = [(p, size, locked, read) for n, size, locked, read in raw if (p := member_path(n)) is not None]
+    read = [(size, locked) for p, size, locked, _ in out if member_role(p) == 'read']
+    if len(out) > MAX_ARCHIVE_FILES:
+        raise ChunkingError(f'{name}: {len(out):,} files, over the {MAX_ARCHIVE_FILES:,} an archive may hold; unpack '
+                            'it and index the folder')
+    if any(locked for _, locked in read):
+        raise ChunkingError(f'{name}: password-protected; unpack it with its password and index the folder')
+    total = sum(size for size, _ in read)
+    if total > MAX_ARCHIVE_BYTES or total > 100 * len(data) + 2**20:
+        raise ChunkingError(f'{name}: the files to read in it would take {total / 2**20:.0f} MB unpacked, from '
+                            f'{len(data) / 2**20:.1f} MB (a zip bomb, or over the {MAX_ARCHIVE_BYTES / 2**20:.0f} MB '
+                            'limit); unpack it and index the folder')
+    return [(p, size, read) for p, size, _, read in out]
+
+# %% ../nbs/03a_ingest.ipynb #b89473ed
+def unpack_archive(data:bytes, # the archive's bytes
+                   name:str, # its path, for messages
+                   dest:Path, # an empty folder
+                  ) -> list[tuple[str, str]]:
+    """Write the files of archive `data` under `dest`: those read (`member_role`) with their bytes, the rest empty
+    (their names are enough), an archive inside not at all. Returns `(path, why)` for each file not written."""
+    left = []
+    for p, _, read in archive_members(data, name):
+        role, f = member_role(p), dest.joinpath(*p.parts)
+        if role == 'archive':
+            left.append((f'{name}/{p}', 'an archive inside an archive, not opened; unpack it to index what it holds'))
+            continue
+        try:
+            body = read() if role == 'read' else b''
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_bytes(body)
+        except OSError as e: left.append((f'{name}/{p}', f'cannot unpack ({e.strerror or e})'))
+        except Exception as e: left.append((f'{name}/{p}', f'damaged in the archive ({type(e).__name__}: {e})'))
+    return left
+
+# %% ../nbs/03a_ingest.ipynb #c273284c
+def archive_parts(dest:Path, # the unpacked folder (`unpack_archive`)
+                  name:str, # the archive's path: what messages say instead of `dest`
+                 ) -> tuple[list[tuple[str, Document]], list[tuple[str, str]]]:
+    """`(path, document)` of each file under `dest` worth reading, listed as any folder is (`list_files`) and read by
+    its reader; and `(path, why)` of each one that could not be read, as `name/path`."""
+    rep, parts = IndexReport(), []
+    for f in list_files(dest, rep, {})[0]:
+        if (got := _read_or_report(f, rep)) is not None and (doc := _document_or_report(f, got[0], rep)) is not None:
+            parts.append((f.relative_to(dest).as_posix(), doc))
+    inside = lambda s: s.replace(f'{dest}/', f'{name}/')
+    return parts, [(inside(f), inside(why)) for f, why in rep.skipped]
+
+# %% ../nbs/03a_ingest.ipynb #3173382c
+def part_anchors(path:str, # the file's path in the archive
+                 doc:Document, at:int, # its text starts at line `at` of the archive's document
+                 shift:int=0) -> list[tuple[int, str]]: # and is `shift` lines lower than in `doc`
+    """A file's anchors in an archive's document: the file itself, its own anchors after its path, its pages or
+    slides (`plan.pdf#page=3`); a space in the path is written `%20`, so `Chunk.cite` does not take it for a heading."""
+    q = re.sub(r'[\s%#]', lambda m: quote(m.group()), path)
+    out = [(at, q)] + [(ln + shift + at - 1, f'{q}#{a}') for ln, a in doc.anchors]
+    unit = 'slide' if doc.kind in ('pptx', 'odp') else 'page'
+    out += [(i + shift + at, f'{q}#{unit}={p}') for i, (p, _) in enumerate(doc.pages or [])
+            if i == 0 or doc.pages[i - 1][0] != p]
+    return sorted(out, key=lambda a: a[0])
+
+def joined_parts(parts:list[tuple[str, Document]]) -> Document: # `(path, document)` of each file, in order
+    """The files of an archive as one document: their texts one after the other, each file's first line, path and
+    title in `Document.parts` (its chunks are cut file by file: `document_chunks`), its anchors (`part_anchors`)."""
+    texts, anchors, spans, line = [], [], [], 1
+    for path, doc in parts:
+        text = doc.text.strip('\n')
+        if not text.strip(): continue
+        anchors += part_anchors(path, doc, line, len(doc.text.lstrip('\n')) - len(doc.text))
+        spans.append((line, path, doc.title))
+        texts.append(text)
+        line += text.count('\n') + 2
+    return Document('\n\n'.join(texts) + '\n', 'archive', anchors=anchors, parts=spans,
+                    visible_chars=sum(d.visible_chars for _, d in parts),
+                    chrome_chars=sum(d.chrome_chars for _, d in parts), recoded=any(d.recoded for _, d in parts))
+
+# %% ../nbs/03a_ingest.ipynb #d8040306
+def archive_document(data:bytes, # the archive's bytes
+                     name:str='docs.zip', # its path, for messages
+                    ) -> Document:
+    """An archive (`.zip`, a tarball) as one document: the folder it holds, unpacked (`unpack_archive`), listed and
+    read as any folder is (`archive_parts`), its files one after the other (`joined_parts`). The files it could not
+    read are in `Document.parts_skipped`."""
+    with tempfile.TemporaryDirectory(prefix='ragnb-archive-') as tmp:
+        left = unpack_archive(data, name, Path(tmp))
+        parts, skipped = archive_parts(Path(tmp), name)
+    doc = joined_parts(parts)
+    if not doc.parts:
+        why = f' ({len(left + skipped)} could not be read; the first: {(left + skipped)[0][1]})' if left + skipped else ''
+        raise ChunkingError(f'{name}: no file in it to index{why}')
+    doc.parts_skipped = left + skipped
+    return doc
+
+ARCHIVE_READER = register_reader(Reader(   # its version names every reader and chunker: a better one re-reads archives
+    'archive-v1.' + hashlib.sha1(' '.join(sorted({r.name for r in READERS.values()} | set(CHUNKERS))).encode())
+    .hexdigest()[:8], 'archive', archive_document), *ARCHIVE_EXTS)
+
+# %% ../nbs/03a_ingest.ipynb #0e51356e
+def document_chunks(sf:SourceFile, metadata:dict|None=None) -> list[Chunk]:
+    """The chunks of a file read: of its text, or, for an archive, of each file it holds (`Document.parts`) by that
+    file's own mode and title, so no chunk runs from one file into the next and a script in it is chunked as code."""
+    doc, meta = sf.document, dict(metadata or {})
+    if not doc.parts:
+        title = {'title': doc.title} if doc.title else {}
+        return chunk_text(sf.text, sf.path, source=sf.source, metadata=meta, strategies=sf.strategies, **title)
+    lines, out = doc.text.split('\n'), []
+    ends = [first for first, _, _ in doc.parts[1:]] + [len(lines) + 1]
+    for (first, path, title), end in zip(doc.parts, ends):
+        text = '\n'.join(lines[first - 1:end - 1])
+        cs = chunk_text(text, path, metadata=meta, strategies=sf.strategies, **({'title': title} if title else {}))
+        out += placed_after(cs, out, first - 1, sf.source)
+    return out
+
+def placed_after(cs:list[Chunk], # the chunks of one file of an archive
+                 before:list[Chunk], # those of the files before it
+                 lines:int, # where its text starts in the archive's document, less one
+                 source:str) -> list[Chunk]: # the archive's source key
+    "The chunks of one file of an archive moved after `before`: their lines, characters and tree numbers (in place)."
+    chars = max((c.end_char for c in before), default=-2) + 2
+    sec, blk = (max((c.tree[i] for c in before if c.tree), default=-1) + 1 for i in (0, 1))
+    for c in cs:
+        c.source, c.start_line, c.end_line = source, c.start_line + lines, c.end_line + lines
+        c.start_char, c.end_char = c.start_char + chars, c.end_char + chars
+        if c.tree: c.tree = (c.tree[0] + sec, c.tree[1] + blk, c.tree[2])
+    return cs
+
 # %% ../nbs/03a_ingest.ipynb #291862b3
 def _check_source_keys(store:Store, known:dict):
     "Refuse a store built when keys were relative paths: same-named folders overwrote each other there."
@@ -527,9 +694,7 @@ def chunk_sources(todo:list[SourceFile], metadata:dict|None=None) -> tuple[list[
     "Chunk each changed file; its chunks carry its key, display path, version and citation; its record counts them."
     chunks, records, now, mjson = [], [], time.time(), metadata_json(metadata)
     for sf in todo:
-        title = {'title': sf.document.title} if sf.document.title else {}
-        cs = locate_chunks(chunk_text(sf.text, sf.path, source=sf.source, metadata=dict(metadata or {}),
-                                      strategies=sf.strategies, **title), sf.document)
+        cs = locate_chunks(document_chunks(sf, metadata), sf.document)
         for c in cs:
             c.display_path = sf.display
             c.chunker_version = reader_version(sf.document.reader, c.chunker_version)
@@ -546,7 +711,8 @@ def checked_paths(paths:list|str|Path) -> list[Path]:
     return paths
 
 # %% ../nbs/03a_ingest.ipynb #1feb43a7
-SAMPLE_SLOW = {'pdf': 3}   # files of a kind that takes seconds to read (a PDF: 1-4 s) read for the sample, at most
+SAMPLE_SLOW = {'pdf': 3, 'archive': 2}   # files of a kind that takes seconds to read (a PDF: 1-4 s; an archive,
+                                         # a folder of files) read for the sample, at most
 _FENCED = re.compile(r'^(```|~~~).*?^\1[^\n]*$', re.M | re.S)
 _PARAGRAPH_LETTERS = 20   # a shorter paragraph (a heading, a table row) is too short to tell a language by
 _ADDRESS = re.compile(r'\S+@\S+|\w+://\S+|<[^>\s]*>')

@@ -15,13 +15,13 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
                             mode_for, read_file_bytes, read_text_file, strategy_version)
 
 # %% auto #0
-__all__ = ['READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED',
-           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader',
-           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'read_document',
-           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'drawing_text',
-           'pdf_document', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
-           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
-           'ods_document', 'csv_document', 'mail_document', 'jupyter_id', 'notebook_document']
+__all__ = ['READERS', 'TARBALLS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV',
+           'MAX_UNZIPPED', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS',
+           'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version',
+           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
+           'drawing_text', 'pdf_document', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
+           'xlsx_document', 'ods_document', 'csv_document', 'mail_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -36,6 +36,8 @@ class Document:
     visible_chars: int = 0                        # letters and digits of the text a reader of the file sees
     chrome_chars: int = 0                         # of those, the ones dropped as chrome (navigation, headers...)
     recoded: bool = False                         # bytes that were not UTF-8 read as Windows-1252 (`legacy_text`)
+    parts: list = field(default_factory=list)     # an archive: (first line, path, title) of each file in `text`
+    parts_skipped: list = field(default_factory=list)  # (path, why): files inside it (an archive) left unread
 
 # %% ../nbs/01a_readers.ipynb #b2ebb0ac
 @dataclass(frozen=True)
@@ -54,9 +56,12 @@ def register_reader(reader:Reader, *exts:str) -> Reader:
     return reader
 
 # %% ../nbs/01a_readers.ipynb #b3a3262e
+TARBALLS = ('.tar.gz', '.tar.bz2', '.tar.xz')   # read whole by the reader of `.tar`, when one is registered
+
 def reader_for(path:str|Path) -> Reader|None:
     "The reader registered for the extension of `path`, or None for files read as text."
-    return READERS.get(inner_path(path).suffix.lower())     # `guide.pdf.gz`: the PDF reader, on the bytes inside
+    p = inner_path(path)                  # `guide.pdf.gz`: the PDF reader, on the bytes inside
+    return READERS.get('.tar' if p.name.lower().endswith(TARBALLS) else p.suffix.lower())
 
 # %% ../nbs/01a_readers.ipynb #71b5c350
 def file_kind(path:str|Path) -> str:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from faults import HashEmbedder
 from ragnb.chunking import chunk_text
@@ -196,3 +197,86 @@ def test_a_real_sphinx_build_is_listed_as_its_pages():
     assert left['genindex-all.html'] == 'index pages' and left['objects.inv'] == 'search index'
     assert dict((Path(f).name, k) for f, k in rep.binary)['searchindex.js'] == 'minified code'   # one 3.6 MB line
     assert 'tutorial/index.html' in rel and 'library/json.html' in rel
+
+
+def _chunks_by_file(root:Path) -> dict:
+    "What indexing folder `root` gives, file by file: {path: [(text, mode, section, first line, last line, anchor)]}."
+    from ragnb.ingest import IndexReport, SourceFile, _document_or_report, _read_or_report, document_chunks, list_files
+    from ragnb.readers import locate_chunks
+    out, rep = {}, IndexReport()
+    for f in list_files(root, rep, {})[0]:
+        got = _read_or_report(f, rep)
+        doc = got and _document_or_report(f, got[0], rep)
+        if doc:
+            sf = SourceFile(f, str(f), '', doc, '', '', False, '')
+            out[f.relative_to(root).as_posix()] = locate_chunks(document_chunks(sf), doc)
+    return {p: [(c.text, c.mode, c.section_title, c.start_line, c.end_line, c.anchor) for c in cs]
+            for p, cs in out.items() if cs}
+
+
+def _archive_chunks_by_file(archive:Path) -> dict:
+    "The same for an archive, each chunk given back to its file: lines counted from the file's first, anchor after it."
+    from urllib.parse import unquote
+    from ragnb.ingest import SourceFile, document_chunks
+    from ragnb.readers import locate_chunks, read_document
+    doc = read_document(archive)
+    cs = locate_chunks(document_chunks(SourceFile(archive, 'k', '', doc, '', '', False, '')), doc)
+    firsts, out = {p: first for first, p, _ in doc.parts}, {}
+    for c in cs:
+        path, _, anchor = c.anchor.partition('#')
+        first = firsts[unquote(path)]
+        out.setdefault(unquote(path), []).append((c.text, c.mode, c.section_title, c.start_line - first + 1,
+                                                  c.end_line - first + 1, anchor or None))
+    return out
+
+
+def _zipped(root:Path, to:Path) -> Path:
+    import zipfile
+    with zipfile.ZipFile(to, 'w', zipfile.ZIP_DEFLATED) as z:
+        for f in sorted(root.rglob('*')):
+            if f.is_file(): z.write(f, f.relative_to(root).as_posix())
+    return to
+
+
+_WORD = st.sampled_from('copias restaurar cinta noche guardia llave servidor backup restore nightly key rack'.split())
+_PARA = st.lists(_WORD, min_size=3, max_size=40).map(lambda ws: ' '.join(ws).capitalize() + '.')
+_MD = st.lists(st.one_of(_PARA, _WORD.map(lambda w: f'## {w.title()}'), _WORD.map(lambda w: f'# {w.title()}')),
+               min_size=1, max_size=30).map('\n\n'.join)
+_PY = st.lists(_WORD, min_size=1, max_size=6, unique=True).map(
+    lambda ws: '\n\n'.join(f'def {w}(x):\n    "Do {w}."\n    return x + {i}\n' for i, w in enumerate(ws)))
+_NAME = st.text('abcíñ _-', min_size=1, max_size=8).filter(lambda n: n.strip(' ') == n and not n.startswith('-'))
+_FILE = st.tuples(st.lists(_NAME, max_size=2), _NAME, st.sampled_from(['.md', '.txt', '.html', '.py']))
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(files=st.lists(st.tuples(_FILE, _MD, _PY), min_size=1, max_size=6))
+def test_an_archive_gives_the_chunks_its_folder_gives(files, tmp_path_factory):
+    "Any tree of markdown, text, HTML and Python files, zipped, chunks as the folder does: same texts, modes, places."
+    base = tmp_path_factory.mktemp('tree')
+    root = base / 'kb'
+    for (folders, name, ext), md, py in files:
+        f = root.joinpath(*folders, name + ext)
+        if any(p.exists() and not p.is_dir() for p in f.parents) or f.exists(): continue
+        f.parent.mkdir(parents=True, exist_ok=True)
+        body = py if ext == '.py' else md
+        if ext == '.html': body = ''.join(f'<h2 id="s{i}">{l[3:]}</h2>' if l.startswith('#') else f'<p>{l}</p>'
+                                          for i, l in enumerate(md.split('\n\n')))
+        f.write_text(body, encoding='utf-8')
+    want = _chunks_by_file(root)
+    assume(want)
+    assert _archive_chunks_by_file(_zipped(root, base / 'kb.zip')) == want
+
+
+@pytest.mark.skipif(not (PYDOC_BUILD / 'searchindex.js').exists(), reason='python3-doc is not installed')
+def test_a_zipped_sphinx_build_chunks_as_its_folder(tmp_path):
+    "Python's tutorial as installed, with the build's markers, copied and zipped: the archive's chunks are the folder's."
+    import shutil
+    root = tmp_path / 'html'
+    for rel in ['searchindex.js', '_static/basic.css', '_static/doctools.js', 'tutorial', '_sources/tutorial']:
+        src, dst = PYDOC_BUILD / rel, root / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src, dst) if src.is_dir() else shutil.copy(src, dst)
+    want = _chunks_by_file(root)
+    assert len(want) > 10 and all(p.startswith('tutorial/') for p in want)
+    assert _archive_chunks_by_file(_zipped(root, tmp_path / 'docs.zip')) == want

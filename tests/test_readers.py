@@ -1,6 +1,6 @@
 """HTML, PDF and DOCX ingestion (issue 15): conversions as tables of (input, expected), generated documents whose
 every paragraph must reach a chunk, citations, bad files, reader versions, older stores."""
-import importlib.util, io, json, os, re, sqlite3
+import importlib.util, io, json, os, re, sqlite3, zipfile
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -409,13 +409,21 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
     for row in [('equipo', 'sala')] + [(f'srv-{i:02}', 'A') for i in range(40)] + [('srv-zeta', 'sala Z')]:
         wb.active.append(row)
     wb.save(kb / 'inventario.xlsx')
+    with zipfile.ZipFile(kb / 'wiki.zip', 'w') as z:          # a wiki's export: its pages, a logo, a broken PDF
+        z.writestr('Ops/Llaves_12.html', '<h1 id="t">Llaves</h1><h2 id="cpd">CPD</h2><p>La llave del CPD está en el '
+                                         'armario gris de la planta 2.</p>')
+        z.writestr('Ops/images/logo.png', b'\x89PNG')
+        z.writestr('Ops/roto.pdf', b'%PDF-1.4 torn')
     r = ragnb_main('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', text=True)
     assert r.returncode == 0, r.stderr
-    assert 'by kind: epub: 1 indexed · odt: 1 indexed · pptx: 1 indexed · xlsx: 1 indexed' in r.stdout
+    assert ('by kind: archive: 1 indexed · epub: 1 indexed · odt: 1 indexed · pdf: 1 skipped · pptx: 1 indexed · '
+            'xlsx: 1 indexed') in r.stdout
+    assert f'skipped {kb}/wiki.zip/Ops/roto.pdf: not a readable PDF' in r.stderr
     for question, cite, slide in [('¿Qué día se rotan las cintas LTO?', 'kb/manual.odt#Cintas', None),
                                   ('¿Cuál es el teléfono de guardia?', 'kb/plan.pptx#slide=', 2),
                                   ('¿En qué sala está srv-zeta?', 'kb/inventario.xlsx#Servidores', None),
-                                  ('¿Cómo se restaura con faro restore?', 'kb/libro.epub#cap0.xhtml#s0', None)]:
+                                  ('¿Cómo se restaura con faro restore?', 'kb/libro.epub#cap0.xhtml#s0', None),
+                                  ('¿Dónde está la llave del CPD?', 'kb/wiki.zip#Ops/Llaves_12.html#', None)]:
         r = ragnb_main('ask', question, '--store', str(tmp_path / 's'), '--json', text=True)
         first = json.loads(r.stdout)['chunks'][0]
         assert first['cite'].startswith(cite), (question, r.stdout[:500])
