@@ -533,7 +533,7 @@ def member_role(p:PurePosixPath) -> str:
 def _zip_members(data:bytes) -> list[tuple[str, int, bool, Callable]]:
     z = zipfile.ZipFile(io.BytesIO(data))
     return [(i.filename, i.file_size, bool(i.flag_bits & 1), lambda i=i: z.read(i)) for i in z.infolist()
-            if not i.is_dir()]
+            if not i.is_dir() and not stat.S_ISLNK(i.external_attr >> 16)]      # a link's body is its target
 
 def _tar_members(data:bytes, name:str) -> list[tuple[str, int, bool, Callable]]:
     try:
