@@ -15,8 +15,8 @@ from urllib.parse import quote
 
 from fastcore.basics import patch
 
-from .chunking import (CHUNKERS, CODE_EXTS, MINIFIED_EXTS, MINIFIED_LINE, TEXT_EXTS, BinaryFileError, Chunk, ChunkingError,
-                            RecodedText, chunk_text, inner_path, minified_head, not_text_kind, read_file_bytes,
+from .chunking import (CHUNKERS, CODE_EXTS, MINIFIED_EXTS, MINIFIED_LINE, TEXT_EXTS, BinaryFileError, Chunk,
+                            ChunkingError, chunk_text, inner_path, minified_head, not_text_kind, read_file_bytes,
                             read_text_file, sniffed_kind)
 from .index import SourceRecord, Store, StoreMismatchError, sentence_pass, stored_sentences, text_hash
 from .sentence_file import chunk_sentence_spans
@@ -25,8 +25,8 @@ from .stores import StoreAPI, open_store, store_exists
 from .shards import SHARDS_FILE
 from .embed import Embedder, bundled_data_dir, model_for_languages, resolve_model, shows_progress
 from .lexical import text_language
-from .readers import (READERS, TARBALLS, Document, Reader, document_version, file_kind, locate_chunks,
-                           read_document, reader_for, reader_version, register_reader)
+from .readers import (FRONT_MATTER_READER, READERS, TARBALLS, Document, Reader, document_version, file_kind,
+                           locate_chunks, read_document, reader_for, reader_version, register_reader, text_document)
 
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES',
@@ -326,8 +326,7 @@ def _read_or_report(f:Path, rep:IndexReport, max_bytes:int|None=None) -> tuple[s
 # %% ../nbs/03a_ingest.ipynb #6d0e41a9
 def _document_or_report(f:Path, content:str|bytes, rep:IndexReport) -> Document|None:
     "The file as a `Document` (bytes go through its reader), or None after recording why in `rep`."
-    try: doc = (Document(content, file_kind(f), recoded=isinstance(content, RecodedText)) if isinstance(content, str)
-                else read_document(f, content))
+    try: doc = text_document(f, content) if isinstance(content, str) else read_document(f, content)
     except BinaryFileError as e:                     # a PDF that is a drawing: counted with the images
         rep.binary.append((str(f), e.kind))
         return None
@@ -489,7 +488,8 @@ def changed_source(f:Path, p:Path, # a file listed under the path `p` given
     key, root = source_key(f, p), (p.resolve().as_posix() if p.is_dir() else '')
     if (got := _read_or_report(f, rep, max_bytes)) is None: return None
     strategies = chunking_strategies(chunking, len(got[0]))
-    (content, h), ver = got, document_version(f, strategies=strategies)
+    content, h = got
+    ver = document_version(f, content if isinstance(content, str) else None, strategies=strategies)
     if old and (old.content_hash, old.chunker_version, old.metadata) == (h, ver, mjson):
         rep.unchanged.append(key)
         return None
@@ -637,14 +637,18 @@ def archive_document(data:bytes, # the archive's bytes
         left = unpack_archive(data, name, Path(tmp))
         parts, skipped = archive_parts(Path(tmp), name)
     doc = joined_parts(parts)
+    if not doc.parts and not left + skipped:     # images, fonts, programs: counted with the binaries, as before
+        raise BinaryFileError(f'{name}: no text to index inside (images, programs or other binaries); skipped',
+                              'archives')
     if not doc.parts:
-        why = f' ({len(left + skipped)} could not be read; the first: {(left + skipped)[0][1]})' if left + skipped else ''
-        raise ChunkingError(f'{name}: no file in it to index{why}')
+        raise ChunkingError(f'{name}: no file in it to index ({len(left + skipped)} could not be read; the first: '
+                            f'{(left + skipped)[0][1]})')
     doc.parts_skipped = left + skipped
     return doc
 
 ARCHIVE_READER = register_reader(Reader(   # its version names every reader and chunker: a better one re-reads archives
-    'archive-v1.' + hashlib.sha1(' '.join(sorted({r.name for r in READERS.values()} | set(CHUNKERS))).encode())
+    'archive-v1.' + hashlib.sha1(' '.join(sorted({r.name for r in READERS.values()} | set(CHUNKERS)
+                                                 | {FRONT_MATTER_READER})).encode())
     .hexdigest()[:8], 'archive', archive_document), *ARCHIVE_EXTS)
 
 # %% ../nbs/03a_ingest.ipynb #0e51356e

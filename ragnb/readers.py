@@ -15,9 +15,10 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
                             mode_for, read_file_bytes, read_text_file, strategy_version)
 
 # %% auto #0
-__all__ = ['READERS', 'TARBALLS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV',
-           'MAX_UNZIPPED', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS',
-           'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version',
+__all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
+           'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS',
+           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader', 'reader_for',
+           'file_kind', 'document_version', 'reader_version', 'front_matter', 'text_document', 'text_reader',
            'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
            'drawing_text', 'pdf_document', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
            'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
@@ -70,14 +71,59 @@ def file_kind(path:str|Path) -> str:
     return r.kind if r else 'code' if mode_for(path) == 'codigo' else 'text'
 
 # %% ../nbs/01a_readers.ipynb #36166470
-def document_version(path:str|Path, **kw) -> str:
+def document_version(path:str|Path,
+                     text:str|None=None, # a text file's text: markdown with front matter has a reader (`text_reader`)
+                     **kw) -> str:
     "What the store records as the file's chunker version: the reader's name, if any, and the chunking strategy."
     r = reader_for(path)
-    return reader_version(r.name if r else '', strategy_version(path, **kw))
+    name = r.name if r else text_reader(path, text) if text is not None else ''
+    return reader_version(name, strategy_version(path, **kw))
 
 def reader_version(reader:str, chunker_version:str) -> str:
     "The one format of a converted file's version: 'html-v1+documental-v2:…'; the chunker's alone for plain files."
     return f'{reader}+{chunker_version}' if reader else chunker_version
+
+# %% ../nbs/01a_readers.ipynb #9edf88b9
+FRONT_MATTER_READER = 'frontmatter-v1'      # the reader of a markdown file with front matter (`text_document`)
+FRONT_MATTER_EXTS = ('.md', '.markdown', '.mdx')
+_FRONT = re.compile(r'(---|\+\+\+)[ \t]*\r?\n(.{0,20000}?)\r?\n\1[ \t]*(?:\r?\n|\Z)', re.S)
+_FRONT_KEY = re.compile(r'\s*[A-Za-z_][\w-]*[ \t]*[:=]')
+
+def front_matter(text:str) -> tuple[dict, str]:
+    """The front matter of a markdown file's `text` (YAML between `---` lines, TOML between `+++`): its string fields,
+    and the text with the block's lines blank but the first, which keeps the `description` or `summary`, if any.
+    `({}, text)` without front matter."""
+    m = _FRONT.match(text)
+    if not m or not _FRONT_KEY.match(m.group(2)): return {}, text
+    fields = _front_fields(m.group(2), toml=m.group(1) == '+++')
+    keep = fields.get('description') or fields.get('summary') or ''
+    return fields, keep + '\n' * m.group(0).count('\n') + text[m.end():]
+
+def _front_fields(block:str, toml:bool) -> dict:
+    "The top-level fields of a front matter block whose values are plain strings or numbers; {} when it is not valid."
+    import tomllib, yaml
+    try: data = tomllib.loads(block) if toml else yaml.safe_load(block)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError): return {}
+    if not isinstance(data, dict): return {}
+    plain = {str(k).lower(): ' '.join(str(v).split()) for k, v in data.items()
+             if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+    return {k: v for k, v in plain.items() if v}
+
+# %% ../nbs/01a_readers.ipynb #a2f99509
+def text_document(path:str|Path, # the file, by which its kind is known
+                  text:str) -> Document: # its text, as read (`chunking.read_text_file`)
+    """A text file as a `Document`: as it is, or, for markdown with front matter (`front_matter`), read by
+    `FRONT_MATTER_READER`, titled by its `title` and without the rest of its block."""
+    recoded, kind = isinstance(text, RecodedText), file_kind(path)
+    if inner_path(path).suffix.lower() in FRONT_MATTER_EXTS:
+        fields, body = front_matter(text)
+        if body is not text:
+            return Document(body, kind, reader=FRONT_MATTER_READER, title=fields.get('title'), recoded=recoded)
+    return Document(text, kind, recoded=recoded)
+
+def text_reader(path:str|Path, text:str) -> str:
+    "The reader's name that `text_document` gives the text file `path` ('' when it is read as it is)."
+    return text_document(path, text).reader
 
 # %% ../nbs/01a_readers.ipynb #f9bf8da4
 def read_document(path:str|Path, # the file
@@ -85,7 +131,7 @@ def read_document(path:str|Path, # the file
                  ) -> Document:
     "The file as a `Document`, by the reader of its extension, or as text; `ChunkingError` names the file otherwise."
     path, r = Path(path), reader_for(path)
-    if r is None: return Document(read_text_file(path), file_kind(path))
+    if r is None: return text_document(path, read_text_file(path))
     if data is None:
         try: data = read_file_bytes(path)
         except OSError as e: raise ChunkingError(f'{path}: cannot read ({e.strerror})') from None

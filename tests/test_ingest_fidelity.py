@@ -270,7 +270,7 @@ def test_an_archive_gives_the_chunks_its_folder_gives(files, tmp_path_factory):
 
 @pytest.mark.skipif(not (PYDOC_BUILD / 'searchindex.js').exists(), reason='python3-doc is not installed')
 def test_a_zipped_sphinx_build_chunks_as_its_folder(tmp_path):
-    "Python's tutorial as installed, with the build's markers, copied and zipped: the archive's chunks are the folder's."
+    "Python's tutorial as installed, with its build's markers, copied and zipped: the archive chunks as the folder."
     import shutil
     root = tmp_path / 'html'
     for rel in ['searchindex.js', '_static/basic.css', '_static/doctools.js', 'tutorial', '_sources/tutorial']:
@@ -280,3 +280,29 @@ def test_a_zipped_sphinx_build_chunks_as_its_folder(tmp_path):
     want = _chunks_by_file(root)
     assert len(want) > 10 and all(p.startswith('tutorial/') for p in want)
     assert _archive_chunks_by_file(_zipped(root, tmp_path / 'docs.zip')) == want
+
+
+def test_front_matter_titles_the_page_and_only_its_files_are_chunked_again(tmp_path, monkeypatch):
+    "A docs-as-code page's front matter: its title in its chunks' first line, its keys out, its lines where they were."
+    docs = tmp_path / 'site' / 'docs'
+    docs.mkdir(parents=True)
+    (docs / 'backup-restore.md').write_text('---\ntitle: "Copias de seguridad y restauración"\nsidebar_position: 3\n'
+                                            'description: Cómo se copian y restauran los datos.\nslug: /ops/copias\n'
+                                            '---\n\n## Restaurar\n\nUse restic restore latest --target /srv.\n')
+    (docs / 'plain.md').write_text('# Guardias\n\n---\n\ntitle: not front matter, a rule then text.\n')
+    from ragnb import ingest, readers
+    with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
+        with monkeypatch.context() as m:                   # as a ragnb before front matter read them: as text
+            m.setattr(ingest, 'text_document', lambda *a: readers.Document(a[1], 'text'))
+            m.setattr(readers, 'text_reader', lambda *_: '')
+            old = index_paths(s, [docs])
+        assert len(old.added) == 2
+        rep = index_paths(s, [docs])
+        assert [u.rsplit('/', 1)[-1] for u in rep.updated] == ['backup-restore.md'] and len(rep.unchanged) == 1
+        chunks = s.get_chunks([i for i, _ in s.search_lexical('restic restore', 5)])
+        page = next(c for c in chunks if c.source.endswith('backup-restore.md'))
+        assert page.text.split('\n')[:4] == ['[Doc: Copias de seguridad y restauración]',
+                                             'Cómo se copian y restauran los datos.', '', '## Restaurar']
+        assert (page.start_line, page.end_line) == (1, 10) and 'sidebar_position' not in page.text
+        assert s.sources()[page.source].chunker_version.startswith('frontmatter-v1+documental-v2:')
+        assert index_paths(s, [docs]).counts()['unchanged'] == 2
