@@ -659,26 +659,28 @@ def document_chunks(sf:SourceFile, metadata:dict|None=None) -> list[Chunk]:
     if not doc.parts:
         title = {'title': doc.title} if doc.title else {}
         return chunk_text(sf.text, sf.path, source=sf.source, metadata=meta, strategies=sf.strategies, **title)
-    lines, out = doc.text.split('\n'), []
+    lines, out, free = doc.text.split('\n'), [], (0, 0, 0)
     ends = [first for first, _, _ in doc.parts[1:]] + [len(lines) + 1]
     for (first, path, title), end in zip(doc.parts, ends):
         text = '\n'.join(lines[first - 1:end - 1])
         cs = chunk_text(text, path, metadata=meta, strategies=sf.strategies, **({'title': title} if title else {}))
-        out += placed_after(cs, out, first - 1, sf.source)
+        free = placed_after(cs, free, first - 1, sf.source)
+        out += cs
     return out
 
-def placed_after(cs:list[Chunk], # the chunks of one file of an archive
-                 before:list[Chunk], # those of the files before it
+def placed_after(cs:list[Chunk], # the chunks of one file of an archive, moved in place
+                 free:tuple[int, int, int], # the first character, tree section and block the files before left free
                  lines:int, # where its text starts in the archive's document, less one
-                 source:str) -> list[Chunk]: # the archive's source key
-    "The chunks of one file of an archive moved after `before`: their lines, characters and tree numbers (in place)."
-    chars = max((c.end_char for c in before), default=-2) + 2
-    sec, blk = (max((c.tree[i] for c in before if c.tree), default=-1) + 1 for i in (0, 1))
+                 source:str) -> tuple[int, int, int]: # the archive's source key
+    "Move the chunks of one file of an archive after those before it (lines, characters, tree numbers); what is free."
+    chars, sec, blk = free
     for c in cs:
         c.source, c.start_line, c.end_line = source, c.start_line + lines, c.end_line + lines
         c.start_char, c.end_char = c.start_char + chars, c.end_char + chars
         if c.tree: c.tree = (c.tree[0] + sec, c.tree[1] + blk, c.tree[2])
-    return cs
+    trees = [c.tree for c in cs if c.tree]
+    return (max([chars, *(c.end_char + 2 for c in cs)]), max([sec, *(t[0] + 1 for t in trees)]),
+            max([blk, *(t[1] + 1 for t in trees)]))
 
 # %% ../nbs/03a_ingest.ipynb #291862b3
 def _check_source_keys(store:Store, known:dict):
