@@ -536,13 +536,22 @@ def _zip_members(data:bytes) -> list[tuple[str, int, bool, Callable]]:
             if not i.is_dir() and not stat.S_ISLNK(i.external_attr >> 16)]      # a link's body is its target
 
 def _tar_members(data:bytes, name:str) -> list[tuple[str, int, bool, Callable]]:
+    members, total = [], 0
     try:
         tf = tarfile.open(fileobj=io.BytesIO(data), mode='r:*')
-        members = tf.getmembers()
+        while (m := tf.next()) is not None:    # listing a compressed tarball inflates it: stop at a bomb's size
+            total += m.size
+            if total > 100 * len(data) + MAX_ARCHIVE_BYTES: _refuse_size(name, total, len(data))
+            members.append(m)
     except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as e:
         raise ChunkingError(f'{name}: not a readable zip or tar archive ({e}); unpack it by hand, or add it to '
                             '.ragnbignore') from None
     return [(m.name, m.size, False, lambda m=m: tf.extractfile(m).read()) for m in members if m.isfile()]
+
+def _refuse_size(name:str, total:int, packed:int):
+    raise ChunkingError(f'{name}: the files to read in it would take {total / 2**20:.0f} MB unpacked, from '
+                        f'{packed / 2**20:.1f} MB (a zip bomb, or over the {MAX_ARCHIVE_BYTES / 2**20:.0f} MB limit); '
+                        'unpack it and index the folder')
 
 def archive_members(data:bytes, # the archive's bytes: a zip, or a tarball (by gzip, bzip2 or xz, or not compressed)
                     name:str, # for messages
@@ -558,10 +567,7 @@ def archive_members(data:bytes, # the archive's bytes: a zip, or a tarball (by g
     if any(locked for _, locked in read):
         raise ChunkingError(f'{name}: password-protected; unpack it with its password and index the folder')
     total = sum(size for size, _ in read)
-    if total > MAX_ARCHIVE_BYTES or total > 100 * len(data) + 2**20:
-        raise ChunkingError(f'{name}: the files to read in it would take {total / 2**20:.0f} MB unpacked, from '
-                            f'{len(data) / 2**20:.1f} MB (a zip bomb, or over the {MAX_ARCHIVE_BYTES / 2**20:.0f} MB '
-                            'limit); unpack it and index the folder')
+    if total > MAX_ARCHIVE_BYTES or total > 100 * len(data) + 2**20: _refuse_size(name, total, len(data))
     return [(p, size, read) for p, size, _, read in out]
 
 # %% ../nbs/03a_ingest.ipynb #b89473ed
