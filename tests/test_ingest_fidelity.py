@@ -306,3 +306,38 @@ def test_front_matter_titles_the_page_and_only_its_files_are_chunked_again(tmp_p
         assert (page.start_line, page.end_line) == (1, 10) and 'sidebar_position' not in page.text
         assert s.sources()[page.source].chunker_version.startswith('frontmatter-v1+documental-v2:')
         assert index_paths(s, [docs]).counts()['unchanged'] == 2
+
+
+def _archive_bytes(kind:str) -> bytes:
+    import io, tarfile, zipfile
+    files = {'wiki/index.html': '<h1 id="a">Inicio</h1><p>La guardia empieza a las ocho.</p>',
+             'wiki/notes.md': '---\ntitle: Notas\n---\n\nRestic guarda las copias.', 'wiki/logo.png': '\x89PNG'}
+    buf = io.BytesIO()
+    if kind == 'zip':
+        with zipfile.ZipFile(buf, 'w', zipfile.ZIP_DEFLATED) as z:
+            for n, body in files.items(): z.writestr(n, body)
+    else:
+        with tarfile.open(fileobj=buf, mode='w:gz') as t:
+            for n, body in files.items():
+                info, raw = tarfile.TarInfo(n), body.encode()
+                info.size = len(raw)
+                t.addfile(info, io.BytesIO(raw))
+    return buf.getvalue()
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(['zip', 'tar.gz']), cuts=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)),
+                                                               min_size=1, max_size=8), truncate=st.booleans())
+def test_a_damaged_archive_is_refused_with_its_name_or_read(kind, cuts, truncate, tmp_path_factory):
+    "Bytes flipped or cut anywhere in a zip or a tarball: a document, or a `ChunkingError` that names the file."
+    from ragnb.chunking import ChunkingError
+    from ragnb.readers import read_document
+    data = bytearray(_archive_bytes(kind))
+    for at, value in cuts: data[at % len(data)] = value
+    if truncate: data = data[:cuts[0][0] % len(data)]
+    f = tmp_path_factory.mktemp('damaged') / f'kb.{kind}'
+    f.write_bytes(bytes(data))
+    try: doc = read_document(f)
+    except ChunkingError as e: assert str(f) in str(e)
+    else: assert doc.kind == 'archive' and all(p.startswith(f'{f}/') for p, _ in doc.parts_skipped)
