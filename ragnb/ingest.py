@@ -30,17 +30,17 @@ from .readers import (FRONT_MATTER_READER, READERS, TARBALLS, Document, Reader, 
 
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES',
-           'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'PAGE_COPIES',
-           'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER', 'SAMPLE_SLOW', 'INDEX_BATCH',
-           'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason',
-           'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking',
-           'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'generated_reason', 'scan_path', 'listed_files',
-           'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source', 'missing_sources',
-           'member_path', 'member_role', 'archive_members', 'unpack_archive', 'archive_parts', 'part_anchors',
-           'joined_parts', 'archive_document', 'document_chunks', 'placed_after', 'metadata_json', 'chunk_sources',
-           'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
-           'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
-           'default_store_dir', 'open_for_indexing', 'open_default_store']
+           'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'SOURCE_BUILDS',
+           'PAGE_COPIES', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER', 'SAMPLE_SLOW',
+           'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files', 'KeptReason',
+           'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking',
+           'store_chunking', 'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'source_machinery',
+           'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size',
+           'changed_source', 'missing_sources', 'member_path', 'member_role', 'archive_members', 'unpack_archive',
+           'archive_parts', 'part_anchors', 'joined_parts', 'archive_document', 'document_chunks', 'placed_after',
+           'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths',
+           'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted',
+           'remove_paths', 'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -354,7 +354,12 @@ def not_text(f:Path) -> str|None:
 # %% ../nbs/03a_ingest.ipynb #f6534881
 SITE_MARKERS = {'sphinx': ('searchindex.js', '_static'), 'mkdocs': ('search/search_index.json', 'sitemap.xml'),
                 'doxygen': ('doxygen.css', 'tabs.css'), 'javadoc': ('help-doc.html', 'script.js'),
-                'rustdoc': ('static.files', 'settings.html')}
+                'rustdoc': ('static.files', 'settings.html'),
+                # sites kept as markdown sources: their navigation, configuration, theme and a build beside them
+                'mdbook': ('book.toml', 'src/SUMMARY.md'), 'gitbook': ('.gitbook.yaml', 'SUMMARY.md'),
+                'mkdocs-source': ('mkdocs.yml', 'docs'), 'docusaurus': ('docusaurus.config.js', 'docs'),
+                'docusaurus-ts': ('docusaurus.config.ts', 'docs'), 'docsify': ('index.html', '_sidebar.md'),
+                'github-wiki': ('_Sidebar.md',)}
 INDEX_PAGE = re.compile(r'genindex(-[^/]+)?\.html|[^/]*modindex\.html|search\.html')
 DOXYGEN_INDEX = re.compile(r'(annotated|classes|files|hierarchy|namespaces|modules|(functions|globals|namespacemembers)'
                            r'(_\w+)?)\.html|dir_[0-9a-f]+\.html|.+-members\.html')
@@ -396,6 +401,26 @@ def site_machinery(kind:str, # the build's generator (`site_kind`)
         if at_root and rel.suffix == '.js': return 'search index'
         if at_root and rel.name in ('settings.html', 'help.html'): return 'site pages'
         if len(rel.parts) == 2 and rel.name == 'all.html': return 'index pages'
+    return source_machinery(kind, rel)
+
+SOURCE_BUILDS = {'mdbook': 'book', 'mkdocs-source': 'site', 'docusaurus': 'build', 'docusaurus-ts': 'build',
+                 'gitbook': '_book'}        # where each writes its HTML by default: the same pages again
+
+def source_machinery(kind:str, # a site kept as markdown sources (`site_kind`: 'mdbook', 'docusaurus'...)
+                     rel:PurePosixPath) -> str|None: # a file's path under the site's root
+    "What file `rel` of a markdown site is when it is not a page: its table of contents, configuration, theme, build."
+    top, at_root, name = rel.parts[0], len(rel.parts) == 1, rel.name
+    if kind in SOURCE_BUILDS and top == SOURCE_BUILDS[kind] and not at_root: return 'build output'
+    if (kind, rel.as_posix()) in (('mdbook', 'src/SUMMARY.md'), ('gitbook', 'SUMMARY.md')): return 'table of contents'
+    if kind == 'github-wiki' and at_root and inner_path(name).stem in ('_Sidebar', '_Footer', '_Header'):
+        return 'wiki navigation'
+    if kind == 'docsify' and at_root and name in ('_sidebar.md', '_navbar.md', '_coverpage.md', 'index.html'):
+        return 'navigation'
+    if at_root and (name in ('book.toml', 'mkdocs.yml') or re.fullmatch(r'(docusaurus\.config|sidebars)\.[jt]s', name)):
+        return 'site configuration'
+    if (kind, top) in (('mdbook', 'theme'), ('mkdocs-source', 'overrides')) and not at_root: return 'theme files'
+    if kind.startswith('docusaurus') and top == 'src' and not at_root and rel.suffix not in ('.md', '.mdx'):
+        return 'theme files'
     return None
 
 def generated_reason(f:Path, p:Path, # a file listed under the path `p` given
