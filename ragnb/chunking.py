@@ -16,13 +16,14 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'OLD_OFFICE', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES',
-           'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'LATIN_SIGNS', 'CHUNK_SIZES',
-           'GRAMMARS', 'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS',
-           'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError', 'inner_path', 'not_text_kind',
-           'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes', 'decode_text', 'RecodedText',
-           'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown',
-           'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax',
-           'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+           'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS', 'MINIFIED_LINE',
+           'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION',
+           'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError', 'inner_path',
+           'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
+           'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
+           'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown',
+           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
+           'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|odp|fodp)(\.(gz|bz2|xz))?$', re.I)   # a deck's pages are slides: `plan.pptx#slide=2`
@@ -117,9 +118,21 @@ def inner_path(path:str|Path) -> Path:
     if p.suffix.lower() not in COMPRESSED_EXTS or p.stem.lower().endswith('.tar'): return p
     return p.with_name(p.stem)
 
+SCRATCH = re.compile(r'~\$.*|.+~|#.+#|.+\.(bak|orig|swp|swo|tmp|temp|crdownload|part)', re.I)  # not a version to keep
+SHORTCUTS = re.compile(r'desktop\.ini|thumbs\.db|ehthumbs\.db|.+\.(lnk|url|webloc)', re.I)
+
+def scratch_kind(path:str|Path) -> str|None:
+    """What `path` is when its name says that no one wrote it to be read: an Office owner file (`~$informe.docx`, a
+    few bytes Word keeps while a file is open), an editor's backup or temporary file, a shortcut or a folder's
+    settings (`desktop.ini`); else None. Checked before any reader, since `~$informe.docx` is no document."""
+    name = Path(path).name
+    if SCRATCH.fullmatch(name): return 'backups and temporary files'
+    return 'shortcuts and system files' if SHORTCUTS.fullmatch(name) else None
+
 def not_text_kind(path:str|Path) -> str|None:
     """What `path` is, by its name, when it is not text to read ('images', 'stylesheets', 'build files'...); else None.
     A compressed file is what the file inside is."""
+    if kind := scratch_kind(path): return kind
     p = inner_path(path)
     ext = p.suffix.lower()
     if p.name.lower() in BUILD_FILES or ext in ('.mk', '.ninja', '.cmake'): return 'build files'

@@ -17,7 +17,7 @@ from fastcore.basics import patch
 
 from .chunking import (CHUNKERS, CODE_EXTS, MINIFIED_EXTS, MINIFIED_LINE, TEXT_EXTS, BinaryFileError, Chunk,
                             ChunkingError, chunk_text, inner_path, minified_head, not_text_kind, read_file_bytes,
-                            read_text_file, sniffed_kind)
+                            read_text_file, scratch_kind, sniffed_kind)
 from .index import SourceRecord, Store, StoreMismatchError, sentence_pass, stored_sentences, text_hash
 from .sentence_file import chunk_sentence_spans
 from .hierarchy import JERARQUICO_STRATEGIES
@@ -341,6 +341,7 @@ def _document_or_report(f:Path, content:str|bytes, rep:IndexReport) -> Document|
 # %% ../nbs/03a_ingest.ipynb #e0e52485
 def not_text(f:Path) -> str|None:
     "What the listed file `f` is when it is not text to index (a kind for the binary line), by name, else by content."
+    if kind := scratch_kind(f): return kind          # before the readers: `~$informe.docx` is Word's, not a document
     if reader_for(f) is not None: return None
     if kind := not_text_kind(f): return kind
     ext = inner_path(f).suffix.lower()
