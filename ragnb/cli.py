@@ -487,7 +487,8 @@ def _print_result(res, opts, filtered:bool=False): # filtered: the ask had --fil
     "Each chunk (its citation, section and body; untrimmed bodies cut at 600 characters), then tokens and timings."
     if not res.chunks: print(NOTHING_FOUND[filtered] + '\n')
     for i, c in enumerate(res.chunks, 1):            # a score's kind: a cosine, BM25 or a fused rank (RRF)
-        print(f"#{i}  {res.info['score']} {c.score:.3f}  {c.cite}  [{c.section_title}]")
+        where = c.section_title or c.prefix.removeprefix('[Doc: ').removesuffix(']')   # no heading: the title
+        print(f"#{i}  {res.info['score']} {c.score:.3f}  {c.cite}  [{where}]")
         if c.copies: print('    the same text in: ' + ', '.join(c.copies[:3]) + (f' and {len(c.copies) - 3} more'
                                                                                  if c.copies[3:] else ''))
         body = c.body.strip()

@@ -301,6 +301,22 @@ def test_a_folder_with_nothing_readable_exits_1_and_says_why(tmp_path, capsys):
     assert main(['index', str(docs), '--store', str(tmp_path / 's'), '--quiet']) == 0    # all unchanged: fine
 
 
+@pytest.mark.usefixtures('hash_model')
+def test_ask_names_a_chunk_without_a_heading_by_its_page_title(tmp_path, capsys):
+    "A docs-as-code page with front matter and no heading: `ask` shows its title, not `[]`; a Word owner file is quiet."
+    docs = tmp_path / 'docs'
+    docs.mkdir()
+    (docs / 'copias.md').write_text('---\ntitle: Copias de seguridad\nsidebar_position: 2\n---\n\nLas copias se '
+                                    'hacen cada noche.\n', encoding='utf-8')
+    (docs / '~$informe.docx').write_bytes(b'\x05Ana  ' + bytes(150))
+    assert main(['index', str(docs), '--store', str(tmp_path / 's'), '--quiet']) == 0
+    out, err = capsys.readouterr()
+    assert 'backups and temporary files 1' in out and '~$informe.docx' not in err
+    assert main(['ask', 'copias', '--store', str(tmp_path / 's')]) == 0
+    out = capsys.readouterr().out
+    assert 'docs/copias.md:6-6  [Copias de seguridad]' in out and 'sidebar_position' not in out
+
+
 def test_an_unknown_model_fails_at_once_without_retries(tmp_path):
     "Issue 31.6: a hub name that cannot be downloaded is one line, before transformers tries (and retries)."
     (tmp_path / 'a.md').write_text('# A\n\nText.', encoding='utf-8')
