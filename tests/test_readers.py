@@ -446,3 +446,19 @@ def test_max_pages_caps_a_pdf_and_says_how_to_raise_the_cap(tmp_path):
     r = ragnb_main('index', tmp_path / 'kb', '--store', tmp_path / 's', '--quiet', '--max-pages', '10', text=True)
     assert 'long.pdf: 20 pages, over the 10-page cap; split it, or raise the cap with --max-pages' in r.stderr
     assert r.returncode == 1 and 'RAGNB_MAX_PDF_PAGES' not in os.environ      # the flag held for that run only
+
+
+_FM_LINE = st.one_of(st.sampled_from(['---', '+++', '', 'title: Guía', 'title = "Guía"', '- item', 'a: [1, 2',
+                                      'description: >', '  folded line', 'tags:', '  - ops', '# Heading', 'texto']),
+                     st.text(st.characters(blacklist_categories=('Cs',)), max_size=20))
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(_FM_LINE, max_size=14), crlf=st.booleans())
+def test_front_matter_never_moves_a_line_or_fails(lines, crlf):
+    "Whatever opens a markdown file, front matter or not, its lines keep their numbers and every field is a string."
+    from ragnb.readers import front_matter
+    text = ('\r\n' if crlf else '\n').join(lines)
+    fields, out = front_matter(text)
+    assert out.count('\n') == text.count('\n') and all(isinstance(v, str) and v for v in fields.values())
+    assert all(a == b or a == '' or i == 0 for i, (a, b) in enumerate(zip(out.split('\n'), text.split('\n'))))
