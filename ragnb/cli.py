@@ -8,7 +8,7 @@ import argparse, contextlib, json, os, shlex, shutil, sys
 from collections import Counter
 from pathlib import Path
 
-from .sentences import sentence_spans
+from .sentences import prefix_path, sentence_spans
 
 # %% auto #0
 __all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'NOTHING_FOUND', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index',
@@ -487,7 +487,7 @@ def _print_result(res, opts, filtered:bool=False): # filtered: the ask had --fil
     "Each chunk (its citation, section and body; untrimmed bodies cut at 600 characters), then tokens and timings."
     if not res.chunks: print(NOTHING_FOUND[filtered] + '\n')
     for i, c in enumerate(res.chunks, 1):            # a score's kind: a cosine, BM25 or a fused rank (RRF)
-        where = c.section_title or c.prefix.removeprefix('[Doc: ').removesuffix(']')   # no heading: the title
+        where = c.section_title or prefix_path(c.prefix)                   # no heading: the title
         print(f"#{i}  {res.info['score']} {c.score:.3f}  {c.cite}  [{where}]")
         if c.copies: print('    the same text in: ' + ', '.join(c.copies[:3]) + (f' and {len(c.copies) - 3} more'
                                                                                  if c.copies[3:] else ''))

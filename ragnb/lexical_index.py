@@ -17,7 +17,7 @@ from .chunking import Chunk
 from .filters import FilterIndex
 from .lexical import (bm25_idf, bm25_scores, detect_language, fold, informative_terms, lexical_terms,
                            match_expression, query_terms)
-from .sentences import split_chunk_prefix
+from .sentences import prefix_path, split_chunk_prefix
 from .storage import StoreError
 
 # %% auto #0
@@ -30,8 +30,7 @@ def _lexical_row(i:int, text:str, mode:str) -> tuple[int, str, str]:
     "The lexical index row of the chunk with id `i`, `text` and `mode`: (id, terms, language); code is English."
     pre, body = split_chunk_prefix(text)
     lang = 'en' if mode == 'codigo' else detect_language(body)
-    title = pre[len('[Doc: '):-1] if pre.startswith('[Doc: ') else pre      # the title and section count, not 'Doc'
-    return i, ' '.join(lexical_terms(f'{title}\n{body}', lang)), lang
+    return i, ' '.join(lexical_terms(f'{prefix_path(pre)}\n{body}', lang)), lang   # the title and sections, not 'Doc'
 _LEXICAL_DDL = ("create virtual table if not exists lexical using fts5(terms, lang unindexed, tokenize='unicode61')",)
 
 # %% ../nbs/02g_lexical_index.ipynb #7cd2369a

@@ -93,11 +93,15 @@ def front_matter(text:str) -> tuple[dict, str]:
     """The front matter of a markdown file's `text` (YAML between `---` lines, TOML between `+++`): its string fields,
     and the text with the block's lines blank but the first, which keeps the `description` or `summary`, if any.
     `({}, text)` without front matter."""
-    m = _FRONT.match(text)
-    if not m or not _FRONT_KEY.match(m.group(2)): return {}, text
+    if not (m := _front_block(text)): return {}, text
     fields = _front_fields(m.group(2), toml=m.group(1) == '+++')
     keep = fields.get('description') or fields.get('summary') or ''
     return fields, keep + '\n' * m.group(0).count('\n') + text[m.end():]
+
+def _front_block(text:str) -> re.Match|None:
+    "The front matter block that opens `text`, if any: `---` or `+++` lines around lines that start with a key."
+    m = _FRONT.match(text)
+    return m if m and _FRONT_KEY.match(m.group(2)) else None
 
 def _front_fields(block:str, toml:bool) -> dict:
     "The top-level fields of a front matter block whose values are plain strings or numbers; {} when it is not valid."
@@ -115,15 +119,15 @@ def text_document(path:str|Path, # the file, by which its kind is known
     """A text file as a `Document`: as it is, or, for markdown with front matter (`front_matter`), read by
     `FRONT_MATTER_READER`, titled by its `title` and without the rest of its block."""
     recoded, kind = isinstance(text, RecodedText), file_kind(path)
-    if inner_path(path).suffix.lower() in FRONT_MATTER_EXTS:
-        fields, body = front_matter(text)
-        if body is not text:
-            return Document(body, kind, reader=FRONT_MATTER_READER, title=fields.get('title'), recoded=recoded)
-    return Document(text, kind, recoded=recoded)
+    if not text_reader(path, text): return Document(text, kind, recoded=recoded)
+    fields, body = front_matter(text)
+    return Document(body, kind, reader=FRONT_MATTER_READER, title=fields.get('title'), recoded=recoded)
 
 def text_reader(path:str|Path, text:str) -> str:
-    "The reader's name that `text_document` gives the text file `path` ('' when it is read as it is)."
-    return text_document(path, text).reader
+    """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
+    parsing its front matter: a file's version is asked for on every run, changed or not."""
+    has = inner_path(path).suffix.lower() in FRONT_MATTER_EXTS and _front_block(text) is not None
+    return FRONT_MATTER_READER if has else ''
 
 # %% ../nbs/01a_readers.ipynb #f9bf8da4
 def read_document(path:str|Path, # the file

@@ -8,8 +8,8 @@ import re
 
 # %% auto #0
 __all__ = ['ABBREVIATIONS', 'SENTENCE_STARTERS', 'FENCE_OPEN', 'ATX_HEADING', 'ATX_HEADING_COL0', 'MAX_HEADING_CHARS',
-           'add_abbreviations', 'fence_closer', 'fence_end', 'split_chunk_prefix', 'sentence_spans', 'split_sentences',
-           'sentence_kind']
+           'add_abbreviations', 'fence_closer', 'fence_end', 'split_chunk_prefix', 'prefix_path', 'sentence_spans',
+           'split_sentences', 'sentence_kind']
 
 # %% ../nbs/00_sentences.ipynb #70bcfcff
 ABBREVIATIONS = {
@@ -218,6 +218,11 @@ def split_chunk_prefix(content:str, # chunk text, maybe starting with a `[Doc: .
     m = _PREFIX.match(content)
     if not m: return '', content
     return content[:m.end()].rstrip('\n'), content[m.end():]
+
+# %% ../nbs/00_sentences.ipynb #c258658f
+def prefix_path(prefix:str) -> str: # a chunk's `[Doc: ...]` line (`split_chunk_prefix`)
+    "What a `[Doc: ...]` line names, the title and sections (`Guía > Rollback`); the line as it is when it is not one."
+    return prefix[len('[Doc: '):-1] if prefix.startswith('[Doc: ') else prefix
 
 # %% ../nbs/00_sentences.ipynb #147d3c44
 def _item_units(text, s, e, out):
