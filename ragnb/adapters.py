@@ -9,10 +9,10 @@ import functools
 from .chunking import Chunk
 from .index import Store
 from .retrieve import resolve_trim_threshold
-from .trim import DEFAULT_TRIM_POLICY, TrimmedChunk, default_trim_threshold, trim_chunks_by_sentence
+from .trim import DEFAULT_TRIM_POLICY, TrimmedChunk, as_chunk, default_trim_threshold, trim_chunks_by_sentence
 
 # %% auto #0
-__all__ = ['chunk_metadata', 'chunk_from_framework', 'default_trim_embedder', 'trim_texts']
+__all__ = ['chunk_metadata', 'chunk_from_framework', 'default_trim_embedder', 'trim_texts', 'trimmed_metadata']
 
 # %% ../nbs/10_adapters.ipynb #76ac7d26
 _LOCATION = ('start_line', 'end_line', 'page_start', 'page_end', 'anchor')
@@ -68,6 +68,22 @@ def trim_texts(query:str, # the question
     emb = embedder if embedder is not None else store.embedder if store is not None else default_trim_embedder()
     if store is not None: t = resolve_trim_threshold(store, threshold, window, policy)
     else: t = default_trim_threshold(emb.name, window, policy) if threshold == 'auto' else float(threshold)
-    out = trim_chunks_by_sentence(emb.embed_query(query), chunks, store=store, embedder=emb, threshold=t,
-                                  window=window, min_sentences=min_sentences, policy=policy, query=query)
+    out = trim_chunks_by_sentence(emb.embed_query(query), _placed(chunks, store), store=store, embedder=emb,
+                                  threshold=t, window=window, min_sentences=min_sentences, policy=policy, query=query)
     return _aligned(chunks, out)
+
+_PLACE = ('start_line', 'end_line', 'page_start', 'page_end', 'anchor', 'display_path', 'line_runs', 'marks')
+
+def _placed(chunks:list[Chunk], store:Store|None) -> list[Chunk]:
+    "Chunks of `store` whose text is as stored get the stored chunk's place, so that a trim cites what it kept."
+    ids = [int(c.id) for c in chunks if c.id is not None]
+    stored = {c.id: c for c in store.get_chunks(ids)} if store is not None and ids else {}
+    return [as_chunk(c, **{k: getattr(s, k) for k in _PLACE}) if (s := stored.get(c.id)) and s.text == c.text else c
+            for c in chunks]
+
+def trimmed_metadata(t:TrimmedChunk) -> dict:
+    """What a framework's metadata gets from the trim of its text: the tokens before and after, and, for a chunk of
+    the store, the citation and place of the sentences kept (`Chunk.place`)."""
+    meta = dict(tokens_before=t.tokens_before, tokens_after=t.tokens_after)
+    if t.line_runs: meta.update(cite=t.cite, **{k: getattr(t, k) for k in _LOCATION if getattr(t, k) is not None})
+    return meta

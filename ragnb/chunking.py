@@ -50,6 +50,8 @@ class Chunk:
     page_end: int|None = None
     tree: tuple|None = None         # `documental_jerarquico` leaves: (section, block, position) in the document
     copies: tuple = ()              # set by retrieval: the citations of lower-ranked chunks with this same text
+    line_runs: tuple|None = None    # the body's lines in the source: (body line, source line) where the count jumps
+    marks: tuple = ()               # converted documents: (line, anchor, first page, last page) where they change
 
     @property
     def prefix(self) -> str: return split_chunk_prefix(self.text)[0]
@@ -66,7 +68,25 @@ class Chunk:
         if self.anchor: return f'{path}#{self.anchor}'
         return f'{path}:{self.lines}'
 
+    def place(self, start:int, end:int) -> dict:
+        """The lines, anchor and pages of the body's characters `start:end`, for a citation of part of the chunk (a
+        trimmed one); {} when the chunk does not know where its lines come from (stores indexed before `line_runs`)."""
+        if not self.line_runs: return {}
+        body = self.body
+        first, last = body.count('\n', 0, start), body.count('\n', 0, max(start, end - 1))
+        a, b = (_source_line(self.line_runs, i) for i in (first, last))
+        out = dict(start_line=a, end_line=b)
+        if self.marks:
+            at = lambda line: next((m for m in reversed(self.marks) if m[0] <= line), self.marks[0])
+            out.update(anchor=at(a)[1], page_start=at(a)[2], page_end=at(b)[3])
+        return out
+
     def to_dict(self) -> dict: return asdict(self)
+
+def _source_line(runs:tuple, i:int) -> int:
+    "The source line of body line `i`, by `Chunk.line_runs`."
+    b, s = runs[max(bisect.bisect_right(runs, (i, float('inf'))) - 1, 0)]
+    return s + i - b
 
 # %% ../nbs/01_chunking.ipynb #c1191eec
 class ChunkingError(ValueError):
@@ -287,6 +307,14 @@ class _Lines:
         self.map = line_map
     def line(self, off): return self.map[min(bisect.bisect_right(self.starts, off) - 1, len(self.map) - 1)]
     def span(self, s, e): return self.line(s), self.line(max(s, e - 1))
+    def runs(self, s, e) -> tuple:
+        "`Chunk.line_runs` of the text's characters `s:e`: (line of the piece, source line) where the count jumps."
+        i0 = bisect.bisect_right(self.starts, s) - 1
+        out = []
+        for i in range(i0, bisect.bisect_right(self.starts, max(s, e - 1))):
+            src = self.map[min(i, len(self.map) - 1)]
+            if not out or src != out[-1][1] + i - i0 - out[-1][0]: out.append((i - i0, src))
+        return tuple(out)
 
 # %% ../nbs/01_chunking.ipynb #dacecd46
 @dataclass
@@ -517,7 +545,7 @@ def _chunk_documental(text:str, name:str, dedupe_title:bool, *, source:str|None=
                 o = _overlap_start(norm, bl, prev_end, min(overlap, max_chars - (e - prev_end), prev_end - prev_start))
                 if o is not None and o < s: ov, s = prev_end - o, o
             chunks.append(Chunk(f'{prefix}\n{norm[s:e]}', source, 'documental', path, *lines.span(s, e), s, e,
-                                version, dict(metadata or {}), overlap=ov))
+                                version, dict(metadata or {}), overlap=ov, line_runs=lines.runs(s, e)))
             prev_start, prev_end = s, e
     return chunks
 
@@ -1030,7 +1058,7 @@ def chunk_code(text:str, # source code
         pre = f"[Doc: {name}{' > ' + title if title else ''}{' | ' + extra if extra else ''}]"
         for cs, ce in ([(s, e)] if e - s <= max_chars else _cut_by_length(norm, s, e, max_chars)):
             chunks.append(Chunk(f'{pre}\n{norm[cs:ce]}', source, 'codigo', title, *offs.span(cs, ce), cs, ce,
-                                version, dict(metadata or {})))
+                                version, dict(metadata or {}), line_runs=offs.runs(cs, ce)))
     for g in _group_units(_merge_bare(_fill_gaps(units, len(lines)), lines), lines, size, target):
         title = f'{g.kind} {g.name}'.strip() if g.kind else ''
         pieces = _unit_pieces(g, lines, size, target, max_chars)

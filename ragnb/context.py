@@ -10,7 +10,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .chunking import Chunk
-from .hierarchy import joined_body
+from .hierarchy import joined_body, joined_place
 from .sentences import sentence_kind, split_chunk_prefix, split_sentences
 from .tree import TreeNode
 from .trim import TOKENS_PER_WORD, TrimmedChunk, estimate_tokens, trim_chunks_by_sentence
@@ -210,7 +210,8 @@ def _piece(self:TreeContext, sec:Section, run:list[int], score, summary:str='') 
     body = f'{summary}\n{joined_body(leaves)}' if summary else joined_body(leaves)
     text = f'{first.prefix}\n{body}' if first.prefix else body
     return replace(first, text=text, end_line=last.end_line, end_char=last.end_char, score=score,
-                   page_start=min(pages) if pages else None, page_end=max(pages) if pages else None), what
+                   page_start=min(pages) if pages else None, page_end=max(pages) if pages else None,
+                   **joined_place(leaves, summary.count('\n') + 1 if summary else 0)), what
 
 @patch
 def pieces(self:TreeContext, scores:dict) -> tuple[list[Chunk], list[dict]]:

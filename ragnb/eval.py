@@ -14,7 +14,7 @@ from .chunking import Chunk
 from .index import Store
 from .trim import (DEFAULT_TRIM_POLICY, TARGET_RETENTION, TRIM_POLICIES, TrimmedChunk, calibration_key,
                         check_trim_options, check_trim_policy, estimate_tokens, store_trim_defaults,
-                        trim_chunks_by_sentence)
+                        trim_chunks_by_sentence, untrimmed)
 from .retrieve import retrieve, RetrieveOpts, RetrievalResult, resolve_trim_threshold
 
 log = logging.getLogger(__name__)
@@ -427,7 +427,8 @@ def render_html(res:RetrievalResult) -> str:
         parts.append(f'<div>HyDE: {html.escape(h["hyde"])}{why}</div>')
     for i, c in enumerate(res.chunks, 1):
         tok = f' · {c.tokens_before} → {c.tokens_after} tokens' if isinstance(c, TrimmedChunk) else ''
-        where = html.escape(c.cite)
+        whole = untrimmed(c).cite                     # a trimmed chunk cites what it kept, in the chunk shown whole
+        where = html.escape(c.cite) + (f'</code> of <code>{html.escape(whole)}' if whole != c.cite else '')
         parts.append(f'<div style="margin-top:.8em"><b>#{i}</b> {c.score:.3f} · <code>{where}</code>'
                      f' · {html.escape(c.section_title or "")}{tok}</div>{_chunk_html(c)}')
     return '\n'.join(parts)

@@ -13,7 +13,7 @@ from .sentences import ATX_HEADING, ATX_HEADING_COL0, split_chunk_prefix
 
 # %% auto #0
 __all__ = ['JERARQUICO', 'LEAF_SIZES', 'JERARQUICO_STRATEGIES', 'LeafSizes', 'leaf_spans', 'chunk_jerarquico', 'outline',
-           'joined_body']
+           'joined_body', 'joined_place']
 
 # %% ../nbs/01b_hierarchy.ipynb #a1b2c307
 JERARQUICO = 'documental_jerarquico-v1'
@@ -66,7 +66,8 @@ def chunk_jerarquico(text:str, # markdown, reStructuredText, AsciiDoc or plain t
         for s, e in _pieces(norm, bl, target, max_chars):
             for ls, le in leaf_spans(norm, bl, s, e, leaves):
                 out.append(Chunk(f'{prefix}\n{norm[ls:le]}', source, 'documental', path, *lines.span(ls, le), ls, le,
-                                 version, dict(metadata or {}), tree=(section_no, block_no, position)))
+                                 version, dict(metadata or {}), tree=(section_no, block_no, position),
+                                 line_runs=lines.runs(ls, le)))
                 position += 1
             block_no += 1
     return out
@@ -95,6 +96,19 @@ def joined_body(leaves:list[Chunk]) -> str:
         if prev is not None: out.append({0: ' ', 1: '\n'}.get(c.start_line - prev.end_line, '\n\n'))
         out.append(split_chunk_prefix(c.text)[1])
     return ''.join(out)
+
+def joined_place(leaves:list[Chunk], # consecutive leaves, as `joined_body` joins them
+                 lead:int=0, # lines before the joined body (a section's summary line), cited at the first leaf
+                ) -> dict:
+    "`line_runs` and `marks` of the leaves joined, so a part of them cites its own lines; none if a leaf lacks them."
+    if not leaves or any(not c.line_runs for c in leaves): return dict(line_runs=None, marks=())
+    runs, at = [(0, leaves[0].start_line)] if lead else [], lead
+    for prev, c in zip([None, *leaves], leaves):
+        if prev is not None: at += {0: 0, 1: 1}.get(c.start_line - prev.end_line, 2)
+        for b, s in c.line_runs:
+            if not runs or s != runs[-1][1] + at + b - runs[-1][0]: runs.append((at + b, s))
+        at += c.body.count('\n')
+    return dict(line_runs=tuple(runs), marks=tuple(m for c in leaves for m in c.marks))
 
 # %% ../nbs/01b_hierarchy.ipynb #a1b2c324
 register_chunker(Chunker(JERARQUICO, 'documental', chunk_jerarquico, f'-l{LEAF_SIZES.target}'))

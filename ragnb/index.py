@@ -497,9 +497,14 @@ def _row_crc(row:tuple, display:str|None=None, location:str|None=None) -> int:
 
 # %% ../nbs/03_index.ipynb #7c1e5a20
 def _location_json(c:Chunk) -> str|None:
-    "Where in a converted document the chunk is (HTML anchor, PDF pages), as the `location` column keeps it."
-    loc = {k: getattr(c, k) for k in ('anchor', 'page_start', 'page_end') if getattr(c, k) is not None}
+    "Where the chunk is (anchor, pages, its lines' runs and marks: `Chunk.place`), as the `location` column keeps it."
+    loc = {k: v for k in ('anchor', 'page_start', 'page_end', 'line_runs', 'marks')
+           if (v := getattr(c, k)) is not None and v != ()}
     return json.dumps(loc, ensure_ascii=False, sort_keys=True) if loc else None
+
+def _location(loc:dict) -> dict:
+    "The `location` column's JSON as `Chunk` fields (`line_runs` and `marks` back to tuples)."
+    return loc | {k: tuple(map(tuple, loc[k])) for k in ('line_runs', 'marks') if k in loc}
 
 # %% ../nbs/03_index.ipynb #f192a3bc
 def _chunk_row(i:int, c:Chunk) -> tuple:
@@ -766,7 +771,7 @@ def get_chunks(self:Store, ids:list[int], scores:list[float]|None=None) -> list[
         node = nodes.get(cid)
         out.append(Chunk(text, source, mode, section, sl, el, sc, ec, ver, metadata, overlap=overlap or 0,
                          id=str(cid), score=None if scores is None else float(scores[j]), display_path=display,
-                         tree=node and (node.section, node.block, node.position), **loc))
+                         tree=node and (node.section, node.block, node.position), **_location(loc)))
     return out
 
 # %% ../nbs/03_index.ipynb #fccc0846

@@ -708,6 +708,7 @@ def placed_after(cs:list[Chunk], # the chunks of one file of an archive, moved i
     chars, sec, blk = free
     for c in cs:
         c.source, c.start_line, c.end_line = source, c.start_line + lines, c.end_line + lines
+        if c.line_runs: c.line_runs = tuple((b, s + lines) for b, s in c.line_runs)
         c.start_char, c.end_char = c.start_char + chars, c.end_char + chars
         if c.tree: c.tree = (c.tree[0] + sec, c.tree[1] + blk, c.tree[2])
     trees = [c.tree for c in cs if c.tree]

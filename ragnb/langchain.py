@@ -11,7 +11,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from .adapters import chunk_from_framework, chunk_metadata, trim_texts
+from .adapters import chunk_from_framework, chunk_metadata, trim_texts, trimmed_metadata
 from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
@@ -56,6 +56,5 @@ class SentenceTrimCompressor(BaseDocumentCompressor):
         chunks = [chunk_from_framework(d.page_content, d.metadata, self.store) for d in documents]
         trimmed = trim_texts(query, chunks, store=self.store, embedder=self.embedder, threshold=self.threshold,
                              window=self.window, min_sentences=self.min_sentences, policy=self.policy)
-        return [Document(page_content=t.text, id=d.id, metadata=dict(d.metadata, tokens_before=t.tokens_before,
-                                                                     tokens_after=t.tokens_after))
+        return [Document(page_content=t.text, id=d.id, metadata=dict(d.metadata) | trimmed_metadata(t))
                 for d, t in zip(documents, trimmed) if t is not None]

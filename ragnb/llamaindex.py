@@ -11,7 +11,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from .adapters import chunk_from_framework, chunk_metadata, trim_texts
+from .adapters import chunk_from_framework, chunk_metadata, trim_texts, trimmed_metadata
 from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
@@ -47,7 +47,7 @@ def _trimmed_node(n:NodeWithScore, t) -> NodeWithScore:
     "A copy of node `n` holding the trimmed text `t.text`, with the tokens before and after in its metadata."
     node = n.node.model_copy(deep=True)
     node.set_content(t.text)
-    node.metadata.update(tokens_before=t.tokens_before, tokens_after=t.tokens_after)
+    node.metadata.update(trimmed_metadata(t))
     return NodeWithScore(node=node, score=n.score)
 
 # %% ../nbs/11_llamaindex.ipynb #620f9ebb

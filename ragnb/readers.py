@@ -149,14 +149,19 @@ def read_document(path:str|Path, # the file
 
 # %% ../nbs/01a_readers.ipynb #57a61339
 def locate_chunks(chunks:list[Chunk], doc:Document) -> list[Chunk]:
-    "Give each chunk of `doc` its anchor or its pages (in place, and returned), from its lines."
+    """Give each chunk of `doc` its anchor or its pages (in place, and returned), from its lines, and its `marks`:
+    where they change inside it, so that a part of it (a trimmed chunk) cites its own section and page."""
+    if not doc.anchors and not doc.pages: return chunks
     lines = [ln for ln, _ in doc.anchors]
+    def mark(line):
+        i = bisect.bisect_right(lines, line)
+        pages = doc.pages[min(line, len(doc.pages)) - 1] if doc.pages else (None, None)
+        return (line, doc.anchors[i - 1][1] if i else None, *pages)
     for c in chunks:
-        i = bisect.bisect_right(lines, c.start_line)
-        if i: c.anchor = doc.anchors[i - 1][1]
-        if doc.pages:
-            c.page_start = doc.pages[min(c.start_line, len(doc.pages)) - 1][0]
-            c.page_end = doc.pages[min(c.end_line, len(doc.pages)) - 1][1]
+        marks = [mark(c.start_line)]
+        for line in range(c.start_line + 1, c.end_line + 1):
+            if (m := mark(line))[1:] != marks[-1][1:]: marks.append(m)
+        c.anchor, c.page_start, c.page_end, c.marks = marks[0][1], marks[0][2], marks[-1][3], tuple(marks)
     return chunks
 
 # %% ../nbs/01a_readers.ipynb #8735cc9b
@@ -1316,13 +1321,14 @@ def _sheet_value(v) -> str:
 
 def sheet_blocks(sheet:str, # the sheet's name: its heading, and the start of each table's anchor
                  rows:Iterable[tuple[int, list[str]]], # `(row number, cell texts)`, in order
-                 max_chars:int=SHEET_TABLE_CHARS) -> list[tuple[str, str, str|None]]:
-    """`(kind, markdown, anchor)` of one sheet: its name as a heading, then its rows as markdown tables of about
-    `max_chars`, each under the sheet's first row (its header), so that every chunk knows what its columns are; each
-    table's anchor is its first row (`Hoja1!A21`). Empty rows and trailing empty columns are left out."""
-    out, header, group, size, first = [('h', f'# {sheet}', sheet)], None, [], 0, 0
+                 max_chars:int=SHEET_TABLE_CHARS) -> list[tuple[str, str, str|None, tuple]]:
+    """`(kind, markdown, anchor, row numbers)` of one sheet: its name as a heading, then its rows as markdown tables
+    of about `max_chars`, each under the sheet's first row (its header), so that every chunk knows what its columns
+    are; each table's anchor is its first row (`Hoja1!A21`), and the numbers of its rows follow, one a line after the
+    header's two. Empty rows and trailing empty columns are left out."""
+    out, header, group, size, nums = [('h', f'# {sheet}', sheet, ())], None, [], 0, []
     def flush():
-        if group: out.append(('table', _markdown_table([header] + group), f'{sheet}!A{first}'))
+        if group: out.append(('table', _markdown_table([header] + group), f'{sheet}!A{nums[0]}', tuple(nums)))
     for n, cells in rows:
         while cells and not cells[-1]: cells = cells[:-1]
         if not cells: continue
@@ -1332,21 +1338,23 @@ def sheet_blocks(sheet:str, # the sheet's name: its heading, and the start of ea
             continue
         if group and base + size + line > max_chars:
             flush()
-            group, size = [], 0
-        if not group: first = n
+            group, size, nums = [], 0, []
         group.append(cells)
+        nums.append(n)
         size += line
-    if header is not None and not group: out.append(('table', _markdown_table([header]), f'{sheet}!A1'))
+    if header is not None and not group: out.append(('table', _markdown_table([header]), f'{sheet}!A1', ()))
     flush()
     return out if len(out) > 1 else []
 
 def sheets_document(sheets:Iterable[tuple[str, Iterable]], kind:str, name:str, title:str|None=None) -> Document:
-    "A workbook's sheets (`(name, rows)` as `sheet_blocks` takes them) as one document, anchored by sheet and row."
+    """A workbook's sheets (`(name, rows)` as `sheet_blocks` takes them) as one document, anchored by sheet, table
+    and row: a chunk cites its first row, and a trimmed one the first row it kept."""
     lines, anchors = [], []
     for sheet, rows in sheets:
-        for _, md, anchor in sheet_blocks(sheet, rows):
+        for _, md, anchor, nums in sheet_blocks(sheet, rows):
             if lines: lines.append('')
             anchors.append((len(lines) + 1, anchor))
+            anchors += [(len(lines) + 3 + i, f'{sheet}!A{n}') for i, n in enumerate(nums) if i]   # the first: `anchor`
             lines += md.split('\n')
     if not lines: raise ChunkingError(f'{name}: no cells with text in any sheet; nothing to index')
     return Document('\n'.join(lines) + '\n', kind, title=title, anchors=anchors)

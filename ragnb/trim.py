@@ -23,7 +23,7 @@ __all__ = ['TOKENS_PER_WORD', 'DEFAULT_TRIM_THRESHOLD', 'TRIM_POLICIES', 'DEFAUL
            'check_trim_options', 'parse_threshold', 'check_trim_policy', 'check_trim_budget', 'TrimDefaults',
            'trim_defaults', 'store_trim_defaults', 'default_trim_threshold', 'calibration_key', 'trim_threshold_grid',
            'select_sentences', 'structure_links', 'with_links', 'headless_rows', 'table_header', 'lexical_overlap',
-           'join_kept', 'TrimmedChunk', 'as_chunk', 'trim_chunks_by_sentence', 'trim_agreement']
+           'join_kept', 'TrimmedChunk', 'as_chunk', 'untrimmed', 'trim_chunks_by_sentence', 'trim_agreement']
 
 # %% ../nbs/04_trim.ipynb #abc94652
 TOKENS_PER_WORD = 1.3   # the one token estimate: whitespace words × this (every budget and count uses it)
@@ -289,9 +289,11 @@ def as_chunk(c:Chunk, **changes) -> Chunk:
     return Chunk(**_chunk_fields(c) | changes)
 
 # %% ../nbs/04_trim.ipynb #7d57565a
-def _untrimmed(c):
-    "Trimming an already trimmed chunk starts again from its original text."
-    return as_chunk(c, text=c.original_text) if isinstance(c, TrimmedChunk) else c
+def untrimmed(c:Chunk) -> Chunk:
+    "The whole chunk a trimmed one was cut from: its original text and its place (`Chunk.place`); others as they are."
+    if not isinstance(c, TrimmedChunk): return c
+    whole = as_chunk(c, text=c.original_text)
+    return as_chunk(whole, **whole.place(0, len(whole.body)))
 
 # %% ../nbs/04_trim.ipynb #1e283fb8
 def _check_dim(q, dim, who):
@@ -452,9 +454,15 @@ def _only_rows(c:Chunk) -> bool:
     sents = [c.text[a:b] for a, b in chunk_sentence_spans(c)]
     return headless_rows(sents) == len(sents)
 
+def _kept_place(p:_Plan) -> dict:
+    "Lines, anchor and pages of the kept sentences, first to last (`Chunk.place`); {} for a chunk kept whole."
+    if p.same or not p.kept: return {}
+    off = len(p.chunk.text) - len(p.chunk.body)
+    return p.chunk.place(min(p.spans[i][0] for i in p.kept) - off, max(p.spans[i][1] for i in p.kept) - off)
+
 def _trimmed(p:_Plan) -> TrimmedChunk:
     text = _render(p)
-    return TrimmedChunk(**_chunk_fields(p.chunk) | dict(text=text), original_text=p.chunk.text,
+    return TrimmedChunk(**_chunk_fields(p.chunk) | dict(text=text) | _kept_place(p), original_text=p.chunk.text,
                         sentence_spans=list(p.spans), sentence_scores=[] if p.same else p.scores.tolist(),
                         kept=p.kept, kept_spans=[p.spans[i] for i in p.kept],
                         tokens_before=estimate_tokens([p.chunk.text]), tokens_after=estimate_tokens([text]))
@@ -482,7 +490,7 @@ def trim_chunks_by_sentence(query_vec:np.ndarray, # the query's unit vector
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     if store is not None: _check_dim(q, store.manifest['dim'], f"the store's model ({store.manifest['model']})")
     if embedder is not None: _check_dim(q, embedder.dim, f'the embedder ({embedder.name})')
-    plans = _plans(q, [_untrimmed(c) for c in chunks], embedder, store)
+    plans = _plans(q, [untrimmed(c) for c in chunks], embedder, store)
     d = store_trim_defaults(store) if store is not None else trim_defaults(getattr(embedder, 'name', None))
     w = d.lexical_weight if lexical_weight is None else lexical_weight
     step = d.rank_step if rank_step is None else rank_step

@@ -189,3 +189,28 @@ def test_ten_megabyte_single_line():
     chunks = chunk_markdown(line)
     assert all(len(c.body) <= 2200 for c in chunks)
     assert ''.join(c.body[c.overlap:] for c in chunks).replace(' ', '') == line.replace(' ', '')
+
+
+spaced = st.lists(st.tuples(block, st.integers(2, 6)), min_size=1, max_size=12).map(   # blank-line runs of any length
+    lambda bs: ''.join(b + '\n' * k for b, k in bs))
+
+
+@settings(**SETTINGS)
+@given(spaced, st.sampled_from(['documental-v2', 'documental_jerarquico-v1']), st.data())
+def test_each_body_line_cites_its_source_line(doc, chunker, data):
+    "`Chunk.line_runs` put each line of a chunk's body on the source line it was read from; `place` cites any part."
+    import ragnb.hierarchy  # noqa: F401  (registers the tree's chunker)
+    from ragnb.chunking import chunk_text
+    src = doc.split('\n')
+    for c in chunk_text(doc, 'doc.md', strategies={'documental': chunker}):
+        body = c.body.split('\n')
+        for i, line in enumerate(body):
+            at = c.place(sum(len(x) + 1 for x in body[:i]), sum(len(x) + 1 for x in body[:i]) + len(line))
+            got = src[at['start_line'] - 1]
+            edge = i in (0, len(body) - 1)             # a chunk may start or end inside a long line
+            assert (line in got if edge else got == line or not line.strip() and not got.strip()), (i, line)
+        assert c.place(0, len(c.body)) == dict(start_line=c.start_line, end_line=c.end_line)
+        a = data.draw(st.integers(0, len(c.body)))
+        b = data.draw(st.integers(a, len(c.body)))
+        part = c.place(a, b)
+        assert c.start_line <= part['start_line'] <= part['end_line'] <= c.end_line

@@ -337,14 +337,17 @@ def test_a_new_reader_version_reindexes_only_its_files(tmp_path, monkeypatch):
         assert {x.chunker_version.split('+')[0] for x in c if x.source.endswith('.html')} == {old.name + '-next'}
 
 
-def test_locations_survive_the_store_and_older_stores_upgrade(tmp_path):
+def test_locations_survive_the_store_and_older_stores_upgrade(tmp_path, monkeypatch):
     "A store from before locations (no column) reads as before; its next writer adds the column, then PDFs cite pages."
+    from ragnb import chunking
     old, kb = tmp_path / 'old', tmp_path / 'kb'
     old.mkdir()
     kb.mkdir()
     (old / 'a.md').write_text('# Copias\n\nLas copias se hacen cada noche.')
     emb = HashEmbedder()
-    with Store.open(tmp_path / 's', embedder=emb, sentence_vectors=False) as s: index_paths(s, [old])
+    with monkeypatch.context() as m:                    # a writer from before chunks knew their lines' runs
+        m.setattr(chunking._Lines, 'runs', lambda *_: None)
+        with Store.open(tmp_path / 's', embedder=emb, sentence_vectors=False) as s: index_paths(s, [old])
     with sqlite3.connect(tmp_path / 's' / 'chunks.sqlite') as db:     # a store from before locations and user_version
         db.executescript('alter table chunks drop column location; pragma user_version = 0')
     with Store.open(tmp_path / 's', embedder=emb, readonly=True) as r:
@@ -462,3 +465,39 @@ def test_front_matter_never_moves_a_line_or_fails(lines, crlf):
     fields, out = front_matter(text)
     assert out.count('\n') == text.count('\n') and all(isinstance(v, str) and v for v in fields.values())
     assert all(a == b or a == '' or i == 0 for i, (a, b) in enumerate(zip(out.split('\n'), text.split('\n'))))
+
+
+def test_a_trimmed_chunk_cites_the_page_and_section_it_kept(tmp_path):
+    "A chunk trimmed to its second PDF page, its second HTML section or one row of a sheet cites that place."
+    from ragnb.retrieve import RetrieveOpts, retrieve
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    from fpdf import FPDF
+    pdf, answer = FPDF(), 'Para restaurar la copia de la base de datos ejecute faro restore con la opción last.'
+    for text in ('Las copias de la base de datos se hacen cada noche en el servidor de respaldo.', answer):
+        pdf.add_page()                                       # one section, one small chunk, two pages
+        if text != answer:
+            pdf.set_font('helvetica', 'B', 16)
+            pdf.multi_cell(0, 9, 'Copias', new_x='LMARGIN', new_y='NEXT')
+        pdf.set_font('helvetica', size=11)
+        pdf.multi_cell(0, 5, text, new_x='LMARGIN', new_y='NEXT')
+    (kb / 'ops.pdf').write_bytes(bytes(pdf.output()))
+    (kb / 'g.html').write_text('<h1 id="guia">Guía</h1><p>El servicio arranca solo al encender la máquina.</p>'
+                               '<h2 id="restaurar">Restaurar</h2><p>Para volver atrás ejecute faro rollback.</p>')
+    import openpyxl
+    wb = openpyxl.Workbook()
+    wb.active.title = 'Red'
+    for n in range(1, 12): wb.active.append(('equipo', 'ip') if n == 1 else (f'srv-{n:02}', f'10.0.0.{n}'))
+    wb.save(kb / 'red.xlsx')
+    emb = HashEmbedder()
+    with Store.open(tmp_path / 's', embedder=emb) as w: index_paths(w, [kb])
+    opts = RetrieveOpts(trim=True, trim_policy='fixed', trim_threshold=0.99)   # the query's own sentence alone
+    with Store.open(tmp_path / 's', embedder=emb, readonly=True) as r:
+        for question, whole, kept in [(answer, 'kb/ops.pdf#page=1', 'kb/ops.pdf#page=2'),
+                                      ('Para volver atrás ejecute faro rollback.', 'kb/g.html#guia',
+                                       'kb/g.html#restaurar'),
+                                      ('| srv-08 | 10.0.0.8 |', 'kb/red.xlsx#Red', 'kb/red.xlsx#Red!A8')]:
+            full = [c for c in retrieve(r, question, 5).chunks if question in c.text]
+            cut = [c for c in retrieve(r, question, 5, opts).chunks if question in c.text]
+            assert [c.cite for c in full] == [whole] and [c.cite for c in cut] == [kept], (full, cut)
+            assert full[0].start_line < cut[0].start_line == cut[0].end_line <= full[0].end_line

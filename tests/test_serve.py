@@ -359,7 +359,8 @@ def _board_slots(workers, wait_s=60):
 
 
 def _held_slots(workers):
-    env = dict(x.split('=', 1) for x in Path(f'/proc/{workers[0]}/environ').read_bytes().decode().split('\0') if '=' in x)
+    pairs = Path(f'/proc/{workers[0]}/environ').read_bytes().decode().split('\0')
+    env = dict(x.split('=', 1) for x in pairs if '=' in x)
     board = json.loads(env['RAGNB_SERVE_WORKER'])['board']
     inode, held = os.stat(board).st_ino, {}
     for f in map(str.split, Path('/proc/locks').read_text().splitlines()):
