@@ -68,6 +68,9 @@ def _m6_filters(db):                                                           #
     for s in _FILTERS_DDL: db.execute(s)
 def _m7_tree(db):                                                              # documental_jerarquico's leaves
     for s in TREE_DDL: db.execute(s)
+def _m8_line_places(db):              # `location` may hold `line_runs` and `marks`, which readers before 8 cannot read
+    db.execute("insert or replace into meta values ('line_places', '1')")
+def _has_meta(db, key:str) -> bool: return db.execute('select 1 from meta where key = ?', (key,)).fetchone() is not None
 
 # %% ../nbs/03_index.ipynb #a6438926
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ MIGRATIONS = (
     Migration(5, 'citations', lambda db: 'location' in _columns(db, 'chunks'), _m5_location),
     Migration(6, 'filter index', lambda db: {'chunk_meta', 'tombstones'} <= _tables(db), _m6_filters),
     Migration(7, 'document tree', lambda db: 'tree' in _tables(db), _m7_tree),
+    Migration(8, 'line places', lambda db: _has_meta(db, 'line_places'), _m8_line_places),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 MIGRATION_NUMBER = {m.name: m.number for m in MIGRATIONS}
@@ -503,8 +507,9 @@ def _location_json(c:Chunk) -> str|None:
     return json.dumps(loc, ensure_ascii=False, sort_keys=True) if loc else None
 
 def _location(loc:dict) -> dict:
-    "The `location` column's JSON as `Chunk` fields (`line_runs` and `marks` back to tuples)."
-    return loc | {k: tuple(map(tuple, loc[k])) for k in ('line_runs', 'marks') if k in loc}
+    "The `location` column's JSON as `Chunk` fields (`line_runs` and `marks` back to tuples); other keys are left."
+    return ({k: v for k, v in loc.items() if k in ('anchor', 'page_start', 'page_end')}
+            | {k: tuple(map(tuple, loc[k])) for k in ('line_runs', 'marks') if k in loc})
 
 # %% ../nbs/03_index.ipynb #f192a3bc
 def _chunk_row(i:int, c:Chunk) -> tuple:

@@ -61,6 +61,7 @@ UNDO = {   # migration number: SQL that takes a database back to the version bef
     5: ['alter table chunks drop column location'],
     6: ['drop table chunk_meta', 'drop table tombstones', "delete from meta where key = 'filter_index'"],
     7: ['drop table tree'],
+    8: ["delete from meta where key = 'line_places'"],
 }
 
 
