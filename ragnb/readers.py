@@ -12,17 +12,18 @@ from typing import Callable, Iterable
 
 from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer
 from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decode_text, inner_path, legacy_text,
-                            mode_for, read_file_bytes, read_text_file, strategy_version)
+                            mode_for, read_file_bytes, read_text_file, strategy_version, _source_line)
 
 # %% auto #0
-__all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
-           'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS',
-           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader', 'reader_for',
-           'file_kind', 'document_version', 'reader_version', 'front_matter', 'text_document', 'text_reader',
-           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
-           'drawing_text', 'pdf_document', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'mail_document', 'jupyter_id', 'notebook_document']
+__all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME',
+           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'MAX_ODF_DEPTH',
+           'SHEET_TABLE_CHARS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader',
+           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
+           'front_matter', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
+           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'drawing_text', 'pdf_document',
+           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
+           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
+           'csv_document', 'mail_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -39,6 +40,7 @@ class Document:
     recoded: bool = False                         # bytes that were not UTF-8 read as Windows-1252 (`legacy_text`)
     parts: list = field(default_factory=list)     # an archive: (first line, path, title) of each file in `text`
     parts_skipped: list = field(default_factory=list)  # (path, why): files inside it (an archive) left unread
+    lines: list|None = None                       # a text file rewritten (`markdown_html`): each line's line in it
 
 # %% ../nbs/01a_readers.ipynb #b2ebb0ac
 @dataclass(frozen=True)
@@ -85,6 +87,11 @@ def reader_version(reader:str, chunker_version:str) -> str:
 
 # %% ../nbs/01a_readers.ipynb #9edf88b9
 FRONT_MATTER_READER = 'frontmatter-v1'      # the reader of a markdown file with front matter (`text_document`)
+MARKDOWN_HTML_READER = 'mdhtml-v1'          # ... and of one with HTML in it (`markdown_html`)
+def has_html(text:str) -> bool:
+    """Might `markdown_html` change `text`: a comment, a tag that opens an HTML block, a tag alone on a line, or an
+    inline tag it reads? (`text_reader`'s cheap test: `<id>` in a command or `Vec<T>` is not a tag.)"""
+    return '<' in text and _HTML_HINT.search(text) is not None
 FRONT_MATTER_EXTS = ('.md', '.markdown', '.mdx')
 _FRONT = re.compile(r'(---|\+\+\+)[ \t]*\r?\n(.{0,20000}?)\r?\n\1[ \t]*(?:\r?\n|\Z)', re.S)
 _FRONT_KEY = re.compile(r'\s*[A-Za-z_][\w-]*[ \t]*[:=]')
@@ -116,18 +123,23 @@ def _front_fields(block:str, toml:bool) -> dict:
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
-    """A text file as a `Document`: as it is, or, for markdown with front matter (`front_matter`), read by
-    `FRONT_MATTER_READER`, titled by its `title` and without the rest of its block."""
-    recoded, kind = isinstance(text, RecodedText), file_kind(path)
-    if not text_reader(path, text): return Document(text, kind, recoded=recoded)
+    """A text file as a `Document`: as it is, or, for markdown, read by `FRONT_MATTER_READER` when front matter opens
+    it (`front_matter`: titled by its `title`, the rest of its block left out) and by `MARKDOWN_HTML_READER` when
+    HTML is in it (`markdown_html`: comments left out, the rest as markdown; `Document.lines` leads back to the
+    file's lines)."""
+    recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
+    if not reader: return Document(text, kind, recoded=recoded)
     fields, body = front_matter(text)
-    return Document(body, kind, reader=FRONT_MATTER_READER, title=fields.get('title'), recoded=recoded)
+    html = markdown_html(body) if MARKDOWN_HTML_READER in reader else None
+    return Document(html[0] if html else body, kind, reader=reader, title=fields.get('title'), recoded=recoded,
+                    lines=html[1] if html else None)
 
 def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
-    parsing its front matter: a file's version is asked for on every run, changed or not."""
-    has = inner_path(path).suffix.lower() in FRONT_MATTER_EXTS and _front_block(text) is not None
-    return FRONT_MATTER_READER if has else ''
+    parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
+    if inner_path(path).suffix.lower() not in FRONT_MATTER_EXTS: return ''
+    names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * has_html(text)
+    return '.'.join(names)
 
 # %% ../nbs/01a_readers.ipynb #f9bf8da4
 def read_document(path:str|Path, # the file
@@ -150,7 +162,9 @@ def read_document(path:str|Path, # the file
 # %% ../nbs/01a_readers.ipynb #57a61339
 def locate_chunks(chunks:list[Chunk], doc:Document) -> list[Chunk]:
     """Give each chunk of `doc` its anchor or its pages (in place, and returned), from its lines, and its `marks`:
-    where they change inside it, so that a part of it (a trimmed chunk) cites its own section and page."""
+    where they change inside it, so that a part of it (a trimmed chunk) cites its own section and page. A text
+    that a reader rewrote line by line (`Document.lines`) is cited by the file's own lines."""
+    for c in chunks if doc.lines else []: _file_lines(c, doc.lines)
     if not doc.anchors and not doc.pages: return chunks
     lines = [ln for ln, _ in doc.anchors]
     def mark(line):
@@ -163,6 +177,15 @@ def locate_chunks(chunks:list[Chunk], doc:Document) -> list[Chunk]:
             if (m := mark(line))[1:] != marks[-1][1:]: marks.append(m)
         c.anchor, c.page_start, c.page_end, c.marks = marks[0][1], marks[0][2], marks[-1][3], tuple(marks)
     return chunks
+
+def _file_lines(c:Chunk, lines:list[int]):
+    "Chunk `c` of a rewritten text cited by the file's lines: `lines` gives the file's line of each line of the text."
+    at = [lines[min(_source_line(c.line_runs, i) if c.line_runs else c.start_line + i, len(lines)) - 1]
+          for i in range(c.body.count('\n') + 1)]
+    runs = []
+    for i, s in enumerate(at):
+        if not runs or s != runs[-1][1] + i - runs[-1][0]: runs.append((i, s))
+    c.start_line, c.end_line, c.line_runs = at[0], max(at), tuple(runs)
 
 # %% ../nbs/01a_readers.ipynb #8735cc9b
 _INVISIBLE = {'script', 'style', 'noscript', 'template', 'head', 'title'}
@@ -564,6 +587,94 @@ def html_document(data:bytes, # the page's bytes
     text = '\n\n'.join(w.blocks) + '\n'
     return Document(text, 'html', title=_clean(title or '') or None, anchors=anchors, visible_chars=visible,
                     chrome_chars=max(0, visible - _alnum(text)), recoded=isinstance(decoded, RecodedText))
+
+# %% ../nbs/01a_readers.ipynb #c8573e1a
+_BLOCK_TAGS = set('address article aside base basefont blockquote body caption center col colgroup dd details dialog '
+                  'dir div dl dt fieldset figcaption figure footer form frame frameset h1 h2 h3 h4 h5 h6 head header '
+                  'hr html iframe legend li link main menu menuitem nav noframes ol optgroup option p param picture '
+                  'search section summary table tbody td tfoot th thead title tr track ul'.split())
+_RAW_TAGS = ('pre', 'script', 'style', 'textarea')
+_HTML_START = re.compile(r' {0,3}<(/?)([A-Za-z][A-Za-z0-9-]*)(?=[\s/>]|$)')
+_TAG_ALONE = re.compile(r' {0,3}(<[A-Za-z][A-Za-z0-9-]*(\s[^<>]*)?/?>|</[A-Za-z][A-Za-z0-9-]*\s*>)\s*$')
+
+def _block_end(lines:list[str], i:int, in_paragraph:bool) -> int|None:
+    "The last line of the HTML block that starts at line `i`, by CommonMark's kinds 1, 2, 6 and 7; None if none does."
+    line = lines[i]
+    ending = lambda mark: next((k for k in range(i, len(lines)) if mark in lines[k].lower()), len(lines) - 1)
+    if re.match(r' {0,3}<!--', line): return ending('-->')
+    if not (m := _HTML_START.match(line)): return None
+    tag = m.group(2).lower()
+    if tag in _RAW_TAGS and not m.group(1): return ending(f'</{tag}')
+    if tag not in _BLOCK_TAGS and (in_paragraph or not _TAG_ALONE.match(line)): return None
+    k = i
+    while k + 1 < len(lines) and lines[k + 1].strip(): k += 1
+    return k
+
+# %% ../nbs/01a_readers.ipynb #3e1a3bbf
+_INLINE_TAG = re.compile(r'(?<!\\)(?:<!--.*?-->|<(?i:br)\s*/?>|<(?i:img)\b[^<>]*>|</?(code|tt|kbd|samp)\s*>|'
+                         r'</?(a|abbr|b|bdi|bdo|big|cite|del|dfn|em|font|i|ins|mark|q|s|small|span|strike|strong|sub|'
+                         r'sup|time|u|var)\b[^<>]*>)', re.S)   # lower case: `Option<U>` is a type, not underline
+_HTML_HINT = re.compile('|'.join(f'(?:{p})' for p in (
+    '<!--', rf'^ {{0,3}}</?(?i:{"|".join(sorted(_BLOCK_TAGS | set(_RAW_TAGS)))})(?=[\s/>]|$)', '^' + _TAG_ALONE.pattern,
+    _INLINE_TAG.pattern)), re.M)
+
+def _inline_html(text:str) -> str:
+    "Inline HTML as its text, outside code spans: a comment or an image goes, `<br>` is a space, `<code>` backticks."
+    def tag(m):
+        if m.group(1): return '`'
+        return ' ' if m.group(0)[:3].lower() == '<br' else ''
+    parts = re.split(r'(`+[^`]*?`+)', text)
+    return ''.join(p if k % 2 else _INLINE_TAG.sub(tag, p) for k, p in enumerate(parts))
+
+def _fragment(html:str) -> list[str]:
+    "An HTML block as markdown lines, walked as the HTML reader walks a page; [] when it shows no text."
+    import lxml.html, lxml.etree
+    try: root = lxml.html.fragment_fromstring(html, create_parent='div')
+    except (lxml.etree.ParserError, ValueError): return []
+    w = HtmlWalker()
+    w.walk(root)
+    w.flush()
+    return '\n\n'.join(w.blocks).split('\n') if w.blocks else []
+
+# %% ../nbs/01a_readers.ipynb #cd9f8ad8
+def _outside_code(line:str) -> str: return re.sub(r'(`+)[^`]*?\1', '', line)
+
+def _comment_end(lines:list[str], i:int) -> int:
+    "The line where a comment that opens in line `i` (outside code spans) closes; `i` when none stays open."
+    rest = _outside_code(lines[i]).split('<!--', 1)
+    if len(rest) == 1 or '-->' in rest[1]: return i
+    return next((k for k in range(i + 1, len(lines)) if '-->' in lines[k]), len(lines) - 1)
+
+def markdown_html(text:str) -> tuple[str, list[int]]|None:
+    """Markdown `text` with its HTML read as a browser shows it (see above): `(the text, the line in `text` of each
+    of its lines)`, or None when there is nothing to change. An indented line after a blank one (code, or a list
+    item's paragraph) is left as it is."""
+    lines, out, src, closer, in_par, i = text.split('\n'), [], [], None, False, 0
+    def emit(new:list[str], first:int, last:int):
+        for k, ln in enumerate(new):
+            out.append(ln)
+            src.append(min(first + k, last) + 1)
+    while i < len(lines):
+        line = lines[i]
+        if closer is not None or (m := FENCE_OPEN.match(line)):
+            closer = (None if closer.match(line) else closer) if closer is not None else fence_closer(m.group(1))
+            emit([line], i, i)
+            i, in_par = i + 1, False
+            continue
+        if not in_par and re.match(r'( {4}|\t)', line):                # indented code, as it is
+            emit([line], i, i)
+            i += 1
+            continue
+        if (end := _block_end(lines, i, in_par)) is not None:          # an HTML block, as markdown
+            md = _fragment('\n'.join(lines[i:end + 1]))
+            emit([''] * bool(md and out and out[-1].strip()) + md, i, end)
+            i, in_par = end + 1, False
+            continue
+        end = _comment_end(lines, i)                                   # a comment may run over lines
+        emit(_inline_html('\n'.join(lines[i:end + 1])).split('\n'), i, end)
+        i, in_par = end + 1, bool(lines[end].strip())
+    new = '\n'.join(out)
+    return None if new == text else (new, src)
 
 # %% ../nbs/01a_readers.ipynb #8e71f1c8
 @dataclass

@@ -501,3 +501,57 @@ def test_a_trimmed_chunk_cites_the_page_and_section_it_kept(tmp_path):
             cut = [c for c in retrieve(r, question, 5, opts).chunks if question in c.text]
             assert [c.cite for c in full] == [whole] and [c.cite for c in cut] == [kept], (full, cut)
             assert full[0].start_line < cut[0].start_line == cut[0].end_line <= full[0].end_line
+
+
+_words = st.lists(st.sampled_from(['Faro', 'rota', 'los', 'logs', 'cada', 'noche', 'keep', 'siete']), min_size=1,
+                  max_size=8).map(' '.join)
+_html_blocks = st.one_of(
+    _words,                                                                            # a paragraph
+    _words.map(lambda w: f'{w} <b>{w}</b> <kbd>Ctrl</kbd><br>{w} `<b>{w}</b>`'),    # inline tags, a code span
+    _words.map(lambda w: f'<div align="center">\n<img src="l.png"> {w}\n</div>'),
+    _words.map(lambda w: f'<table>\n<tr><th>{w}</th></tr>\n<tr><td>{w}</td></tr>\n</table>'),
+    _words.map(lambda w: f'<details>\n<summary>{w}</summary>'), st.just('</details>'),
+    _words.map(lambda w: f'<!-- {w}\n{w} -->'), _words.map(lambda w: f'{w} <!-- {w} --> {w}'),
+    _words.map(lambda w: f'```html\n<div>{w}</div>\n<!-- {w} -->\n```'),           # code: as it is
+    _words.map(lambda w: f'<pre>\n{w}\n\n{w}\n</pre>'), _words.map(lambda w: f'## {w}'))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_html_blocks, st.integers(2, 3)), min_size=1, max_size=12))
+def test_markdown_with_html_reads_as_shown_and_cites_its_lines(blocks):
+    """Tags and comments go outside code; code fences stay; every line leads back, in order, to a line of the file.
+    Blocks apart by blank lines: a tag-led HTML block runs on to the next blank line (CommonMark), fences and all."""
+    from ragnb.readers import _INLINE_TAG, markdown_html
+    text = ''.join(b + '\n' * k for b, k in blocks)
+    got = markdown_html(text)
+    if got is None: return
+    new, src, n = *got, text.count('\n') + 1
+    assert len(src) == new.count('\n') + 1 and src == sorted(src) and 1 <= src[0] and src[-1] <= n
+    assert all(f in new for f in re.findall(r'```html\n.*?\n```', text, re.S))     # code fences as written
+    prose = re.sub(r'```html\n.*?\n```|(`+)[^`]*?\1', '', new, flags=re.S)
+    assert not _INLINE_TAG.search(prose) and '<div' not in prose and '<table' not in prose, prose
+    words = lambda t: sorted(re.findall(r'\w+', re.sub(r'<[^<>]*>|```html|`', ' ', re.sub(r'<!--.*?-->', ' ', t,
+                                                                                          flags=re.S))))
+    assert set(words(new)) <= set(words(text)) | {'html'}                   # nothing made up
+    assert markdown_html(new) is None                                     # read once, it is as shown
+
+
+def test_a_readme_with_html_is_indexed_as_shown_and_cited_by_its_lines(tmp_path):
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    readme = ('<p align="center"><img src="logo.png"></p>\n\n<h1 align="center">Faro</h1>\n\n<!-- badges -->\n'
+              '<!-- more\nbadges -->\n\nFaro rotates logs.<br>Every night.\n\n<details>\n<summary>Options</summary>\n\n'
+              'Set `FARO_KEEP=7` to keep <b>seven</b> rotations.\n\n</details>\n')
+    (kb / 'README.md').write_text(readme)
+    emb = HashEmbedder()
+    with Store.open(tmp_path / 's', embedder=emb) as w: first = index_paths(w, [kb])
+    with Store.open(tmp_path / 's', embedder=emb) as w: again = index_paths(w, [kb])
+    with Store.open(tmp_path / 's', embedder=emb, readonly=True) as r:
+        chunks = r.search(emb.embed_query('Faro'), k=5)
+    assert (first.chunks, len(again.unchanged), len(chunks)) == (1, 1, 1)
+    c = chunks[0]
+    assert c.text.startswith('[Doc: Faro]') and '<' not in c.text and 'seven rotations' in c.text
+    lines = readme.split('\n')
+    assert (c.start_line, c.end_line) == (3, 14) and c.chunker_version.startswith('mdhtml-v1+documental-v2')
+    at = c.place(c.body.index('Set'), c.body.index('rotations.'))
+    assert lines[at['start_line'] - 1].startswith('Set `FARO_KEEP=7`')
