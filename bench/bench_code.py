@@ -1,13 +1,15 @@
-"""Source code beside its docs: `codigo` (tree-sitter grammars for Go, Java, C and C++) against the same files read
-as prose (what ragnb did with them before), LangChain's language splitter and LlamaIndex's `CodeSplitter`. Prints
-one table of chunks and one of answers.
+"""Source code beside its docs: `codigo` (tree-sitter grammars for Go, Java, C, C++, PHP and Perl) against the same
+files read as prose (what ragnb did with them before), LangChain's language splitter and LlamaIndex's
+`CodeSplitter`. Prints one table of chunks and one of answers.
 
     python bench/bench_code.py [--questions code_questions.jsonl] [--work DIR]
 
 Chunks: every function and method of the code (tree-sitter's nodes at any depth, the ones of at most 2,200
 characters, which fit one chunk) is looked for whole in one chunk, whitespace aside. Files: the code corpus
 (`corpus.code_corpus_dir`: zlib's and Nettle's C examples, git's persistent-https in Go, 8 classes of
-`java.util.concurrent`) and, for C++, 800 headers of `/usr/include` read as `.h` files are. LangChain:
+`java.util.concurrent`), for C++ 800 headers of `/usr/include` read as `.h` files are, for PHP App Engine's PHP SDK
+(as `google-cloud-sdk` installs it) and for Perl the first 400 modules of `/usr/share/perl5` (a row is left out when
+its files are not installed; LangChain has no Perl splitter). LangChain:
 `RecursiveCharacterTextSplitter.from_language` at 2,200 characters with 200 of overlap; LlamaIndex: `CodeSplitter`
 at 2,200 characters (40-line windows, 15 of overlap), with the same tree-sitter grammar as ragnb.
 
@@ -26,7 +28,10 @@ sys.path.insert(0, str(ROOT / 'bench'))
 from corpus import code_corpus_dir  # noqa: E402
 
 FUNCTIONS = {'c': {'function_definition'}, 'cpp': {'function_definition'}, 'go': {'function_declaration',
-             'method_declaration'}, 'java': {'method_declaration', 'constructor_declaration'}}
+             'method_declaration'}, 'java': {'method_declaration', 'constructor_declaration'},
+             'php': {'function_definition', 'method_declaration'}, 'perl': {'subroutine_declaration_statement'}}
+PHP_SDK = pathlib.Path('/usr/lib/google-cloud-sdk/platform/google_appengine/php/sdk')   # google-cloud-sdk's
+PERL5 = pathlib.Path('/usr/share/perl5')                                                   # Debian's Perl modules
 MAX_CHARS = 2200
 
 
@@ -54,22 +59,26 @@ def splitters(language:str) -> dict:
     from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
     from llama_index.core.node_parser import CodeSplitter
     from ragnb.chunking import _grammar_language, chunk_code, chunk_document
-    lc = RecursiveCharacterTextSplitter.from_language(
-        {'c': Language.C, 'cpp': Language.CPP, 'go': Language.GO, 'java': Language.JAVA}[language],
-        chunk_size=MAX_CHARS, chunk_overlap=200)
+    try: lc = RecursiveCharacterTextSplitter.from_language(
+        {'c': Language.C, 'cpp': Language.CPP, 'go': Language.GO, 'java': Language.JAVA, 'php': Language.PHP,
+         'perl': Language.PERL}[language], chunk_size=MAX_CHARS, chunk_overlap=200)
+    except ValueError: lc = None                         # "Language.PERL is not implemented yet": left out
     li = CodeSplitter(language=language, parser=ts.Parser(_grammar_language(language)), max_chars=MAX_CHARS)
-    return {'ragnb `codigo`': lambda t, n: [c.body for c in chunk_code(t, source=n, language=language)],
-            'ragnb before (code read as prose)': lambda t, n: [c.body for c in chunk_document(t, source=n)],
-            'LangChain from_language': lambda t, _: lc.split_text(t),
-            'LlamaIndex CodeSplitter': lambda t, _: li.split_text(t)}
+    out = {'ragnb `codigo`': lambda t, n: [c.body for c in chunk_code(t, source=n, language=language)],
+           'ragnb before (code read as prose)': lambda t, n: [c.body for c in chunk_document(t, source=n)],
+           'LangChain from_language': lambda t, _: lc.split_text(t),
+           'LlamaIndex CodeSplitter': lambda t, _: li.split_text(t)}
+    return {k: v for k, v in out.items() if lc is not None or not k.startswith('LangChain')}
 
 
 def chunk_rows(corpus:pathlib.Path) -> list[str]:
     files = {'c': sorted(corpus.glob('*/*.c')), 'go': sorted(corpus.glob('go/*.go')),
              'java': sorted(corpus.glob('java/*.java')),
-             'cpp': sorted(pathlib.Path(p) for p in glob.glob('/usr/include/**/*.h', recursive=True))[:800]}
+             'cpp': sorted(pathlib.Path(p) for p in glob.glob('/usr/include/**/*.h', recursive=True))[:800],
+             'php': sorted(PHP_SDK.rglob('*.php')), 'perl': sorted(PERL5.rglob('*.pm'))[:400]}
     rows = []
     for language, paths in files.items():
+        if not paths: continue                                   # not installed here: the row is left out
         texts = [(p.read_text(encoding='utf-8', errors='replace'), p.name) for p in paths]
         found = [functions(t, language) for t, _ in texts]
         wanted = [f for fs in found for f in fs]

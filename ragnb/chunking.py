@@ -103,7 +103,8 @@ TEXT_EXTS = {'.md', '.markdown', '.txt', '.rst', '.adoc'}
 CODE_EXTS = {'.ts': 'typescript', '.tsx': 'tsx', '.js': 'javascript', '.jsx': 'javascript', '.mjs': 'javascript',
              '.cjs': 'javascript', '.py': 'python', '.json': 'json', '.yml': 'yaml', '.yaml': 'yaml',
              '.go': 'go', '.java': 'java', '.c': 'c', '.h': 'cpp', '.cc': 'cpp', '.cpp': 'cpp', '.cxx': 'cpp',
-             '.hpp': 'cpp', '.hh': 'cpp', '.hxx': 'cpp', '.cs': 'csharp', '.rs': 'rust', '.sh': 'bash', '.bash': 'bash'}
+             '.hpp': 'cpp', '.hh': 'cpp', '.hxx': 'cpp', '.cs': 'csharp', '.rs': 'rust', '.sh': 'bash', '.bash': 'bash',
+             '.php': 'php', '.rb': 'ruby', '.kt': 'kotlin', '.kts': 'kotlin', '.pm': 'perl', '.pl': 'perl'}
 OLD_OFFICE = 'Office 97-2003 files (save as .docx, .xlsx or .pptx)'
 BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides text
     'images': '.png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .svgz .xcf',
@@ -734,6 +735,7 @@ class Grammar:
     kinds: dict                             # declaration node type → the kind a chunk's title names
     open: frozenset = frozenset()           # node types whose children are top level too: namespaces, `#ifdef` guards
     attached: frozenset = frozenset()       # node types that go with the declaration below them, as comments do
+    entry: str = 'language'                 # the package's function that gives the grammar (`language_php`)
 
 _C_KINDS = {'function_definition': 'function', 'type_definition': 'typedef', 'struct_specifier': 'struct',
             'union_specifier': 'union', 'enum_specifier': 'enum', 'preproc_function_def': 'macro'}
@@ -758,12 +760,22 @@ GRAMMARS = {
                                          'mod_item': 'mod', 'macro_definition': 'macro', 'type_item': 'type'},
                     attached=frozenset({'attribute_item'})),
     'bash': Grammar('tree_sitter_bash', {'function_definition': 'function'}),
+    'php': Grammar('tree_sitter_php', {'class_declaration': 'class', 'interface_declaration': 'interface',
+                                       'trait_declaration': 'trait', 'enum_declaration': 'enum',
+                                       'function_definition': 'function'},
+                   frozenset({'namespace_definition'}), frozenset({'attribute_list'}), 'language_php'),
+    'ruby': Grammar('tree_sitter_ruby', {'method': 'def', 'singleton_method': 'def', 'class': 'class',
+                                         'module': 'module'}),
+    'kotlin': Grammar('tree_sitter_kotlin', {'class_declaration': 'class', 'object_declaration': 'object',
+                                             'function_declaration': 'fun'}),
+    'perl': Grammar('tree_sitter_perl', {'subroutine_declaration_statement': 'sub', 'package_statement': 'package'},
+                    attached=frozenset({'pod'})),
 }
 
 def _grammar_language(language:str):
     "The tree-sitter `Language` of one of `GRAMMARS`; `ModuleNotFoundError` naming the package when it is missing."
     module = GRAMMARS[language].module
-    try: return _load_language(module)
+    try: return _load_language(module, GRAMMARS[language].entry)
     except ModuleNotFoundError:
         raise ModuleNotFoundError(f"{language} code needs the package {module.replace('_', '-')} "
                                   f"(pip install {module.replace('_', '-')})") from None
@@ -796,7 +808,14 @@ def _decl_name(node) -> str:
 
 
 # %% ../nbs/01_chunking.ipynb #77c5e07a
-_FUNCTION_TYPES = {'function_definition', 'function_declaration', 'method_declaration', 'function_item'}
+_FUNCTION_TYPES = {'function_definition', 'function_declaration', 'method_declaration', 'function_item', 'method',
+                   'singleton_method', 'subroutine_declaration_statement'}
+_BODY_TYPES = {'class_body', 'enum_class_body'}   # a body that is not in a `body` field (Kotlin's)
+
+def _body(node):
+    "A declaration's or namespace's body: its `body` field, or a child that is one."
+    body = node.child_by_field_name('body')
+    return body if body is not None else next((c for c in node.named_children if c.type in _BODY_TYPES), None)
 MAX_NESTING = 100      # namespaces, `#ifdef`s or classes nested deeper are not looked into: their lines are loose
 MAX_NAME = 80          # a title's name at most, on one line: the chunk's first line holds it
 SMALL_DECL_LINES = 2   # a declaration this short (a prototype, a macro, `type ID int`) is grouped like a statement
@@ -807,16 +826,17 @@ def _is_note(node, grammar:Grammar) -> bool:
     return 'comment' in node.type or node.type in grammar.attached
 
 def _with_notes(node, notes:list) -> int:
-    "The first line of `node` with the comments and attributes right above it (no blank line between)."
+    """The first line of `node` with the comments and attributes right above it (no blank line between; one for Perl's
+    POD, which ends `=cut` and a blank line as `perlpod` asks)."""
     start = node.start_point[0]
     for n in reversed(notes):
-        if _end_line(n) < start - 1: break
+        if _end_line(n) < start - (2 if n.type == 'pod' else 1): break
         start = n.start_point[0]
     return start
 
 def _contents(node) -> list:
     "What an open node holds: its body's nodes (a namespace's), or its own (an `#ifdef`, an error)."
-    body = node.child_by_field_name('body')
+    body = _body(node)
     return (body if body is not None else node).named_children
 
 def _inner(kids:list, grammar:Grammar, depth:int) -> list:
@@ -832,7 +852,7 @@ def _inner(kids:list, grammar:Grammar, depth:int) -> list:
 def _body_members(node, grammar:Grammar, depth:int=0) -> list[tuple[int, int, int]]:
     """`(first line, last line, first line of code)` of each member of a declaration's body (methods, fields,
     statements), its comments included; a nested class's members follow it, so that a big one is cut between them."""
-    body = node.child_by_field_name('body')
+    body = _body(node)
     kids = body.named_children if body is not None else []
     if len(kids) == 1 and kids[0].type.endswith('_list'): kids = kids[0].named_children   # Go's statement_list
     out, notes = [], []
@@ -994,7 +1014,8 @@ def _file_head(path, n:int=256) -> str:
     except (OSError, ChunkingError): return ''
 
 SHEBANGS = {'sh': 'bash', 'bash': 'bash', 'dash': 'bash', 'ash': 'bash', 'ksh': 'bash', 'mksh': 'bash', 'zsh': 'bash',
-            'python': 'python', 'node': 'javascript', 'nodejs': 'javascript'}   # interpreter → language
+            'python': 'python', 'node': 'javascript', 'nodejs': 'javascript', 'perl': 'perl', 'ruby': 'ruby',
+            'php': 'php'}   # interpreter → language
 
 def script_language(path:str|Path, # a file's path; only a name without an extension is looked at
                     head:str|None=None, # its first line or more, when read already (else the file is read)

@@ -139,15 +139,39 @@ c_block = st.one_of(
     st.integers(0, 9).map(lambda i: f'typedef struct s{i} {{\n  int a;\n  int b;\n}} s{i}_t;\n'),
     st.integers(0, 4).map(lambda i: f'#ifdef __cplusplus\nextern "C" {{\n#endif\nvoid g{i}(void);\n'),
 )
-GRAMMAR_BLOCKS = [('go', go_block), ('java', java_block), ('c', c_block), ('cpp', c_block)]
+many = lambda i, k, line: ''.join(line.format(j=j) for j in range(i * k))
+php_block = st.one_of(
+    st.integers(0, 40).map(lambda i: f'/** C{i}. */\nclass C{i} extends B {{\n    const K = {i};\n'
+                           + many(i, 3, '    public function m{j}() {{\n        return {j};\n    }}\n') + '}\n'),
+    st.integers(0, 40).map(lambda i: f'function f{i}($x) {{\n' + many(i, 9, '    $x += {j};\n')
+                           + '    return $x;\n}\n'),
+    st.integers(0, 9).map(lambda i: f'namespace N{i};\nuse A\\B{i};\n$v{i} = {i};\n'))
+ruby_block = st.one_of(
+    st.integers(0, 40).map(lambda i: f'# C{i}.\nclass C{i} < B\n' + many(i, 3, '  def m{j}\n    {j}\n  end\n')
+                           + 'end\n'),
+    st.integers(0, 40).map(lambda i: f'def f{i}(x)\n' + many(i, 9, '  x += {j}\n') + '  x\nend\n'),
+    st.integers(0, 9).map(lambda i: f'require "r{i}"\nV{i} = {i}\n'))
+kotlin_block = st.one_of(
+    st.integers(0, 40).map(lambda i: f'/** C{i}. */\nclass C{i} {{\n'
+                           + many(i, 3, '    fun m{j}(): Int {{\n        return {j}\n    }}\n') + '}\n'),
+    st.integers(0, 40).map(lambda i: f'fun f{i}(x: Int): Int {{\n' + many(i, 9, '    val y{j} = x + {j}\n')
+                           + '    return x\n}\n'),
+    st.integers(0, 9).map(lambda i: f'import a.b{i}\nval v{i} = {i}\n'))
+perl_block = st.one_of(
+    st.integers(0, 40).map(lambda i: f'=head2 f{i}\n\nDoes {i}.\n\n=cut\n\nsub f{i} {{\n'
+                           + many(i, 9, '    my $x{j} = {j};\n') + '    return 1;\n}\n'),
+    st.integers(0, 9).map(lambda i: f'package P{i};\nuse strict;\nour $v{i} = {i};\n'))
+GRAMMAR_BLOCKS = [('go', go_block), ('java', java_block), ('c', c_block), ('cpp', c_block), ('php', php_block),
+                  ('ruby', ruby_block), ('kotlin', kotlin_block), ('perl', perl_block)]
 
 
 @pytest.mark.parametrize('language,blocks', GRAMMAR_BLOCKS)
 def test_grammar_line_ranges_cover_everything(language, blocks):
+    head = '<?php\n' if language == 'php' else ''
     @settings(**SETTINGS)
     @given(st.lists(blocks, min_size=1, max_size=10).map('\n'.join), st.integers(0, 400), st.booleans())
     def check(src, cut, broken):                     # broken: garbage in the middle, what a grammar cannot read
-        check_code(src[:cut] + ' {{ ((( ' + src[cut:] if broken else src, language)
+        check_code(head + (src[:cut] + ' {{ ((( ' + src[cut:] if broken else src), language)
     check()
 
 
