@@ -139,30 +139,31 @@ c_block = st.one_of(
     st.integers(0, 9).map(lambda i: f'typedef struct s{i} {{\n  int a;\n  int b;\n}} s{i}_t;\n'),
     st.integers(0, 4).map(lambda i: f'#ifdef __cplusplus\nextern "C" {{\n#endif\nvoid g{i}(void);\n'),
 )
-many = lambda i, k, line: ''.join(line.format(j=j) for j in range(i * k))
-php_block = st.one_of(
-    st.integers(0, 40).map(lambda i: f'/** C{i}. */\nclass C{i} extends B {{\n    const K = {i};\n'
-                           + many(i, 3, '    public function m{j}() {{\n        return {j};\n    }}\n') + '}\n'),
-    st.integers(0, 40).map(lambda i: f'function f{i}($x) {{\n' + many(i, 9, '    $x += {j};\n')
-                           + '    return $x;\n}\n'),
-    st.integers(0, 9).map(lambda i: f'namespace N{i};\nuse A\\B{i};\n$v{i} = {i};\n'))
-ruby_block = st.one_of(
-    st.integers(0, 40).map(lambda i: f'# C{i}.\nclass C{i} < B\n' + many(i, 3, '  def m{j}\n    {j}\n  end\n')
-                           + 'end\n'),
-    st.integers(0, 40).map(lambda i: f'def f{i}(x)\n' + many(i, 9, '  x += {j}\n') + '  x\nend\n'),
-    st.integers(0, 9).map(lambda i: f'require "r{i}"\nV{i} = {i}\n'))
-kotlin_block = st.one_of(
-    st.integers(0, 40).map(lambda i: f'/** C{i}. */\nclass C{i} {{\n'
-                           + many(i, 3, '    fun m{j}(): Int {{\n        return {j}\n    }}\n') + '}\n'),
-    st.integers(0, 40).map(lambda i: f'fun f{i}(x: Int): Int {{\n' + many(i, 9, '    val y{j} = x + {j}\n')
-                           + '    return x\n}\n'),
-    st.integers(0, 9).map(lambda i: f'import a.b{i}\nval v{i} = {i}\n'))
-perl_block = st.one_of(
-    st.integers(0, 40).map(lambda i: f'=head2 f{i}\n\nDoes {i}.\n\n=cut\n\nsub f{i} {{\n'
-                           + many(i, 9, '    my $x{j} = {j};\n') + '    return 1;\n}\n'),
-    st.integers(0, 9).map(lambda i: f'package P{i};\nuse strict;\nour $v{i} = {i};\n'))
-GRAMMAR_BLOCKS = [('go', go_block), ('java', java_block), ('c', c_block), ('cpp', c_block), ('php', php_block),
-                  ('ruby', ruby_block), ('kotlin', kotlin_block), ('perl', perl_block)]
+CODE_SHAPES = {  # language: (a class's head, a method, its end; a function's head, a statement, its end; loose lines)
+    'php': ('/** C{i}. */\nclass C{i} extends B {{\n    const K = {i};\n',
+            '    public function m{j}() {{\n        return {j};\n    }}\n', '}}\n',
+            'function f{i}($x) {{\n', '    $x += {j};\n', '    return $x;\n}}\n',
+            'namespace N{i};\nuse A\\B{i};\n$v{i} = {i};\n'),
+    'ruby': ('# C{i}.\nclass C{i} < B\n', '  def m{j}\n    {j}\n  end\n', 'end\n',
+             'def f{i}(x)\n', '  x += {j}\n', '  x\nend\n', 'require "r{i}"\nV{i} = {i}\n'),
+    'kotlin': ('/** C{i}. */\nclass C{i} {{\n', '    fun m{j}(): Int {{\n        return {j}\n    }}\n', '}}\n',
+               'fun f{i}(x: Int): Int {{\n', '    val y{j} = x + {j}\n', '    return x\n}}\n',
+               'import a.b{i}\nval v{i} = {i}\n'),
+    'perl': ('package P{i} {{\n', '    sub m{j} {{ return {j}; }}\n', '}}\n',
+             '=head2 f{i}\n\nDoes {i}.\n\n=cut\n\nsub f{i} {{\n', '    my $x{j} = {j};\n', '    return 1;\n}}\n',
+             'package Q{i};\nuse strict;\nour $v{i} = {i};\n')}
+
+
+def shaped_blocks(cls, method, cls_end, fn, stmt, fn_end, loose):
+    "Random code of one language: classes of methods, functions of statements, loose lines."
+    many = lambda i, k, line: ''.join(line.format(j=j) for j in range(i * k))
+    return st.one_of(st.integers(0, 40).map(lambda i: cls.format(i=i) + many(i, 3, method) + cls_end.format()),
+                     st.integers(0, 40).map(lambda i: fn.format(i=i) + many(i, 9, stmt) + fn_end.format()),
+                     st.integers(0, 9).map(lambda i: loose.format(i=i)))
+
+
+GRAMMAR_BLOCKS = [('go', go_block), ('java', java_block), ('c', c_block), ('cpp', c_block),
+                  *((language, shaped_blocks(*shape)) for language, shape in CODE_SHAPES.items())]
 
 
 @pytest.mark.parametrize('language,blocks', GRAMMAR_BLOCKS)
