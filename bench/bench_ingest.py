@@ -13,7 +13,8 @@
    the share of the pages' visible text kept, chunks holding navigation (DocBook banner or footer links, Sphinx's
    "Previous topic"/"Show Source"/pilcrows), chunks with an identifier split at `_`, chunks from image, stylesheet
    or build files, chunks holding a PDF running head ("CHAPTER 1. ..."), and for the handbook, chunks holding two
-   answers that live in its sidebars (`cron.allow`, `@reboot`).
+   answers that live in its sidebars (`cron.allow`, `@reboot`); and the markdown of Node.js's docs (`nodejs`), whose
+   pages hold HTML comments, tables and tags: chunks whose prose still carries HTML.
 
 Prints one table per part. Needs debian-reference-es/-en (and python3-doc for the Sphinx pages) installed; part 4
 needs debian-handbook, debian-faq, maint-guide-es, bzip2-doc, fontconfig, shared-mime-info, libtasn1-doc and
@@ -34,10 +35,11 @@ MARKUP = re.compile(r'</?(?:html|head|body|div|span|p|a|table|tr|td|th|ul|ol|li|
                     r'em|strong|img|br|script|style)\b[^>]*>|&(?:amp|lt|gt|quot|nbsp|#\d+);', re.I)
 
 
-def has_markup(text):
-    "HTML tags or entities left in prose (code fences and code spans may show HTML on purpose: they are skipped)."
-    prose = re.sub(r'^ *(`{3,})[^\n]*\n.*?^ *\1 *$', '', text, flags=re.M | re.S)
-    return bool(MARKUP.search(re.sub(r'`[^`\n]*`', '', prose)))
+def has_markup(text, comments=False):
+    """HTML tags or entities (and, with `comments`, HTML comments) left in prose (code fences and code spans may show
+    HTML on purpose: they are skipped)."""
+    prose = re.sub(r'`[^`\n]*`', '', re.sub(r'^ *(`{3,})[^\n]*\n.*?^ *\1 *$', '', text, flags=re.M | re.S))
+    return bool(MARKUP.search(prose)) or comments and '<!--' in prose
 
 
 def html_pages():
@@ -206,6 +208,7 @@ NAVIGATION = re.compile(r'Download the ebook|\bAnterior\b[^\n]{0,300}\bSiguiente
 SPLIT_ID = re.compile(r'[A-Za-z0-9] _[ \t]*\n|[A-Za-z0-9]_[ \t]*\n\n')   # `FONTCONFIG _` + `FILE`, `social_` + fence
 JUNK = re.compile(r'<svg\b|Created with Inkscape|/\* XPM \*/|^\s*[.#]?[\w-]+\s*\{[^}]*:[^}]*;', re.M)
 RUNNING_HEAD = re.compile(r'^CHAPTER \d+\.', re.M)
+NODE_DOCS = pathlib.Path('/usr/share/doc/nodejs')                      # `nodejs`'s docs: markdown, and HTML beside
 
 
 def fidelity_corpora(work):
@@ -226,6 +229,12 @@ def fidelity_corpora(work):
             (d / p.name.removesuffix('.gz')).write_bytes(gzip.decompress(data) if p.suffix == '.gz' else data)
     if any(d.iterdir()): out[f'Debian PDFs ({len(list(d.iterdir()))}: ' + ', '.join(sorted(
         p.stem.split('.')[0] for p in d.iterdir())) + ')'] = d
+    node = list({p.name: p for p in sorted(NODE_DOCS.glob('*.md')) + sorted(NODE_DOCS.glob('api/*.md'))}.values())
+    if node:                                     # markdown with HTML in it, without the HTML pages beside it
+        d = work / 'node-md'
+        d.mkdir()
+        for p in node: shutil.copy(p, d / p.name)
+        out[f"Node.js docs' markdown ({len(node)} files)"] = d
     return out
 
 
@@ -234,8 +243,9 @@ def part_fidelity():
     work = pathlib.Path(tempfile.mkdtemp())
     print('## Fidelity: what a folder gives the store (read and chunked as `ragnb index` does)\n')
     print('| corpus | files indexed | skipped as not text | visible text kept | chunks | with navigation | '
-          'identifiers split at `_` | from image/style/build files | PDF running heads | `cron.allow` / `@reboot` |')
-    print('|---|---|---|---|---|---|---|---|---|---|')
+          'identifiers split at `_` | from image/style/build files | PDF running heads | `cron.allow` / `@reboot` | '
+          'HTML tags or comments in prose |')
+    print('|---|---|---|---|---|---|---|---|---|---|---|')
     for name, folder in fidelity_corpora(work).items():
         rep = IndexReport()
         files = list(changed_sources(listed_files([folder], rep, {}), rep, {}, '{}'))
@@ -251,7 +261,8 @@ def part_fidelity():
         skipped = rep.binary_summary().removeprefix('skipped ') or '0'
         print(f'| {name} | {len(files)} | {skipped} | {kept} | {len(chunks)} | '
               f'{sum(bool(NAVIGATION.search(t)) for t in texts)} | {sum(bool(SPLIT_ID.search(t)) for t in texts)} | '
-              f'{junk} | {sum(bool(RUNNING_HEAD.search(t)) for t in texts)} | {answers} |')
+              f'{junk} | {sum(bool(RUNNING_HEAD.search(t)) for t in texts)} | {answers} | '
+              f'{sum(has_markup(t, comments=True) for t in texts)} |')
     shutil.rmtree(work)
     print()
 
