@@ -130,7 +130,8 @@ def text_document(path:str|Path, # the file, by which its kind is known
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     fields, body = front_matter(text)
-    html = markdown_html(body) if MARKDOWN_HTML_READER in reader else None
+    mdx = inner_path(path).suffix.lower() == '.mdx'
+    html = markdown_html(body, mdx) if MARKDOWN_HTML_READER in reader else None
     return Document(html[0] if html else body, kind, reader=reader, title=fields.get('title'), recoded=recoded,
                     lines=html[1] if html else None)
 
@@ -138,7 +139,8 @@ def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
     parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
     if inner_path(path).suffix.lower() not in FRONT_MATTER_EXTS: return ''
-    names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * has_html(text)
+    mdx = inner_path(path).suffix.lower() == '.mdx' and re.search(r'^(import|export)\s', text, re.M) is not None
+    names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))
     return '.'.join(names)
 
 # %% ../nbs/01a_readers.ipynb #f9bf8da4
@@ -638,6 +640,7 @@ def _fragment(html:str) -> list[str]:
 
 # %% ../nbs/01a_readers.ipynb #cd9f8ad8
 def _outside_code(line:str) -> str: return re.sub(r'(`+)[^`]*?\1', '', line)
+_MDX_ESM = re.compile(r'(import|export)\s', re.M)
 
 def _comment_end(lines:list[str], i:int) -> int:
     "The line where a comment that opens in line `i` (outside code spans) closes; `i` when none stays open."
@@ -645,7 +648,9 @@ def _comment_end(lines:list[str], i:int) -> int:
     if len(rest) == 1 or '-->' in rest[1]: return i
     return next((k for k in range(i + 1, len(lines)) if '-->' in lines[k]), len(lines) - 1)
 
-def markdown_html(text:str) -> tuple[str, list[int]]|None:
+def markdown_html(text:str,
+                  mdx:bool=False, # an MDX page: its `import` and `export` statements are code no reader sees
+                 ) -> tuple[str, list[int]]|None:
     """Markdown `text` with its HTML read as a browser shows it (see above): `(the text, the line in `text` of each
     of its lines)`, or None when there is nothing to change. An indented line after a blank one (code, or a list
     item's paragraph) is left as it is."""
@@ -663,6 +668,10 @@ def markdown_html(text:str) -> tuple[str, list[int]]|None:
             continue
         if not in_par and re.match(r'( {4}|\t)', line):                # indented code, as it is
             emit([line], i, i)
+            i += 1
+            continue
+        if mdx and not in_par and _MDX_ESM.match(line):                 # MDX's ESM, up to a blank line: nothing
+            while i + 1 < len(lines) and lines[i + 1].strip(): i += 1
             i += 1
             continue
         if (end := _block_end(lines, i, in_par)) is not None:          # an HTML block, as markdown
