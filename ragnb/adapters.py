@@ -72,7 +72,7 @@ def trim_texts(query:str, # the question
                                   threshold=t, window=window, min_sentences=min_sentences, policy=policy, query=query)
     return _aligned(chunks, out)
 
-_PLACE = ('start_line', 'end_line', 'page_start', 'page_end', 'anchor', 'display_path', 'line_runs', 'marks')
+_PLACE = _LOCATION + ('display_path', 'line_runs', 'marks')
 
 def _placed(chunks:list[Chunk], store:Store|None) -> list[Chunk]:
     "Chunks of `store` whose text is as stored get the stored chunk's place, so that a trim cites what it kept."

@@ -18,12 +18,12 @@ log = logging.getLogger(__name__)
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'OLD_OFFICE', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES',
            'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS', 'MINIFIED_LINE',
            'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION',
-           'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'ChunkingError', 'BinaryFileError', 'inner_path',
-           'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
-           'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
-           'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown',
-           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
-           'chunk_file', 'mode_for', 'strategy_version']
+           'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError',
+           'inner_path', 'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file',
+           'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code',
+           'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code',
+           'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker',
+           'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|odp|fodp)(\.(gz|bz2|xz))?$', re.I)   # a deck's pages are slides: `plan.pptx#slide=2`
@@ -87,6 +87,13 @@ def _source_line(runs:tuple, i:int) -> int:
     "The source line of body line `i`, by `Chunk.line_runs`."
     b, s = runs[max(bisect.bisect_right(runs, (i, float('inf'))) - 1, 0)]
     return s + i - b
+
+def runs_of(lines) -> tuple:
+    "`Chunk.line_runs` of a body whose lines come from the source lines `lines`, in order: an entry where they jump."
+    out = []
+    for i, s in enumerate(lines):
+        if not out or s != out[-1][1] + i - out[-1][0]: out.append((i, s))
+    return tuple(out)
 
 # %% ../nbs/01_chunking.ipynb #c1191eec
 class ChunkingError(ValueError):
@@ -310,12 +317,9 @@ class _Lines:
     def span(self, s, e): return self.line(s), self.line(max(s, e - 1))
     def runs(self, s, e) -> tuple:
         "`Chunk.line_runs` of the text's characters `s:e`: (line of the piece, source line) where the count jumps."
-        i0 = bisect.bisect_right(self.starts, s) - 1
-        out = []
-        for i in range(i0, bisect.bisect_right(self.starts, max(s, e - 1))):
-            src = self.map[min(i, len(self.map) - 1)]
-            if not out or src != out[-1][1] + i - i0 - out[-1][0]: out.append((i - i0, src))
-        return tuple(out)
+        last = len(self.map) - 1
+        return runs_of(self.map[min(i, last)] for i in range(bisect.bisect_right(self.starts, s) - 1,
+                                                             bisect.bisect_right(self.starts, max(s, e - 1))))
 
 # %% ../nbs/01_chunking.ipynb #dacecd46
 @dataclass

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .chunking import (CHUNK_SIZES, Chunk, Chunker, _Block, _Lines, _doc_prefix, _doc_title, _md_blocks,
-                            _merged, _pieces, _sections, asciidoc_as_markdown, chunker_version, markup_syntax,
-                            normalize_markdown, register_chunker, rst_as_markdown)
+                            _merged, _pieces, _sections, _source_line, asciidoc_as_markdown, chunker_version,
+                            markup_syntax, normalize_markdown, register_chunker, rst_as_markdown, runs_of)
 from .sentences import ATX_HEADING, ATX_HEADING_COL0, split_chunk_prefix
 
 # %% auto #0
@@ -102,13 +102,14 @@ def joined_place(leaves:list[Chunk], # consecutive leaves, as `joined_body` join
                 ) -> dict:
     "`line_runs` and `marks` of the leaves joined, so a part of them cites its own lines; none if a leaf lacks them."
     if not leaves or any(not c.line_runs for c in leaves): return dict(line_runs=None, marks=())
-    runs, at = [(0, leaves[0].start_line)] if lead else [], lead
+    at = list(range(leaves[0].start_line, leaves[0].start_line + lead))      # each line's source line, in order
     for prev, c in zip([None, *leaves], leaves):
-        if prev is not None: at += {0: 0, 1: 1}.get(c.start_line - prev.end_line, 2)
-        for b, s in c.line_runs:
-            if not runs or s != runs[-1][1] + at + b - runs[-1][0]: runs.append((at + b, s))
-        at += c.body.count('\n')
-    return dict(line_runs=tuple(runs), marks=tuple(m for c in leaves for m in c.marks))
+        src = [_source_line(c.line_runs, i) for i in range(c.body.count('\n') + 1)]
+        gap = None if prev is None else c.start_line - prev.end_line       # as `joined_body` joins them:
+        if gap == 0: src = src[1:]                                          # on the line before, after a space
+        elif gap is not None and gap > 1: at.append(at[-1] + 1)             # after a blank line
+        at += src
+    return dict(line_runs=runs_of(at), marks=tuple(m for c in leaves for m in c.marks))
 
 # %% ../nbs/01b_hierarchy.ipynb #a1b2c324
 register_chunker(Chunker(JERARQUICO, 'documental', chunk_jerarquico, f'-l{LEAF_SIZES.target}'))

@@ -502,14 +502,14 @@ def _row_crc(row:tuple, display:str|None=None, location:str|None=None) -> int:
 # %% ../nbs/03_index.ipynb #7c1e5a20
 def _location_json(c:Chunk) -> str|None:
     "Where the chunk is (anchor, pages, its lines' runs and marks: `Chunk.place`), as the `location` column keeps it."
-    loc = {k: v for k in ('anchor', 'page_start', 'page_end', 'line_runs', 'marks')
-           if (v := getattr(c, k)) is not None and v != ()}
+    loc = {k: v for k in _PLACES + _RUNS if (v := getattr(c, k)) is not None and v != ()}
     return json.dumps(loc, ensure_ascii=False, sort_keys=True) if loc else None
+
+_PLACES, _RUNS = ('anchor', 'page_start', 'page_end'), ('line_runs', 'marks')   # `location`'s keys
 
 def _location(loc:dict) -> dict:
     "The `location` column's JSON as `Chunk` fields (`line_runs` and `marks` back to tuples); other keys are left."
-    return ({k: v for k, v in loc.items() if k in ('anchor', 'page_start', 'page_end')}
-            | {k: tuple(map(tuple, loc[k])) for k in ('line_runs', 'marks') if k in loc})
+    return {k: v for k, v in loc.items() if k in _PLACES} | {k: tuple(map(tuple, loc[k])) for k in _RUNS if k in loc}
 
 # %% ../nbs/03_index.ipynb #f192a3bc
 def _chunk_row(i:int, c:Chunk) -> tuple:

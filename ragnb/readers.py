@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 
 from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer
 from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decode_text, inner_path, legacy_text,
-                            mode_for, read_file_bytes, read_text_file, strategy_version, _source_line)
+                            mode_for, read_file_bytes, read_text_file, runs_of, strategy_version, _source_line)
 
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME',
@@ -88,6 +88,7 @@ def reader_version(reader:str, chunker_version:str) -> str:
 # %% ../nbs/01a_readers.ipynb #9edf88b9
 FRONT_MATTER_READER = 'frontmatter-v1'      # the reader of a markdown file with front matter (`text_document`)
 MARKDOWN_HTML_READER = 'mdhtml-v1'          # ... and of one with HTML in it (`markdown_html`)
+_MDX_ESM = re.compile(r'^(import|export)\s', re.M)   # an MDX page's ESM lines (`markdown_html(mdx=True)`)
 def has_html(text:str) -> bool:
     """Might `markdown_html` change `text`: a comment, a tag that opens an HTML block, a tag alone on a line, or an
     inline tag it reads? (`text_reader`'s cheap test: `<id>` in a command or `Vec<T>` is not a tag.)"""
@@ -130,17 +131,17 @@ def text_document(path:str|Path, # the file, by which its kind is known
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     fields, body = front_matter(text)
-    mdx = inner_path(path).suffix.lower() == '.mdx'
-    html = markdown_html(body, mdx) if MARKDOWN_HTML_READER in reader else None
+    html = markdown_html(body, inner_path(path).suffix.lower() == '.mdx') if MARKDOWN_HTML_READER in reader else None
     return Document(html[0] if html else body, kind, reader=reader, title=fields.get('title'), recoded=recoded,
                     lines=html[1] if html else None)
 
 def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
     parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
-    if inner_path(path).suffix.lower() not in FRONT_MATTER_EXTS: return ''
-    mdx = inner_path(path).suffix.lower() == '.mdx' and re.search(r'^(import|export)\s', text, re.M) is not None
-    names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))
+    ext = inner_path(path).suffix.lower()
+    if ext not in FRONT_MATTER_EXTS: return ''
+    html = has_html(text) or ext == '.mdx' and _MDX_ESM.search(text) is not None
+    names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * html
     return '.'.join(names)
 
 # %% ../nbs/01a_readers.ipynb #f9bf8da4
@@ -184,10 +185,7 @@ def _file_lines(c:Chunk, lines:list[int]):
     "Chunk `c` of a rewritten text cited by the file's lines: `lines` gives the file's line of each line of the text."
     at = [lines[min(_source_line(c.line_runs, i) if c.line_runs else c.start_line + i, len(lines)) - 1]
           for i in range(c.body.count('\n') + 1)]
-    runs = []
-    for i, s in enumerate(at):
-        if not runs or s != runs[-1][1] + i - runs[-1][0]: runs.append((i, s))
-    c.start_line, c.end_line, c.line_runs = at[0], max(at), tuple(runs)
+    c.start_line, c.end_line, c.line_runs = at[0], max(at), runs_of(at)
 
 # %% ../nbs/01a_readers.ipynb #8735cc9b
 _INVISIBLE = {'script', 'style', 'noscript', 'template', 'head', 'title'}
@@ -640,7 +638,6 @@ def _fragment(html:str) -> list[str]:
 
 # %% ../nbs/01a_readers.ipynb #cd9f8ad8
 def _outside_code(line:str) -> str: return re.sub(r'(`+)[^`]*?\1', '', line)
-_MDX_ESM = re.compile(r'(import|export)\s', re.M)
 
 def _comment_end(lines:list[str], i:int) -> int:
     "The line where a comment that opens in line `i` (outside code spans) closes; `i` when none stays open."
