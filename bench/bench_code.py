@@ -1,15 +1,17 @@
-"""Source code beside its docs: `codigo` (tree-sitter grammars for Go, Java, C, C++, PHP and Perl) against the same
-files read as prose (what ragnb did with them before), LangChain's language splitter and LlamaIndex's
-`CodeSplitter`. Prints one table of chunks and one of answers.
+"""Source code beside its docs: `codigo` (tree-sitter grammars for Go, Java, C, C++, PHP and Perl, `sqlparse` for
+SQL) against the same files read as prose (what ragnb did with them before), LangChain's language splitter and
+LlamaIndex's `CodeSplitter`. Prints one table of chunks and one of answers.
 
     python bench/bench_code.py [--questions code_questions.jsonl] [--work DIR]
 
 Chunks: every function and method of the code (tree-sitter's nodes at any depth, the ones of at most 2,200
-characters, which fit one chunk) is looked for whole in one chunk, whitespace aside. Files: the code corpus
+characters, which fit one chunk; for SQL each `CREATE` statement, found by a scanner of the bench's own) is looked
+for whole in one chunk, whitespace aside. Files: the code corpus
 (`corpus.code_corpus_dir`: zlib's and Nettle's C examples, git's persistent-https in Go, 8 classes of
 `java.util.concurrent`), for C++ 800 headers of `/usr/include` read as `.h` files are, for PHP App Engine's PHP SDK
-(as `google-cloud-sdk` installs it) and for Perl the first 400 modules of `/usr/share/perl5` (a row is left out when
-its files are not installed; LangChain has no Perl splitter). LangChain:
+(as `google-cloud-sdk` installs it), for Perl the first 400 modules of `/usr/share/perl5` and for SQL the scripts a
+PostgreSQL server installs (a row is left out when its files are not installed; LangChain has no Perl or SQL
+splitter, and LlamaIndex reads SQL with `tree-sitter-sql`). LangChain:
 `RecursiveCharacterTextSplitter.from_language` at 2,200 characters with 200 of overlap; LlamaIndex: `CodeSplitter`
 at 2,200 characters (40-line windows, 15 of overlap), with the same tree-sitter grammar as ragnb.
 
@@ -21,7 +23,7 @@ split at 1,500 characters (200 overlap). Each question's answer is a declaration
 
 Questions: `bench/code_questions.jsonl` (18, dev) and `code_questions_heldout.jsonl` (12, looked at once).
 """
-import argparse, functools, glob, json, pathlib, shutil, statistics, sys, tempfile, time
+import argparse, functools, glob, json, pathlib, re, shutil, statistics, sys, tempfile, time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'bench'))
@@ -32,14 +34,48 @@ FUNCTIONS = {'c': {'function_definition'}, 'cpp': {'function_definition'}, 'go':
              'php': {'function_definition', 'method_declaration'}, 'perl': {'subroutine_declaration_statement'}}
 PHP_SDK = pathlib.Path('/usr/lib/google-cloud-sdk/platform/google_appengine/php/sdk')   # google-cloud-sdk's
 PERL5 = pathlib.Path('/usr/share/perl5')                                                   # Debian's Perl modules
+POSTGRES_SQL = '/usr/share/postgresql/*/**/*.sql'                             # what a PostgreSQL server installs
 MAX_CHARS = 2200
 
 
 def squash(text:str) -> str: return ''.join(text.split())
 
 
+_DOLLAR = re.compile(r'\$(\w*)\$')
+_WORD = re.compile(r'(BEGIN\s+ATOMIC|END)\b', re.I)
+
+
+def sql_creates(text:str) -> list[str]:
+    """The `CREATE` statements of a PostgreSQL script, from `CREATE` to its `;`, by a scanner of the bench's own
+    (quotes, comments, dollar quotes, `BEGIN ATOMIC ... END`), not by the `sqlparse` that ragnb uses."""
+    out, i, at, depth, n = [], 0, 0, 0, len(text)
+    while i < n:
+        if text.startswith('--', i) or text.startswith('/*', i):
+            j = text.find('\n' if text[i] == '-' else '*/', i + 2)
+            i = n if j < 0 else j + (text[i] == '/') * 2
+        elif text[i] in '\'"':
+            q, j = text[i], i + 1
+            while j < n and text[j:j + 1] != q or text.startswith(q * 2, j): j += 2 if text.startswith(q * 2, j) else 1
+            i = j + 1
+        elif (m := _DOLLAR.match(text, i)) and not text[i - 1:i].isalnum():
+            j = text.find(m.group(0), m.end())
+            i = n if j < 0 else j + len(m.group(0))
+        elif (m := _WORD.match(text, i)) and not text[i - 1:i].isalnum():
+            depth = max(0, depth + (1 if m.group(1).upper() != 'END' else -1))
+            i = m.end()
+        elif text[i] == ';' and not depth:
+            stmt = text[at:i + 1]
+            k = re.search(r'^[ \t]*CREATE\b', re.sub(r'--[^\n]*|/\*.*?\*/', lambda m: ' ' * len(m.group()), stmt,
+                                                  flags=re.S), re.M | re.I)
+            if k: out.append(stmt[k.start():].strip())
+            at = i = i + 1
+        else: i += 1
+    return out
+
+
 def functions(text:str, language:str) -> list[str]:
-    "The functions and methods of `text` that fit one chunk, whitespace removed."
+    "The functions and methods of `text` that fit one chunk (for SQL, its `CREATE` statements), whitespace removed."
+    if language == 'sql': return [squash(s) for s in sql_creates(text) if len(s) <= MAX_CHARS]
     import tree_sitter as ts
     from ragnb.chunking import _grammar_language
     root = ts.Parser(_grammar_language(language)).parse(text.encode()).root_node
@@ -62,8 +98,12 @@ def splitters(language:str) -> dict:
     try: lc = RecursiveCharacterTextSplitter.from_language(
         {'c': Language.C, 'cpp': Language.CPP, 'go': Language.GO, 'java': Language.JAVA, 'php': Language.PHP,
          'perl': Language.PERL}[language], chunk_size=MAX_CHARS, chunk_overlap=200)
-    except ValueError: lc = None                         # "Language.PERL is not implemented yet": left out
-    li = CodeSplitter(language=language, parser=ts.Parser(_grammar_language(language)), max_chars=MAX_CHARS)
+    except (ValueError, KeyError): lc = None             # "Language.PERL is not implemented yet", no SQL: left out
+    if language == 'sql':                                # tree-sitter's SQL grammar (`pip install tree-sitter-sql`)
+        import tree_sitter_sql
+        grammar = ts.Language(tree_sitter_sql.language())
+    else: grammar = _grammar_language(language)
+    li = CodeSplitter(language=language, parser=ts.Parser(grammar), max_chars=MAX_CHARS)
     out = {'ragnb `codigo`': lambda t, n: [c.body for c in chunk_code(t, source=n, language=language)],
            'ragnb before (code read as prose)': lambda t, n: [c.body for c in chunk_document(t, source=n)],
            'LangChain from_language': lambda t, _: lc.split_text(t),
@@ -75,7 +115,8 @@ def chunk_rows(corpus:pathlib.Path) -> list[str]:
     files = {'c': sorted(corpus.glob('*/*.c')), 'go': sorted(corpus.glob('go/*.go')),
              'java': sorted(corpus.glob('java/*.java')),
              'cpp': sorted(pathlib.Path(p) for p in glob.glob('/usr/include/**/*.h', recursive=True))[:800],
-             'php': sorted(PHP_SDK.rglob('*.php')), 'perl': sorted(PERL5.rglob('*.pm'))[:400]}
+             'php': sorted(PHP_SDK.rglob('*.php')), 'perl': sorted(PERL5.rglob('*.pm'))[:400],
+             'sql': sorted(pathlib.Path(p) for p in glob.glob(POSTGRES_SQL, recursive=True))}
     rows = []
     for language, paths in files.items():
         if not paths: continue                                   # not installed here: the row is left out

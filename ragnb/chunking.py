@@ -111,7 +111,8 @@ CODE_EXTS = {'.ts': 'typescript', '.tsx': 'tsx', '.js': 'javascript', '.jsx': 'j
              '.cjs': 'javascript', '.py': 'python', '.json': 'json', '.yml': 'yaml', '.yaml': 'yaml',
              '.go': 'go', '.java': 'java', '.c': 'c', '.h': 'cpp', '.cc': 'cpp', '.cpp': 'cpp', '.cxx': 'cpp',
              '.hpp': 'cpp', '.hh': 'cpp', '.hxx': 'cpp', '.cs': 'csharp', '.rs': 'rust', '.sh': 'bash', '.bash': 'bash',
-             '.php': 'php', '.rb': 'ruby', '.kt': 'kotlin', '.kts': 'kotlin', '.pm': 'perl', '.pl': 'perl'}
+             '.php': 'php', '.rb': 'ruby', '.kt': 'kotlin', '.kts': 'kotlin', '.pm': 'perl', '.pl': 'perl',
+             '.sql': 'sql'}
 OLD_OFFICE = 'Office 97-2003 files (save as .docx, .xlsx or .pptx)'
 BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides text
     'images': '.png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .svgz .xcf',
@@ -1011,6 +1012,88 @@ def _unit_pieces(g, lines:list[str], size:Callable, target:int, max_chars:int) -
     if g.start < g.code <= g.end and size(g.code, g.end) <= max_chars: return [(g.start, g.code - 1), (g.code, g.end)]
     return _member_pieces(g, lines, size, target, max_chars)
 
+# %% ../nbs/01_chunking.ipynb #cb639bb0
+_SQL_NAME = r'(?:"[^"]+"|`[^`]+`|\[[^\]]+\]|[^\s(;,"`\[]+)'
+_SQL_CREATE = re.compile(
+    r'CREATE\s+(?:OR\s+(?:REPLACE|ALTER)\s+)?(?:(?:GLOBAL|LOCAL|TEMP|TEMPORARY|UNLOGGED|UNIQUE|MATERIALIZED|RECURSIVE'
+    r'|TRUSTED|PROCEDURAL|CONSTRAINT|EDITIONABLE|NONEDITIONABLE|CLUSTERED|NONCLUSTERED|VIRTUAL|DEFINER\s*=\s*\S+'
+    r'|ALGORITHM\s*=\s*\w+|SQL\s+SECURITY\s+\w+)\s+)*'
+    r'(?P<kind>FOREIGN\s+TABLE|FOREIGN\s+DATA\s+WRAPPER|PACKAGE\s+BODY|TYPE\s+BODY|OPERATOR\s+CLASS'
+    r'|OPERATOR\s+FAMILY|TEXT\s+SEARCH\s+\w+|EVENT\s+TRIGGER|ACCESS\s+METHOD|TABLE|VIEW|FUNCTION|PROCEDURE|PROC'
+    r'|TRIGGER|INDEX|TYPE|SEQUENCE|SCHEMA|DOMAIN|AGGREGATE|OPERATOR|CAST|EXTENSION|PACKAGE|RULE|POLICY|EVENT'
+    r'|DATABASE|ROLE|USER|COLLATION|CONVERSION|LANGUAGE|SERVER|PUBLICATION|SUBSCRIPTION|STATISTICS|TRANSFORM'
+    r'|TABLESPACE|SYNONYM|MACRO)\b\s*(?:IF\s+NOT\s+EXISTS\s+)?(?:CONCURRENTLY\s+)?(?:IF\s+NOT\s+EXISTS\s+)?'
+    rf'(?P<name>{_SQL_NAME}(?:\s*\.\s*{_SQL_NAME})*)?', re.I)
+_SQL_DIRECTIVE = re.compile(r'\s*(\\|DELIMITER\s|GO\s*$)', re.I)   # psql's meta-commands, MySQL's, T-SQL's separator
+_SQL_ABOUT = re.compile(r'\s*(GRANT|REVOKE|COMMENT\s+ON|ALTER|CREATE\s+(UNIQUE\s+)?INDEX|CREATE\s+TRIGGER'
+                        r'|SECURITY\s+LABEL|CREATE\s+POLICY|CREATE\s+RULE)\b', re.I)   # what follows a CREATE, about it
+
+def _sql_statements(text:str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """`(statements, comments)` as offsets in `text`: where each statement `sqlparse`'s splitter finds has its first
+    and last code, and where each comment is. (`sqlparse` gives a comment after a `;` to the statement before.)"""
+    from sqlparse import engine, tokens as T
+    spans, notes, at = [], [], 0
+    for st in engine.FilterStack().run(text):
+        first = last = None
+        for tok in st.flatten():
+            if tok.ttype in T.Comment: notes.append((at, at + len(tok.value.rstrip('\n'))))
+            elif not tok.is_whitespace: first, last = at if first is None else first, at + len(tok.value)
+            at += len(tok.value)
+        if first is not None: spans.append((first, last))
+    return spans, notes
+
+# %% ../nbs/01_chunking.ipynb #355a1c37
+def _sql_object(head:str) -> tuple[str, str]:
+    "`(kind, name)` of the object a statement creates, from its first lines: `('function', 'shop.price')`; else ''s."
+    m = _SQL_CREATE.match(re.sub(r'\s+', ' ', head).strip())
+    if not m: return '', ''
+    name = re.sub(r'["`\[\]]', '', re.sub(r'\s*\.\s*', '.', m['name'] or ''))
+    return re.sub(r'\s+', ' ', m['kind']).lower(), '' if name.upper() == 'ON' else name[:MAX_NAME]
+
+# %% ../nbs/01_chunking.ipynb #40db9660
+def _sql_units(text:str, target:int=CHUNK_SIZES.target) -> list[_Unit]:
+    """Each SQL statement with the comments above it: those right above, and a block set apart by one blank line
+    when nothing else lies between it and the statement before (a section's heading). A `CREATE` of more than two
+    lines is a declaration named by `_sql_object`, any other statement is loose; directives are left between. A
+    `GRANT`, `COMMENT ON`, `ALTER`, index or trigger right after a declaration that names its object joins it, while
+    the two fit one chunk; small declarations of one kind in a row (a quarter of `target` each, an extension's C
+    function wrappers) are grouped up to `target`, all named."""
+    starts = [0] + [m.end() for m in re.finditer('\n', text)]
+    line = lambda off: bisect.bisect_right(starts, off) - 1
+    lines, units = text.split('\n'), []
+    spans, notes = _sql_statements(text)
+    ends = [b for _, b in notes]
+    def noted(k):                                       # line `k` starts inside a comment
+        at = starts[k] + len(lines[k]) - len(lines[k].lstrip())
+        i = bisect.bisect_right(ends, at)
+        return i < len(notes) and notes[i][0] <= at
+    def above(k, floor):                                # the first line of the comment lines right above line `k`
+        while k - 1 > floor and lines[k - 1].strip() and noted(k - 1): k -= 1
+        return k
+    floor = -1                                          # the last line of the statement before
+    for first, last in spans:
+        code, end = line(first), line(last - 1)
+        while code < end and (_SQL_DIRECTIVE.match(lines[code]) or not lines[code].strip() or noted(code)):
+            code += 1                                                   # directives and comments before the code
+        start = above(code, floor)
+        if units and start - 2 > floor and not lines[start - 1].strip() and noted(start - 2):
+            head = above(start - 1 - 1, floor)
+            if all(not lines[k].strip() for k in range(floor + 1, head)): start = head
+        floor = end
+        kind, name = _sql_object('\n'.join(lines[code:code + 6])) if end - code >= SMALL_DECL_LINES else ('', '')
+        prev, body = (units or [None])[-1], '\n'.join(lines[code:end + 1])
+        if (not kind and prev is not None and prev.name and _SQL_ABOUT.match(body) and last - starts[prev.start]
+                <= CHUNK_SIZES.max_chars and re.search(rf'\b{re.escape(prev.name.split(".")[-1])}\b', body, re.I)):
+            prev.end = end                                      # `GRANT SELECT ON ventas TO lectura` stays with it
+            continue
+        if (kind and prev is not None and prev.kind == kind and last - starts[start] <= target // 4
+                and starts[prev.end] - starts[prev.start] <= target // 4 * (prev.name.count(', ') + 1)
+                and last - starts[prev.start] <= target):
+            prev.end, prev.name = end, f'{prev.name}, {name}'[:MAX_NAME]   # `function hstore_in, hstore_out`
+            continue
+        units.append(_Unit(start, end, kind, name if kind else '', code=code))
+    return units
+
 # %% ../nbs/01_chunking.ipynb #bdf55ecf
 def _file_head(path, n:int=256) -> str:
     "The first `n` bytes of a regular file as text; '' for anything else (a FIFO is never waited on) or on an error."
@@ -1041,14 +1124,15 @@ def _code_language(source:str|None, language:str|None, text:str='') -> str:
         ext = inner_path(source).suffix.lower() if source else ''
         language = CODE_EXTS.get(ext) or script_language(source or '', text[:256])
         if language is None: raise ValueError(f'cannot tell the language of {source!r}; pass language=')
-    if language not in ('typescript', 'tsx', 'javascript', 'python', 'json', 'yaml', *GRAMMARS):
+    if language not in ('typescript', 'tsx', 'javascript', 'python', 'json', 'yaml', 'sql', *GRAMMARS):
         raise ValueError(f'unsupported language {language!r}')
     return language
 
 # %% ../nbs/01_chunking.ipynb #0debeada
 def _code_units(norm:str, lines:list[str], language:str, source:str|None, target:int) -> tuple[list, str]:
     "The parsed top-level units and the version suffix; line windows (suffix ':lines') when the code does not parse."
-    parse = {'python': _py_units, 'json': _json_units, 'yaml': _yaml_units}.get(language)
+    parse = {'python': _py_units, 'json': _json_units, 'yaml': _yaml_units,
+             'sql': functools.partial(_sql_units, target=target)}.get(language)
     why = f'could not parse as {language}'
     try: units = parse(norm) if parse else _grammar_units(norm, language) if language in GRAMMARS else \
         _ts_units(norm, language)
@@ -1061,7 +1145,7 @@ def _code_units(norm:str, lines:list[str], language:str, source:str|None, target
 def chunk_code(text:str, # source code
                *,
                source:str|None=None, # path or name; its extension picks the language when `language` is None
-               language:str|None=None, # typescript, tsx, javascript, python, json, yaml, or one of `GRAMMARS`
+               language:str|None=None, # typescript, tsx, javascript, python, json, yaml, sql, or one of `GRAMMARS`
                target:int=CHUNK_SIZES.target, # loose statements (imports, constants) are grouped up to this size
                max_chars:int=CHUNK_SIZES.max_chars, # a block over it is split by members, then lines, then length
                metadata:dict|None=None, # copied into every chunk

@@ -151,7 +151,11 @@ CODE_SHAPES = {  # language: (a class's head, a method, its end; a function's he
                'import a.b{i}\nval v{i} = {i}\n'),
     'perl': ('package P{i} {{\n', '    sub m{j} {{ return {j}; }}\n', '}}\n',
              '=head2 f{i}\n\nDoes {i}.\n\n=cut\n\nsub f{i} {{\n', '    my $x{j} = {j};\n', '    return 1;\n}}\n',
-             'package Q{i};\nuse strict;\nour $v{i} = {i};\n')}
+             'package Q{i};\nuse strict;\nour $v{i} = {i};\n'),
+    'sql': ('-- T{i}.\nCREATE TABLE t{i} (\n  id int,\n', '  c{j} text,\n', '  z int\n);\n',
+            'CREATE FUNCTION f{i}(x int) RETURNS int AS $$\nBEGIN\n', '  x := x + {j}; -- {j};\n',
+            '  RETURN x;\nEND;\n$$ LANGUAGE plpgsql;\n',
+            "GRANT SELECT ON t{i} TO r;\nINSERT INTO t VALUES ({i}, 'a;b');\n")}
 
 
 def shaped_blocks(cls, method, cls_end, fn, stmt, fn_end, loose):
@@ -184,12 +188,15 @@ def test_a_name_that_a_parse_error_runs_on_stays_one_line():   # found by the te
 
 
 def installed_code() -> list[tuple[str, str, str]]:
-    "(name, text, language) of real code installed here: C headers, zlib's examples, a JDK's sources; [] without."
+    """(name, text, language) of real code installed here: C headers, zlib's examples, a JDK's sources, PostgreSQL's
+    SQL; [] without."""
     out = [(p, pathlib.Path(p).read_text(errors='replace'), 'cpp') for p in sorted(glob.glob('/usr/include/*.h'))[:40]]
     out += [(p, pathlib.Path(p).read_text(errors='replace'), 'c')
             for p in sorted(glob.glob('/usr/share/doc/zlib1g-dev/examples/*.c'))]
     out += [(p, pathlib.Path(p).read_text(errors='replace'), 'go')
             for p in sorted(glob.glob('/usr/share/doc/git/contrib/persistent-https/*.go'))]
+    out += [(p, pathlib.Path(p).read_text(errors='replace'), 'sql')
+            for p in sorted(glob.glob('/usr/share/postgresql/*/extension/*.sql'))[:30]]
     for src in [p for p in sorted(glob.glob('/usr/lib/jvm/*/lib/src.zip')) if pathlib.Path(p).is_file()][:1]:
         with zipfile.ZipFile(src) as z:
             names = sorted(n for n in z.namelist() if n.startswith('java.base/java/util/concurrent/'))[:25]
