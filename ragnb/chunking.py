@@ -113,11 +113,11 @@ CODE_EXTS = {'.ts': 'typescript', '.tsx': 'tsx', '.js': 'javascript', '.jsx': 'j
              '.hpp': 'cpp', '.hh': 'cpp', '.hxx': 'cpp', '.cs': 'csharp', '.rs': 'rust', '.sh': 'bash', '.bash': 'bash',
              '.php': 'php', '.rb': 'ruby', '.kt': 'kotlin', '.kts': 'kotlin', '.pm': 'perl', '.pl': 'perl',
              '.sql': 'sql'}
-OLD_OFFICE = 'Office 97-2003 files (save as .docx, .xlsx or .pptx)'
+OLD_OFFICE = 'PowerPoint 97-2003 decks (save as .pptx)'
 BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides text
     'images': '.png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .svgz .xcf',
-    'documents': '.pdf .docx .xlsx .pptx .odt .ods .odp .epub',   # read by `ragnb.readers` when registered
-    OLD_OFFICE: '.doc .dot .xls .xlt .ppt .pot .pps',               # binary formats: saved again, they are read
+    'documents': '.pdf .docx .doc .dot .xlsx .xls .xlt .pptx .odt .ods .odp .epub',   # read by `ragnb.readers`
+    OLD_OFFICE: '.ppt .pot .pps',                                   # a binary format: saved again, it is read
     'archives': '.zip .gz .tgz .bz2 .xz .zst .7z .rar .tar .jar .whl .deb .rpm',
     'media': '.mp3 .mp4 .wav .ogg .oga .flac .avi .mov .mkv .webm',
     'fonts': '.ttf .otf .woff .woff2 .eot',

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01a_readers.ipynb #47841ec2
 from __future__ import annotations
-import bisect, io, json, os, posixpath, re, zipfile
+import bisect, io, json, os, posixpath, re, struct, zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,13 +17,15 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME',
            'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'MAX_ODF_DEPTH',
-           'SHEET_TABLE_CHARS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader',
+           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
+           'SPRM_HIDDEN', 'OLE_MAGIC', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader',
            'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
            'front_matter', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
            'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'drawing_text', 'pdf_document',
-           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
-           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
-           'csv_document', 'mail_document', 'jupyter_id', 'notebook_document']
+           'docx_text', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
+           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
+           'ods_document', 'csv_document', 'mail_document', 'WordBinary', 'word_properties', 'word_fields',
+           'word_blocks', 'doc_document', 'xls_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -951,9 +953,21 @@ def _check_zip(data:bytes, name:str, fmt:str='DOCX', app:str='Word'): # the form
                             f'{len(data) / 2**20:.1f} MB (a zip bomb?); not read')
 
 # %% ../nbs/01a_readers.ipynb #1ba5085c
+_W = '{http://schemas.openxmlformats.org/wordprocessingml/2006/main}'
+_DOCX_AWAY = {f'{_W}moveFrom', f'{_W}txbxContent', f'{_W}del'}   # text moved elsewhere, a text box's own paragraphs
+
+def docx_text(p) -> str:
+    """A Word paragraph's text as Word shows it: its runs, and those inside links, tracked insertions, content
+    controls, smart tags and simple fields, which python-docx's `Paragraph.text` leaves out."""
+    out = []
+    for el in p._p.iter(f'{_W}t', f'{_W}tab', f'{_W}br', f'{_W}cr'):
+        if any(a.tag in _DOCX_AWAY for a in el.iterancestors()): continue
+        out.append((el.text or '') if el.tag == f'{_W}t' else '\t' if el.tag == f'{_W}tab' else '\n')
+    return ''.join(out)
+
 def _docx_block(p) -> tuple[str, str]|None:
     "(kind, markdown) of a Word paragraph: a heading, a list item with its level, or text; None when empty."
-    style, text = (p.style.name if p.style is not None else '') or '', _clean(p.text)
+    style, text = (p.style.name if p.style is not None else '') or '', _clean(docx_text(p))
     if not text: return None
     if m := re.match(r'(?:heading|título|titulo)\s*(\d)', style, re.I):
         return 'h', '#' * min(int(m[1]), 6) + ' ' + text
@@ -968,7 +982,7 @@ def _docx_block(p) -> tuple[str, str]|None:
 # %% ../nbs/01a_readers.ipynb #226aad8a
 def _docx_table(t) -> str:
     "A Word table as a markdown table, its first row as the header."
-    return _markdown_table([[c.text for c in r.cells] for r in t.rows])
+    return _markdown_table([['\n'.join(docx_text(p) for p in c.paragraphs) for c in r.cells] for r in t.rows])
 
 # %% ../nbs/01a_readers.ipynb #1904fed1
 def docx_document(data:bytes, # the file's bytes
@@ -1581,6 +1595,243 @@ def mail_document(data:bytes, # an `.eml` message, or an `.mbox` archive of them
     if not lines: raise ChunkingError(f'{name}: no message with headers; not an e-mail file')
     return Document('\n'.join(lines) + '\n', 'mail', anchors=anchors)
 
+# %% ../nbs/01a_readers.ipynb #cbf11357
+_u16 = lambda b, o: struct.unpack_from('<H', b, o)[0]
+_u32 = lambda b, o: struct.unpack_from('<I', b, o)[0]
+
+class WordBinary:
+    "The parts of a Word 97-2003 file that its text needs ([MS-DOC]): its FIB, piece table, paragraphs and styles."
+    def __init__(self, word:bytes, # the `WordDocument` stream
+                 table:bytes): # the `0Table` or `1Table` stream, as the FIB says
+        self.word, self.table = word, table
+        lw = 34 + 2 * _u16(word, 32)                                   # after FibBase and FibRgW97
+        self.ccp_text = _u32(word, lw + 14)                            # FibRgLw97.ccpText
+        self._fclcb = lw + 2 + 4 * _u16(word, lw) + 2                  # FibRgFcLcb97
+
+    def fc_lcb(self, i:int) -> tuple[int, int]:
+        "Offset and size, in the table stream, of the FIB's `i`-th structure (1: styles, 13: PAPX, 33: pieces)."
+        return _u32(self.word, self._fclcb + 8 * i), _u32(self.word, self._fclcb + 8 * i + 4)
+
+# %% ../nbs/01a_readers.ipynb #1ee61a58
+@patch
+def pieces(self:WordBinary) -> list[tuple[int, int, int, bool]]:
+    "`(first character, end, offset in the file, 8-bit)` of each piece of text (the CLX's PlcPcd)."
+    fc, lcb = self.fc_lcb(33)
+    clx, i = self.table[fc:fc + lcb], 0
+    while i < len(clx) and clx[i] == 1: i += 3 + _u16(clx, i + 1)        # Prc: formatting, not text
+    if i >= len(clx) or clx[i] != 2: raise ValueError('no piece table')
+    n = (_u32(clx, i + 1) - 4) // 12
+    plc, out = clx[i + 5:], []
+    cps = [_u32(plc, 4 * k) for k in range(n + 1)]
+    for k in range(n):
+        f = _u32(plc, 4 * (n + 1) + 8 * k + 2)
+        out.append((cps[k], cps[k + 1], (f & 0x3FFFFFFF) // 2 if f & 0x40000000 else f, bool(f & 0x40000000)))
+    return out
+
+@patch
+def text(self:WordBinary) -> tuple[str, list[int]]:
+    "The main document's text, and each character's offset in the file (where its paragraph's properties are found)."
+    parts, fcs = [], []
+    for cp0, cp1, f, eight in self.pieces():
+        w = 1 if eight else 2
+        n = min(min(cp1, self.ccp_text) - cp0, (len(self.word) - f) // w)     # a damaged count: no more than is there
+        if n <= 0: continue
+        parts.append(self.word[f:f + n * w].decode('cp1252' if eight else 'utf-16-le', 'replace'))
+        fcs += range(f, f + n * w, w)
+    return ''.join(parts), fcs
+
+# %% ../nbs/01a_readers.ipynb #6c3ae501
+_SPRM_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 2, 5: 2, 7: 3}          # operand size by the sprm's `spra` bits; 6: variable
+SPRM_IN_TABLE, SPRM_ROW_END, SPRM_LIST, SPRM_LEVEL = 0x2416, 0x2417, 0x460B, 0x260A   # a paragraph's
+SPRM_DELETED, SPRM_HIDDEN = 0x0800, 0x083C                                               # a run of characters'
+
+def word_properties(grp:bytes) -> dict[int, int]:
+    "A paragraph's `GrpPrlAndIstd`: its style index (key -1) and its properties with fixed-size operands."
+    out, i = ({-1: _u16(grp, 0)} if len(grp) >= 2 else {}), 2
+    while i + 2 <= len(grp):
+        sprm, i = _u16(grp, i), i + 2
+        size = _SPRM_BYTES.get(sprm >> 13)
+        if size is None:                                           # variable: its length first (two bytes: TDefTable)
+            if i >= len(grp): break
+            i += _u16(grp, i) + 1 if sprm == 0xD608 else grp[i] + 1
+            continue
+        out[sprm] = int.from_bytes(grp[i:i + size], 'little')
+        i += size
+    return out
+
+@patch
+def paragraphs(self:WordBinary) -> tuple[list[int], list[bytes]]:
+    "`(ends, properties)`: where each run of paragraphs ends in the file, and its `GrpPrlAndIstd` (PAPX pages)."
+    fc, lcb = self.fc_lcb(13)
+    n, plc, ends, props = (lcb - 4) // 8, self.table[fc:fc + lcb], [], []
+    for k in range(max(n, 0)):
+        pn = _u32(plc, 4 * (n + 1) + 4 * k) & 0x3FFFFF
+        page = self.word[pn * 512:(pn + 1) * 512]
+        if len(page) < 512: continue
+        crun = page[511]
+        for j in range(crun):
+            bx, grp = 2 * page[4 * (crun + 1) + 13 * j], b''
+            if bx: grp = page[bx + 1:bx + 2 * page[bx]] if page[bx] else page[bx + 2:bx + 2 + 2 * page[bx + 1]]
+            ends.append(_u32(page, 4 * (j + 1)))
+            props.append(grp)
+    return ends, props
+
+@patch
+def hidden(self:WordBinary) -> list[tuple[int, int]]:
+    "File ranges `(start, end)` of text a reader does not see: tracked deletions and hidden text (CHPX pages)."
+    fc, lcb = self.fc_lcb(12)
+    n, plc, out = (lcb - 4) // 8, self.table[fc:fc + lcb], []
+    for k in range(max(n, 0)):
+        pn = _u32(plc, 4 * (n + 1) + 4 * k) & 0x3FFFFF
+        page = self.word[pn * 512:(pn + 1) * 512]
+        if len(page) < 512: continue
+        crun = page[511]
+        for j in range(crun):
+            at = 2 * page[4 * (crun + 1) + j]
+            grp = page[at + 1:at + 1 + page[at]] if at else b''
+            props = word_properties(b'\0\0' + grp)
+            if props.get(SPRM_DELETED, 0) in (1, 0x81) or props.get(SPRM_HIDDEN, 0) in (1, 0x81):
+                out.append((_u32(page, 4 * j), _u32(page, 4 * (j + 1))))
+    return sorted(out)
+
+@patch
+def styles(self:WordBinary) -> list[tuple[int, str]]:
+    "`(sti, name)` of each style, by index: sti 1-9 are the built-in headings and 62 the title, whatever the language."
+    fc, lcb = self.fc_lcb(1)
+    st = self.table[fc:fc + lcb]
+    if len(st) < 6: return []
+    o, cstd, base, out = 2 + _u16(st, 0), _u16(st, 2), _u16(st, 4), []
+    for _ in range(cstd):
+        if o + 2 > len(st): break
+        c = _u16(st, o)
+        std, name = st[o + 2:o + 2 + c], ''
+        if c >= base + 2: name = std[base + 2:base + 2 + 2 * _u16(std, base)].decode('utf-16-le', 'replace')
+        out.append((_u16(std, 0) & 0x0FFF if c >= 2 else 0x0FFF, name))
+        o += 2 + c
+    return out
+
+# %% ../nbs/01a_readers.ipynb #ebf55df5
+_NO_FIELD_MARKS = str.maketrans('', '', '\x13\x14\x15')
+
+def word_fields(text:str) -> str:
+    "`text` with each field's code left out and its result kept (a link: its text); a table of contents left out."
+    out, stack = [], []                        # stack: [in the code, the code's characters, the result left out]
+    for ch in text:
+        if ch == '\x13': stack.append([True, [], False])
+        elif stack and ch == '\x14':
+            stack[-1][0], stack[-1][2] = False, ''.join(stack[-1][1]).strip().upper().startswith('TOC')
+        elif stack and ch == '\x15': stack.pop()
+        elif stack and stack[-1][0]: stack[-1][1].append(ch)
+        elif not any(s[0] for s in stack) and (not any(s[2] for s in stack) or ch in '\r\x07'): out.append(ch)
+    return ''.join(out) if not stack else text.translate(_NO_FIELD_MARKS)   # a field never closed: its code as text
+
+# %% ../nbs/01a_readers.ipynb #6851fded
+_WORD_CHARS = str.maketrans({'\x0b': ' ', '\x1e': '-', '\x1f': '', '\x01': '', '\x08': '', '\x02': '', '\x05': '',
+                             '\x0e': ' '})   # line break, hyphens, pictures, drawings, note marks, column break
+_HEADING_STYLE = re.compile(r'(?:heading|título|titulo|titre|überschrift|intestazione)\s*(\d)', re.I)
+
+def _word_block(body:str, props:dict, styles:list) -> tuple[str, str]:
+    "`(kind, markdown)` of a paragraph by its style (a heading by number or by name, the title) and its list level."
+    sti, name = styles[props.get(-1, 0)] if props.get(-1, 0) < len(styles) else (0, '')
+    level = sti if 1 <= sti <= 9 else int(m[1]) if (m := _HEADING_STYLE.match(name)) else 1 if sti == 62 else 0
+    if level: return 'h', '#' * min(level, 6) + ' ' + body
+    if props.get(SPRM_LIST) or name.lower().startswith('list'):
+        deep = props.get(SPRM_LEVEL) or (int(m[1]) - 1 if (m := re.search(r'(\d)$', name)) else 0)
+        return 'li', '  ' * deep + ('1. ' if 'number' in name.lower() else '- ') + body
+    return 'p', _paragraph(body)
+
+def word_blocks(w:WordBinary) -> list[tuple[str, str]]:
+    """The blocks `(kind, markdown)` of a Word 97-2003 document: paragraphs, headings, list items, and tables (a
+    cell ends with `\\x07`, a row with a `\\x07` marked as its end, or, without marks, a second `\\x07`)."""
+    text, fcs = w.text()
+    ends, props = w.paragraphs()
+    styles, blocks, para, cell, row, rows = w.styles(), [], [], [], [], []
+    marked = any(SPRM_IN_TABLE in word_properties(p) for p in props)
+    hidden = w.hidden()
+    starts = [a for a, _ in hidden]
+    for i, ch in enumerate(text):
+        h = bisect.bisect_right(starts, fcs[i]) - 1
+        if h >= 0 and fcs[i] < hidden[h][1] and ch != '\x07': continue          # deleted or hidden: not read
+        if ch not in '\r\x07\x0c': para.append(ch)
+        if ch not in '\r\x07\x0c' or i + 1 < len(text) and ch == '\x0c' and text[i + 1] in '\r\x07\x0c': continue
+        k = bisect.bisect_right(ends, fcs[i])
+        p = word_properties(props[k]) if k < len(props) else {}
+        body, para = _clean(word_fields(''.join(para)).translate(_WORD_CHARS)), []
+        if ch == '\x07' or p.get(SPRM_IN_TABLE):                           # a cell's paragraph, its end, a row's end
+            if p.get(SPRM_ROW_END) or not marked and ch == '\x07' and i and text[i - 1] == '\x07' and not cell:
+                rows.append(row)
+                row = []
+            elif ch == '\x07':
+                row.append(' '.join(cell + [body]).strip())
+                cell = []
+            else: cell.append(body)
+            continue
+        if rows: blocks.append(('table', _markdown_table(rows)))
+        rows = []
+        if body: blocks.append(_word_block(body, p, styles))
+    if rows or row: blocks.append(('table', _markdown_table(rows + [row] * bool(row))))
+    return blocks
+
+# %% ../nbs/01a_readers.ipynb #c2d7cc21
+OLE_MAGIC = b'\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1'   # the first bytes of an OLE compound file
+
+def doc_document(data:bytes, # the file's bytes
+                 name:str='document.doc', # for messages
+                ) -> Document:
+    """A Word 97-2003 file (`.doc`, `.dot`) as markdown, as `docx_document` reads a DOCX: headings (an anchor each),
+    lists with their levels, tables; fields as their results; tracked deletions, hidden text, headers, footnotes
+    and pictures left out."""
+    import olefile
+    if data[:8] != OLE_MAGIC: raise ChunkingError(f'{name}: not a Word 97-2003 file (not an OLE file); if it is a '
+                                                  'DOCX or RTF, give it that extension')
+    with olefile.OleFileIO(data) as ole:
+        if not ole.exists('WordDocument'):
+            raise ChunkingError(f'{name}: an OLE file without a WordDocument stream, not a Word document')
+        word = ole.openstream('WordDocument').read()
+        flags = _u16(word, 0x0A) if len(word) > 0x20 else 0
+        if len(word) < 0x20 or _u16(word, 0) != 0xA5EC or _u16(word, 2) < 101:
+            raise ChunkingError(f'{name}: a Word 95 or older file, or not Word; save it as .docx')
+        if flags & 0x0100: raise ChunkingError(f'{name}: password-protected; save it as .docx without a password')
+        table = '1Table' if flags & 0x0200 else '0Table'
+        if not ole.exists(table): raise ChunkingError(f'{name}: its {table} stream is missing; re-save it from Word')
+        w = WordBinary(word, ole.openstream(table).read())
+        meta = ole.get_metadata()
+    blocks = word_blocks(w)
+    if not blocks: raise ChunkingError(f'{name}: no text in the document; nothing to index')
+    text, anchors = _blocks_text(blocks)
+    title = _ole_text(meta.title, meta.codepage)
+    return Document(text, 'doc', title=title or None, anchors=anchors)
+
+def _ole_text(raw:bytes|None, codepage:int|None) -> str:
+    "A property of an OLE file's summary, decoded by its codepage (1252 when it gives none or one Python lacks)."
+    cp = (codepage or 1252) & 0xFFFF                       # a signed 16-bit number: UTF-8's 65001 is read as -535
+    try: return _clean((raw or b'').decode({65001: 'utf-8', 1200: 'utf-16-le'}.get(cp, f'cp{cp}'), 'replace'))
+    except LookupError: return _clean((raw or b'').decode('cp1252', 'replace'))
+
+# %% ../nbs/01a_readers.ipynb #7bf384b3
+def xls_document(data:bytes, # the file's bytes
+                 name:str='book.xls', # for messages
+                ) -> Document:
+    """An Excel 97-2003 workbook (`.xls`, `.xlt`) as `xlsx_document` reads an XLSX: each sheet under its name, its
+    rows in tables under the sheet's header row; dates as dates, formulas as their last values."""
+    import xlrd
+    try: wb = xlrd.open_workbook(file_contents=data, on_demand=True)
+    except xlrd.XLRDError as e:
+        why = 'password-protected; save it as .xlsx without a password' if 'encrypt' in str(e).lower() else \
+            f'not a readable XLS ({e}); re-save it from Excel'
+        raise ChunkingError(f'{name}: {why}') from None
+    def value(c) -> str:
+        if c.ctype == xlrd.XL_CELL_DATE:
+            try: return _sheet_value(xlrd.xldate_as_datetime(c.value, wb.datemode))
+            except (ValueError, OverflowError, xlrd.xldate.XLDateError): return _sheet_value(c.value)
+        if c.ctype == xlrd.XL_CELL_BOOLEAN: return _sheet_value(bool(c.value))
+        if c.ctype == xlrd.XL_CELL_ERROR: return xlrd.error_text_from_code.get(c.value, '')
+        return _sheet_value(c.value if c.ctype != xlrd.XL_CELL_EMPTY else None)
+    try:
+        rows = lambda sh: ((n, [value(c) for c in sh.row(n - 1)]) for n in range(1, sh.nrows + 1))
+        return sheets_document([(sh.name, rows(sh)) for sh in map(wb.sheet_by_index, range(wb.nsheets))], 'xls', name)
+    finally: wb.release_resources()
+
 # %% ../nbs/01a_readers.ipynb #d79bfa6c
 NOTEBOOK_OUTPUT_LINES = 20   # of one output's text; the rest is cut, and the cut said
 NOTEBOOK_OUTPUT_CHARS = 2000   # the same for its characters: a megabyte printed on one line is not prose
@@ -1647,12 +1898,14 @@ def notebook_document(data:bytes, # the file's bytes
 # %% ../nbs/01a_readers.ipynb #361564d1
 register_reader(Reader('html-v4', 'html', html_document), '.html', '.htm', '.xhtml')
 register_reader(Reader('pdf-v3', 'pdf', pdf_document), '.pdf')     # v3: drawings are skipped
-register_reader(Reader('docx-v1', 'docx', docx_document), '.docx')
+register_reader(Reader('docx-v2', 'docx', docx_document), '.docx')   # v2: text in insertions, controls, fields
+register_reader(Reader('doc-v1', 'doc', doc_document), '.doc', '.dot')
 register_reader(Reader('odt-v1', 'odt', odt_document), '.odt', '.fodt')
 register_reader(Reader('odp-v1', 'odp', odp_document), '.odp', '.fodp')
 register_reader(Reader('epub-v1', 'epub', epub_document), '.epub')
 register_reader(Reader('pptx-v1', 'pptx', pptx_document), '.pptx')
 register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm')
+register_reader(Reader('xls-v1', 'xls', xls_document), '.xls', '.xlt')
 register_reader(Reader('ods-v1', 'ods', ods_document), '.ods', '.fods')
 register_reader(Reader('csv-v1', 'csv', csv_document), '.csv', '.tsv')
 register_reader(Reader('mail-v1', 'mail', mail_document), '.eml', '.mbox')

@@ -1,6 +1,6 @@
 """HTML, PDF and DOCX ingestion (issue 15): conversions as tables of (input, expected), generated documents whose
 every paragraph must reach a chunk, citations, bad files, reader versions, older stores."""
-import importlib.util, io, json, os, re, sqlite3, zipfile
+import importlib.util, io, json, os, pathlib, re, shutil, sqlite3, struct, zipfile
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -12,6 +12,8 @@ from ragnb.index import Store
 from ragnb.ingest import index_paths
 from ragnb.readers import (READERS, Reader, docx_document, epub_document, html_document, locate_chunks, odt_document,
                            pdf_document, pptx_document, read_document, xlsx_document)
+
+OFFICE = pathlib.Path(__file__).parent / 'fixtures' / 'office'   # Word and Excel 97-2003 files, of our own text
 
 HTML_CASES = [  # (html body, markdown)
     ('<div class="summary-table three-column-summary"><div class="table-header">Type</div><div class="table-header">'
@@ -302,6 +304,8 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     (kb / 'fake.odt').write_text('tampoco soy un zip')
     (kb / 'fake.epub').write_text('ni yo')
     (kb / 'fake.pptx').write_text('ni yo tampoco')
+    (kb / 'fake.doc').write_text('un texto con otro nombre')
+    (kb / 'fake.xls').write_text('otro más')
     bomb = io.BytesIO()
     import zipfile
     with zipfile.ZipFile(bomb, 'w', zipfile.ZIP_DEFLATED) as z: z.writestr('word/document.xml', b'\0' * (300 << 20))
@@ -309,17 +313,18 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
         rep = index_paths(s, [kb])
     why = {p.rsplit('/', 1)[-1]: w for p, w in rep.skipped}
-    assert sorted(why) == ['bomb.docx', 'fake.docx', 'fake.epub', 'fake.odt', 'fake.pptx', 'locked.pdf', 'menu.html',
-                           'truncated.pdf']
+    assert sorted(why) == ['bomb.docx', 'fake.doc', 'fake.docx', 'fake.epub', 'fake.odt', 'fake.pptx', 'fake.xls',
+                           'locked.pdf', 'menu.html', 'truncated.pdf']
     assert 'encrypted PDF' in why['locked.pdf'] and 'qpdf --decrypt' in why['locked.pdf']
     assert 'not a readable PDF' in why['truncated.pdf']
     assert 'zip bomb' in why['bomb.docx'] and 'not a DOCX' in why['fake.docx']
     assert 'not an ODT (not a zip file); re-save it from LibreOffice' in why['fake.odt']
     assert 'not an EPUB (not a zip file)' in why['fake.epub'] and 'not a PPTX' in why['fake.pptx']
     assert 'no text in the page' in why['menu.html']
+    assert 'not a Word 97-2003 file (not an OLE file)' in why['fake.doc'] and 'not a readable XLS' in why['fake.xls']
     assert all(w.startswith(str(kb)) for w in why.values())            # each message names its file
-    assert rep.kind_summary() == ('docx: 2 skipped · epub: 1 skipped · html: 1 indexed, 1 skipped · '
-                                  'odt: 1 skipped · pdf: 1 indexed, 2 skipped · pptx: 1 skipped')
+    assert rep.kind_summary() == ('doc: 1 skipped · docx: 2 skipped · epub: 1 skipped · html: 1 indexed, 1 skipped · '
+                                  'odt: 1 skipped · pdf: 1 indexed, 2 skipped · pptx: 1 skipped · xls: 1 skipped')
 
 
 def test_a_new_reader_version_reindexes_only_its_files(tmp_path, monkeypatch):
@@ -412,6 +417,8 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
     for row in [('equipo', 'sala')] + [(f'srv-{i:02}', 'A') for i in range(40)] + [('srv-zeta', 'sala Z')]:
         wb.active.append(row)
     wb.save(kb / 'inventario.xlsx')
+    for f in ('guia.doc', 'inventario.xls'):                  # Word and Excel 97-2003, as LibreOffice saves them
+        shutil.copyfile(OFFICE / f, kb / ('contactos.xls' if f.endswith('.xls') else f))
     with zipfile.ZipFile(kb / 'wiki.zip', 'w') as z:          # a wiki's export: its pages, a logo, a broken PDF
         z.writestr('Ops/Llaves_12.html', '<h1 id="t">Llaves</h1><h2 id="cpd">CPD</h2><p>La llave del CPD está en el '
                                          'armario gris de la planta 2.</p>')
@@ -419,14 +426,16 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
         z.writestr('Ops/roto.pdf', b'%PDF-1.4 torn')
     r = ragnb_main('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', text=True)
     assert r.returncode == 0, r.stderr
-    assert ('by kind: archive: 1 indexed · epub: 1 indexed · odt: 1 indexed · pdf: 1 skipped · pptx: 1 indexed · '
-            'xlsx: 1 indexed') in r.stdout
+    assert ('by kind: archive: 1 indexed · doc: 1 indexed · epub: 1 indexed · odt: 1 indexed · pdf: 1 skipped · '
+            'pptx: 1 indexed · xls: 1 indexed · xlsx: 1 indexed') in r.stdout
     assert f'skipped {kb}/wiki.zip/Ops/roto.pdf: not a readable PDF' in r.stderr
     for question, cite, slide in [('¿Qué día se rotan las cintas LTO?', 'kb/manual.odt#Cintas', None),
                                   ('¿Cuál es el teléfono de guardia?', 'kb/plan.pptx#slide=', 2),
                                   ('¿En qué sala está srv-zeta?', 'kb/inventario.xlsx#Servidores', None),
                                   ('¿Cómo se restaura con faro restore?', 'kb/libro.epub#cap0.xhtml#s0', None),
-                                  ('¿Dónde está la llave del CPD?', 'kb/wiki.zip#Ops/Llaves_12.html#', None)]:
+                                  ('¿Dónde está la llave del CPD?', 'kb/wiki.zip#Ops/Llaves_12.html#', None),
+                                  ('¿Qué puerto usa la base de datos?', 'kb/guia.doc § ', None),
+                                  ('¿Qué número tiene Ana en contactos?', 'kb/contactos.xls#', None)]:
         r = ragnb_main('ask', question, '--store', str(tmp_path / 's'), '--json', text=True)
         first = json.loads(r.stdout)['chunks'][0]
         assert first['cite'].startswith(cite), (question, r.stdout[:500])
@@ -555,3 +564,19 @@ def test_a_readme_with_html_is_indexed_as_shown_and_cited_by_its_lines(tmp_path)
     assert (c.start_line, c.end_line) == (3, 14) and c.chunker_version.startswith('mdhtml-v1+documental-v2')
     at = c.place(c.body.index('Set'), c.body.index('rotations.'))
     assert lines[at['start_line'] - 1].startswith('Set `FARO_KEEP=7`')
+
+
+@settings(max_examples=60, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=12))
+def test_a_damaged_doc_is_read_or_refused_never_hangs(flips):
+    "Bytes of a real DOC's two streams changed at random: the reader returns blocks or raises, quickly, small."
+    import olefile
+    from ragnb.readers import WordBinary, word_blocks
+    with olefile.OleFileIO(str(OFFICE / 'guia.doc')) as ole:
+        streams = [bytearray(ole.openstream(n).read()) for n in ('WordDocument', '1Table')]
+    for in_table, at, value in flips:
+        s = streams[in_table]
+        s[at % len(s)] = value
+    try: blocks = word_blocks(WordBinary(bytes(streams[0]), bytes(streams[1])))
+    except (ValueError, IndexError, KeyError, struct.error, UnicodeError): return      # read_document names the file
+    assert sum(len(md) for _, md in blocks) < 50 * len(streams[0])
