@@ -6,11 +6,12 @@ bullets and speaker notes each), a workbook of 300 rows and a CSV export of the 
 mail archive of 20 messages, each replying to the one before and quoting it (`email` and `mailbox`), and a wiki's
 export as a zip (10 pages with a wiki's breadcrumbs and footer, and their images; `zipfile`), and a Word manual of 6
 sections (python-docx: each section's second paragraph in a content control, its third a tracked insertion beside a
-tracked deletion, and a table of rows), which, with the workbook, LibreOffice saves again as Word and Excel 97-2003
-(`.doc`, `.xls`) where `soffice` is installed (`apt install libreoffice-writer-nogui libreoffice-calc-nogui`).
+tracked deletion, and a table of rows), which, with the workbook and the deck, LibreOffice saves again as Word, Excel
+and PowerPoint 97-2003 (`.doc`, `.xls`, `.ppt`) where `soffice` is installed (`apt install libreoffice-writer-nogui
+libreoffice-calc-nogui libreoffice-impress-nogui`).
 ragnb reads them with its readers and cuts them with its documental chunker; LlamaIndex with its file readers
-(`PptxReader`, `PandasExcelReader`, `PagedCSVReader`, `EpubReader`, `MboxReader`, `DocxReader`; none for ODT or
-DOC; `antiword`, which textract calls for DOC, where it is installed) and its
+(`PptxReader`, `PandasExcelReader`, `PagedCSVReader`, `EpubReader`, `MboxReader`, `DocxReader`; none for ODT, DOC or
+PPT; `antiword`, which textract calls for DOC, where it is installed) and its
 `SentenceSplitter` at its defaults; the zip through `SimpleDirectoryReader`, as given and unpacked. Per format and
 tool:
 
@@ -98,7 +99,7 @@ def make(folder: pathlib.Path) -> dict:
     out['zip'] = wiki_export(folder / 'wiki.zip')
     out['docx'] = word_manual(folder / 'manual.docx')
     if shutil.which('soffice'):                        # the same files as Word and Excel 97-2003
-        for fmt, src in (('doc', 'docx'), ('xls', 'xlsx')):
+        for fmt, src in (('doc', 'docx'), ('xls', 'xlsx'), ('ppt', 'pptx')):
             subprocess.run(['soffice', '--headless', '--convert-to', fmt, '--outdir', str(folder), str(out[src][0])],
                            check=True, capture_output=True)
             out[fmt] = (out[src][0].with_suffix(f'.{fmt}'), out[src][1])

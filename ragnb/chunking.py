@@ -15,18 +15,18 @@ from .sentences import ATX_HEADING, ATX_HEADING_COL0, MAX_HEADING_CHARS
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'OLD_OFFICE', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES',
-           'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS', 'MINIFIED_LINE',
-           'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION',
-           'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError',
-           'inner_path', 'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file',
-           'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code',
-           'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code',
-           'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker',
-           'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'LOCK_FILES',
+           'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'LATIN_SIGNS',
+           'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS',
+           'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError', 'inner_path',
+           'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
+           'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
+           'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown',
+           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
+           'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
-_SLIDES = re.compile(r'\.(pptx|odp|fodp)(\.(gz|bz2|xz))?$', re.I)   # a deck's pages are slides: `plan.pptx#slide=2`
+_SLIDES = re.compile(r'\.(pptx|ppt|pps|pot|odp|fodp)(\.(gz|bz2|xz))?$', re.I)   # pages are slides: `plan.ppt#slide=2`
 
 @dataclass
 class Chunk:
@@ -113,11 +113,9 @@ CODE_EXTS = {'.ts': 'typescript', '.tsx': 'tsx', '.js': 'javascript', '.jsx': 'j
              '.hpp': 'cpp', '.hh': 'cpp', '.hxx': 'cpp', '.cs': 'csharp', '.rs': 'rust', '.sh': 'bash', '.bash': 'bash',
              '.php': 'php', '.rb': 'ruby', '.kt': 'kotlin', '.kts': 'kotlin', '.pm': 'perl', '.pl': 'perl',
              '.sql': 'sql'}
-OLD_OFFICE = 'PowerPoint 97-2003 decks (save as .pptx)'
 BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides text
     'images': '.png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .svgz .xcf',
-    'documents': '.pdf .docx .doc .dot .xlsx .xls .xlt .pptx .odt .ods .odp .epub',   # read by `ragnb.readers`
-    OLD_OFFICE: '.ppt .pot .pps',                                   # a binary format: saved again, it is read
+    'documents': '.pdf .docx .doc .dot .xlsx .xls .xlt .pptx .ppt .pps .pot .odt .ods .odp .epub',   # `ragnb.readers`
     'archives': '.zip .gz .tgz .bz2 .xz .zst .7z .rar .tar .jar .whl .deb .rpm',
     'media': '.mp3 .mp4 .wav .ogg .oga .flac .avi .mov .mkv .webm',
     'fonts': '.ttf .otf .woff .woff2 .eot',

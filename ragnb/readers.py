@@ -25,7 +25,8 @@ __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
            'docx_text', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
            'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
            'ods_document', 'csv_document', 'mail_document', 'WordBinary', 'word_properties', 'word_fields',
-           'word_blocks', 'doc_document', 'xls_document', 'jupyter_id', 'notebook_document']
+           'word_blocks', 'doc_document', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_persist', 'ppt_document',
+           'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1781,10 +1782,9 @@ def doc_document(data:bytes, # the file's bytes
     """A Word 97-2003 file (`.doc`, `.dot`) as markdown, as `docx_document` reads a DOCX: headings (an anchor each),
     lists with their levels, tables; fields as their results; tracked deletions, hidden text, headers, footnotes
     and pictures left out."""
-    import olefile
     if data[:8] != OLE_MAGIC: raise ChunkingError(f'{name}: not a Word 97-2003 file (not an OLE file); if it is a '
                                                   'DOCX or RTF, give it that extension')
-    with olefile.OleFileIO(data) as ole:
+    with _ole(data, name, 'Word') as ole:
         if not ole.exists('WordDocument'):
             raise ChunkingError(f'{name}: an OLE file without a WordDocument stream, not a Word document')
         word = ole.openstream('WordDocument').read()
@@ -1801,6 +1801,13 @@ def doc_document(data:bytes, # the file's bytes
     text, anchors = _blocks_text(blocks)
     title = _ole_text(meta.title, meta.codepage)
     return Document(text, 'doc', title=title or None, anchors=anchors)
+
+def _ole(data:bytes, name:str, app:str):
+    "The OLE compound file in `data`, or a `ChunkingError` that names the file."
+    import olefile
+    try: return olefile.OleFileIO(io.BytesIO(data))
+    except (OSError, ValueError, IndexError, struct.error) as e:     # olefile's ways of saying a container is broken
+        raise ChunkingError(f'{name}: a damaged {app} 97-2003 file ({type(e).__name__}: {e}); re-save it') from None
 
 def _ole_text(raw:bytes|None, codepage:int|None) -> str:
     "A property of an OLE file's summary, decoded by its codepage (1252 when it gives none or one Python lacks)."
@@ -1831,6 +1838,116 @@ def xls_document(data:bytes, # the file's bytes
         rows = lambda sh: ((n, [value(c) for c in sh.row(n - 1)]) for n in range(1, sh.nrows + 1))
         return sheets_document([(sh.name, rows(sh)) for sh in map(wb.sheet_by_index, range(wb.nsheets))], 'xls', name)
     finally: wb.release_resources()
+
+# %% ../nbs/01a_readers.ipynb #a25e75c5
+def ppt_records(buf:bytes, start:int, end:int) -> list[tuple[int, int, bool, int, int]]:
+    "`(type, instance, container, data start, data end)` of the records from `start` to `end`, one level."
+    out, at = [], start
+    while at + 8 <= end:
+        vi, typ, n = struct.unpack_from('<HHI', buf, at)
+        out.append((typ, vi >> 4, vi & 0xF == 0xF, at + 8, min(at + 8 + n, end)))
+        at += 8 + n
+    return out
+
+_PPT_HOLDERS = {0x0D: 0, 0x0F: 0, 0x11: 0, 0x0E: 1, 0x12: 1, 0x13: 1, 0x10: 4, 0x0C: 2}   # title, body, subtitle, notes
+_PPT_CHROME = {0x05, 0x07, 0x08, 0x09, 0x0A, 0x0B}     # slide images, dates, slide numbers, footers, headers
+
+def ppt_texts(buf:bytes, start:int, end:int, depth:int=0, holder:int|None=None) -> list[tuple[int, str|int]]:
+    """`(text type, text)` of the text atoms below a container, in order: the type of the placeholder the text is in
+    (`OEPlaceholderAtom`), else its `TextHeaderAtom`'s; an outline reference gives its index instead of its text.
+    Footers, dates and slide numbers are left out."""
+    recs, out, kind = ppt_records(buf, start, end), [], 4
+    for typ, _, box, a, b in recs:
+        if typ == 0xF011:                                                 # a shape's client data: its placeholder
+            holder = next((buf[a2 + 4] for t2, _, _, a2, b2 in ppt_records(buf, a, b) if t2 == 0x0BC3 and b2 - a2 >= 6),
+                          holder)
+    if holder in _PPT_CHROME: return []
+    for typ, _, box, a, b in recs:
+        if box and depth < 32: out += ppt_texts(buf, a, b, depth + 1, holder if typ == 0xF00D else None)
+        elif typ == 0x0F9F and b - a >= 4: kind = _u32(buf, a)                     # TextHeaderAtom
+        elif typ in (0x0FA0, 0x0FA8):                                                # TextChars, TextBytes
+            text = buf[a:b].decode('utf-16-le' if typ == 0x0FA0 else 'cp1252', 'replace')
+            out.append((_PPT_HOLDERS.get(holder, kind), text))
+        elif typ == 0x0F9E and b - a >= 4: out.append((_PPT_HOLDERS.get(holder, kind), _u32(buf, a)))  # outline ref
+    return out
+
+def ppt_persist(doc:bytes, user:bytes) -> tuple[dict[int, int], int]:
+    "`({persist id: offset}, the document's persist id)`, from the newest edit back (`Current User`'s pointer)."
+    edit, seen, persist, root = _u32(user, 16), set(), {}, None
+    while edit not in seen and edit + 8 <= len(doc):
+        seen.add(edit)
+        if struct.unpack_from('<H', doc, edit + 2)[0] != 0x0FF5: raise ValueError('no UserEditAtom where expected')
+        last, directory = _u32(doc, edit + 16), _u32(doc, edit + 20)
+        root = root if root is not None else _u32(doc, edit + 24)
+        n = _u32(doc, directory + 4)
+        p, end = directory + 8, min(directory + 8 + n, len(doc))
+        while p + 4 <= end:
+            w, p = _u32(doc, p), p + 4
+            for k in range(w >> 20):
+                if p + 4 > end: break
+                persist.setdefault((w & 0xFFFFF) + k, _u32(doc, p))
+                p += 4
+        if not last: break
+        edit = last
+    return persist, root
+
+_PPT_TITLES, _PPT_LISTS = {0, 6}, {1, 5, 7, 8}
+
+def _ppt_slide_blocks(texts:list, notes:list) -> list[tuple[str, str]]:
+    "`(kind, markdown)` of one slide from its texts and its notes' (`ppt_texts`), as `_slide_blocks` gives a PPTX's."
+    blocks = []
+    for kind, text in texts:
+        paras = [p for p in (_clean(t) for t in re.split('[\r\n]', text.replace('\x0b', ' '))) if p and p != '*']
+        if not paras: continue
+        if kind in _PPT_TITLES: blocks.insert(0, ('h', '# ' + ' '.join(paras)))
+        elif kind in _PPT_LISTS:
+            for p in paras: blocks.append(('li' if blocks and blocks[-1][0] in ('li', 'list') else 'list', '- ' + p))
+        else: blocks += [('p', _paragraph(p)) for p in paras]
+    for kind, text in notes:                                     # the notes' body: not their slide image or number
+        paras = [p for p in (_clean(t) for t in re.split('[\r\n]', text)) if p and p != '*']
+        if kind == 2: blocks += [('p', _paragraph(p)) for p in paras]
+    return blocks
+
+def ppt_document(data:bytes, # the file's bytes
+                 name:str='deck.ppt', # for messages
+                ) -> Document:
+    """A PowerPoint 97-2003 deck (`.ppt`, `.pps`, `.pot`) as `pptx_document` reads a PPTX, slide by slide in the
+    deck's order (its persist directory, newest edit first): the title as a heading, the text of its placeholders
+    and text boxes, its speaker notes; a chunk cites its first slide. Footers, dates and slide numbers are left
+    out. Bullets are not told from paragraphs unless the deck marks its body placeholders, as PowerPoint does."""
+    if data[:8] != OLE_MAGIC: raise ChunkingError(f'{name}: not a PowerPoint 97-2003 file (not an OLE file)')
+    with _ole(data, name, 'PowerPoint') as ole:
+        if not ole.exists('PowerPoint Document') or not ole.exists('Current User'):
+            raise ChunkingError(f'{name}: not a PowerPoint 97-2003 presentation; save it as .pptx')
+        if ole.exists('EncryptedSummary'):
+            raise ChunkingError(f'{name}: password-protected; save it as .pptx without a password')
+        doc, user = ole.openstream('PowerPoint Document').read(), ole.openstream('Current User').read()
+        meta = ole.get_metadata()
+    persist, root = ppt_persist(doc, user)
+    if root not in persist: raise ValueError('no document container')
+    at = persist[root]
+    slides = []
+    n = _u32(doc, at + 4)
+    for typ, inst, box, a, b in ppt_records(doc, at + 8, min(at + 8 + n, len(doc))):
+        if typ != 0x0FF0 or inst != 0: continue                                   # the slides' SlideListWithText
+        for t2, _, _, a2, b2 in ppt_records(doc, a, b):
+            if t2 == 0x03F3 and b2 - a2 >= 16: slides.append((_u32(doc, a2), _u32(doc, a2 + 12), []))  # persist, id
+            elif slides and t2 in (0x0F9F, 0x0FA0, 0x0FA8):
+                slides[-1][2].extend(ppt_texts(doc, a2 - 8, b2))
+    notes = {}                                                 # slide id → its notes' texts
+    for q in persist.values():
+        if q + 8 <= len(doc) and struct.unpack_from('<H', doc, q + 2)[0] == 0x03F0:          # NotesContainer
+            body = (q + 8, min(q + 8 + _u32(doc, q + 4), len(doc)))
+            for t, _, _, a, b in ppt_records(doc, *body):
+                if t == 0x03F1 and b - a >= 4: notes[_u32(doc, a)] = ppt_texts(doc, *body)     # NotesAtom's slide
+    out = []
+    for pid, sid, outline in slides:
+        if pid not in persist: continue
+        s = persist[pid]
+        texts = ppt_texts(doc, s + 8, min(s + 8 + _u32(doc, s + 4), len(doc)))
+        texts = [(k, outline[t][1] if isinstance(t, int) and t < len(outline) else t) for k, t in texts]
+        out.append(_ppt_slide_blocks([(k, t) for k, t in texts if isinstance(t, str)], notes.get(sid, [])))
+    return slides_document(out, 'ppt', name, title=_ole_text(meta.title, meta.codepage) or None)
 
 # %% ../nbs/01a_readers.ipynb #d79bfa6c
 NOTEBOOK_OUTPUT_LINES = 20   # of one output's text; the rest is cut, and the cut said
@@ -1906,6 +2023,7 @@ register_reader(Reader('epub-v1', 'epub', epub_document), '.epub')
 register_reader(Reader('pptx-v1', 'pptx', pptx_document), '.pptx')
 register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm')
 register_reader(Reader('xls-v1', 'xls', xls_document), '.xls', '.xlt')
+register_reader(Reader('ppt-v1', 'ppt', ppt_document), '.ppt', '.pps', '.pot')
 register_reader(Reader('ods-v1', 'ods', ods_document), '.ods', '.fods')
 register_reader(Reader('csv-v1', 'csv', csv_document), '.csv', '.tsv')
 register_reader(Reader('mail-v1', 'mail', mail_document), '.eml', '.mbox')
