@@ -1661,15 +1661,20 @@ def word_properties(grp:bytes) -> dict[int, int]:
     return out
 
 @patch
-def paragraphs(self:WordBinary) -> tuple[list[int], list[bytes]]:
-    "`(ends, properties)`: where each run of paragraphs ends in the file, and its `GrpPrlAndIstd` (PAPX pages)."
-    fc, lcb = self.fc_lcb(13)
-    n, plc, ends, props = (lcb - 4) // 8, self.table[fc:fc + lcb], [], []
+def fkp_pages(self:WordBinary, i:int): # the FIB's bin table: 12 for character runs, 13 for paragraphs
+    "The 512-byte pages (FKPs) that a bin table lists, each with its count of runs: `(page, runs)`."
+    fc, lcb = self.fc_lcb(i)
+    n, plc = (lcb - 4) // 8, self.table[fc:fc + lcb]
     for k in range(max(n, 0)):
         pn = _u32(plc, 4 * (n + 1) + 4 * k) & 0x3FFFFF
         page = self.word[pn * 512:(pn + 1) * 512]
-        if len(page) < 512: continue
-        crun = page[511]
+        if len(page) == 512: yield page, page[511]
+
+@patch
+def paragraphs(self:WordBinary) -> tuple[list[int], list[bytes]]:
+    "`(ends, properties)`: where each run of paragraphs ends in the file, and its `GrpPrlAndIstd` (PAPX pages)."
+    ends, props = [], []
+    for page, crun in self.fkp_pages(13):
         for j in range(crun):
             bx, grp = 2 * page[4 * (crun + 1) + 13 * j], b''
             if bx: grp = page[bx + 1:bx + 2 * page[bx]] if page[bx] else page[bx + 2:bx + 2 + 2 * page[bx + 1]]
@@ -1680,13 +1685,8 @@ def paragraphs(self:WordBinary) -> tuple[list[int], list[bytes]]:
 @patch
 def hidden(self:WordBinary) -> list[tuple[int, int]]:
     "File ranges `(start, end)` of text a reader does not see: tracked deletions and hidden text (CHPX pages)."
-    fc, lcb = self.fc_lcb(12)
-    n, plc, out = (lcb - 4) // 8, self.table[fc:fc + lcb], []
-    for k in range(max(n, 0)):
-        pn = _u32(plc, 4 * (n + 1) + 4 * k) & 0x3FFFFF
-        page = self.word[pn * 512:(pn + 1) * 512]
-        if len(page) < 512: continue
-        crun = page[511]
+    out = []
+    for page, crun in self.fkp_pages(12):
         for j in range(crun):
             at = 2 * page[4 * (crun + 1) + j]
             grp = page[at + 1:at + 1 + page[at]] if at else b''
