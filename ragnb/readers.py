@@ -22,7 +22,7 @@ __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
            'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
            'front_matter', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
            'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'drawing_text', 'pdf_document',
-           'docx_text', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
+           'docx_text', 'note_number', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
            'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
            'ods_document', 'csv_document', 'mail_document', 'WordBinary', 'word_properties', 'word_fields',
            'word_blocks', 'doc_document', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_persist', 'ppt_document',
@@ -959,12 +959,45 @@ _DOCX_AWAY = {f'{_W}moveFrom', f'{_W}txbxContent', f'{_W}del'}   # text moved el
 
 def docx_text(p) -> str:
     """A Word paragraph's text as Word shows it: its runs, and those inside links, tracked insertions, content
-    controls, smart tags and simple fields, which python-docx's `Paragraph.text` leaves out."""
+    controls, smart tags and simple fields, which python-docx's `Paragraph.text` leaves out. `p`: a python-docx
+    paragraph, or any element of the document's XML (a footnote)."""
     out = []
-    for el in p._p.iter(f'{_W}t', f'{_W}tab', f'{_W}br', f'{_W}cr'):
+    for el in getattr(p, '_p', p).iter(f'{_W}t', f'{_W}tab', f'{_W}br', f'{_W}cr'):
         if any(a.tag in _DOCX_AWAY for a in el.iterancestors()): continue
         out.append((el.text or '') if el.tag == f'{_W}t' else '\t' if el.tag == f'{_W}tab' else '\n')
     return ''.join(out)
+
+_NOTE_MARKS = ('separator', 'continuationSeparator', 'continuationNotice')   # a note part's rules, not notes
+
+def note_number(kind:str, n:int) -> str:
+    "How Word numbers its `n`-th footnote (1, 2...) or endnote (i, ii...) by default."
+    if kind == 'footnote': return str(n)
+    out = ''
+    for v, s in ((1000, 'm'), (900, 'cm'), (500, 'd'), (400, 'cd'), (100, 'c'), (90, 'xc'), (50, 'l'), (40, 'xl'),
+                 (10, 'x'), (9, 'ix'), (5, 'v'), (4, 'iv'), (1, 'i')):
+        while n >= v: out, n = out + s, n - v
+    return out
+
+def _docx_notes(d) -> Callable:
+    """`cited(el)`: the `('p', '[n] text')` blocks of the footnotes and endnotes that `el` cites, numbered in the
+    order they are cited, each kind on its own (Word's own numbers are fields it draws, not text)."""
+    from docx.oxml import parse_xml
+    text, count = {}, {}
+    for rel in d.part.rels.values():
+        kind = rel.reltype.rsplit('/', 1)[-1][:-1]                     # 'footnote', 'endnote'
+        if kind not in ('footnote', 'endnote') or rel.is_external: continue
+        for n in parse_xml(rel.target_part.blob).iter(f'{_W}{kind}'):
+            if n.get(f'{_W}type') not in _NOTE_MARKS:
+                text[kind, n.get(f'{_W}id')] = _clean(' '.join(docx_text(p) for p in n.iter(f'{_W}p')))
+    def cited(el) -> list[tuple[str, str]]:
+        out = []
+        for ref in el.iter(f'{_W}footnoteReference', f'{_W}endnoteReference'):
+            kind = 'footnote' if ref.tag.endswith('footnoteReference') else 'endnote'
+            if body := text.get((kind, ref.get(f'{_W}id'))):
+                count[kind] = count.get(kind, 0) + 1
+                out.append(('p', _paragraph(f'[{note_number(kind, count[kind])}] {body}')))
+        return out
+    return cited
 
 def _docx_block(p) -> tuple[str, str]|None:
     "(kind, markdown) of a Word paragraph: a heading, a list item with its level, or text; None when empty."
@@ -989,16 +1022,19 @@ def _docx_table(t) -> str:
 def docx_document(data:bytes, # the file's bytes
                   name:str='document.docx', # for messages
                  ) -> Document:
-    "A Word file as markdown: headings, lists with their levels, tables; each heading is an anchor for citations."
+    """A Word file as markdown: headings, lists with their levels, tables, and footnotes and endnotes after the
+    paragraph that cites them (`[1] text`, as for ODT); each heading is an anchor for citations."""
     import docx
     from docx.table import Table
     from docx.text.paragraph import Paragraph
     _check_zip(data, name)
     d, blocks = docx.Document(io.BytesIO(data)), []
+    cited = _docx_notes(d)
     for el in d.element.body.iterchildren():
         tag = el.tag.rsplit('}', 1)[-1]
         if tag == 'p' and (b := _docx_block(Paragraph(el, d))): blocks.append(b)
         elif tag == 'tbl' and (md := _docx_table(Table(el, d))): blocks.append(('table', md))
+        blocks += cited(el)
     if not blocks: raise ChunkingError(f'{name}: no text in the document; nothing to index')
     text, anchors = _blocks_text(blocks)
     return Document(text, 'docx', title=d.core_properties.title or None, anchors=anchors)
@@ -1606,7 +1642,8 @@ class WordBinary:
                  table:bytes): # the `0Table` or `1Table` stream, as the FIB says
         self.word, self.table = word, table
         lw = 34 + 2 * _u16(word, 32)                                   # after FibBase and FibRgW97
-        self.ccp_text = _u32(word, lw + 14)                            # FibRgLw97.ccpText
+        self.ccp = [_u32(word, lw + 14 + 4 * k) for k in range(6)]  # FibRgLw97: text, footnotes, headers, -, comments,
+        self.ccp_text = self.ccp[0]                                    # endnotes: the documents, one after the other
         self._fclcb = lw + 2 + 4 * _u16(word, lw) + 2                  # FibRgFcLcb97
 
     def fc_lcb(self, i:int) -> tuple[int, int]:
@@ -1630,16 +1667,31 @@ def pieces(self:WordBinary) -> list[tuple[int, int, int, bool]]:
     return out
 
 @patch
-def text(self:WordBinary) -> tuple[str, list[int]]:
-    "The main document's text, and each character's offset in the file (where its paragraph's properties are found)."
-    parts, fcs = [], []
+def text(self:WordBinary, start:int=0, # the first character (CP): 0, or `ccp_text` for the footnotes
+         end:int|None=None, # where to stop; None: the main document's end, `ccp_text`
+        ) -> tuple[str, list[int]]:
+    "Text by character positions, and each character's offset in the file (where its properties are found)."
+    parts, fcs, end = [], [], self.ccp_text if end is None else end
     for cp0, cp1, f, eight in self.pieces():
-        w = 1 if eight else 2
-        n = min(min(cp1, self.ccp_text) - cp0, (len(self.word) - f) // w)     # a damaged count: no more than is there
+        w, lo = 1 if eight else 2, max(cp0, start)
+        f += (lo - cp0) * w
+        n = min(min(cp1, end) - lo, (len(self.word) - f) // w)       # a damaged count: no more than is there
         if n <= 0: continue
         parts.append(self.word[f:f + n * w].decode('cp1252' if eight else 'utf-16-le', 'replace'))
         fcs += range(f, f + n * w, w)
     return ''.join(parts), fcs
+
+@patch
+def notes(self:WordBinary, kind:str='footnote') -> dict[int, str]: # or 'endnote'
+    "Each footnote's or endnote's text by the position (CP) of its reference in the main text (PlcffndRef, ...Txt)."
+    (rf, rl), (tf, tl) = map(self.fc_lcb, (2, 3) if kind == 'footnote' else (46, 47))
+    first = self.ccp_text if kind == 'footnote' else sum(self.ccp[:5])
+    n = (rl - 4) // 6 if rl >= 10 and rf + rl <= len(self.table) and tf + tl <= len(self.table) else 0
+    refs = [_u32(self.table, rf + 4 * k) for k in range(n)]
+    ends = [_u32(self.table, tf + 4 * k) for k in range(min(tl // 4, n + 1))]
+    sub = self.text(first, first + self.ccp[1 if kind == 'footnote' else 5])[0] if n else ''
+    notes = [word_fields(sub[a:b]).translate(_WORD_CHARS) for a, b in zip(ends, ends[1:])]
+    return {cp: _clean(t) for cp, t in zip(refs, notes) if _clean(t)}
 
 # %% ../nbs/01a_readers.ipynb #6c3ae501
 _SPRM_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 2, 5: 2, 7: 3}          # operand size by the sprm's `spra` bits; 6: variable
@@ -1748,11 +1800,14 @@ def word_blocks(w:WordBinary) -> list[tuple[str, str]]:
     ends, props = w.paragraphs()
     styles, blocks, para, cell, row, rows = w.styles(), [], [], [], [], []
     marked = any(SPRM_IN_TABLE in word_properties(p) for p in props)
+    notes = {kind: w.notes(kind) for kind in ('footnote', 'endnote')}
+    cited, nth = [], dict(footnote=0, endnote=0)
     hidden = w.hidden()
     starts = [a for a, _ in hidden]
     for i, ch in enumerate(text):
         h = bisect.bisect_right(starts, fcs[i]) - 1
         if h >= 0 and fcs[i] < hidden[h][1] and ch != '\x07': continue          # deleted or hidden: not read
+        cited += [(kind, got[i]) for kind, got in notes.items() if i in got]     # a note's reference
         if ch not in '\r\x07\x0c': para.append(ch)
         if ch not in '\r\x07\x0c' or i + 1 < len(text) and ch == '\x0c' and text[i + 1] in '\r\x07\x0c': continue
         k = bisect.bisect_right(ends, fcs[i])
@@ -1770,6 +1825,10 @@ def word_blocks(w:WordBinary) -> list[tuple[str, str]]:
         if rows: blocks.append(('table', _markdown_table(rows)))
         rows = []
         if body: blocks.append(_word_block(body, p, styles))
+        for kind, t in cited:                                                  # after it, as for DOCX and ODT
+            nth[kind] += 1
+            blocks.append(('p', _paragraph(f'[{note_number(kind, nth[kind])}] {t}')))
+        cited = []
     if rows or row: blocks.append(('table', _markdown_table(rows + [row] * bool(row))))
     return blocks
 
@@ -1780,8 +1839,8 @@ def doc_document(data:bytes, # the file's bytes
                  name:str='document.doc', # for messages
                 ) -> Document:
     """A Word 97-2003 file (`.doc`, `.dot`) as markdown, as `docx_document` reads a DOCX: headings (an anchor each),
-    lists with their levels, tables; fields as their results; tracked deletions, hidden text, headers, footnotes
-    and pictures left out."""
+    lists with their levels, tables, footnotes and endnotes after the paragraph that cites them; fields as their
+    results; tracked deletions, hidden text, headers, comments and pictures left out."""
     if data[:8] != OLE_MAGIC: raise ChunkingError(f'{name}: not a Word 97-2003 file (not an OLE file); if it is a '
                                                   'DOCX or RTF, give it that extension')
     with _ole(data, name, 'Word') as ole:
