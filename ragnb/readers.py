@@ -817,7 +817,9 @@ def _continues(p:dict, ln:_Line, gap:float) -> bool:
 
 # %% ../nbs/01a_readers.ipynb #a63f585c
 def _paragraphs(lines:list[_Line]) -> list[dict]:
-    "Group lines into paragraphs: {text, size, bold, mono, first page, last page}; code keeps its line breaks."
+    """Group lines into paragraphs: {text, size, bold, mono, first page, last page, the page of each of its lines};
+    code keeps its line breaks, and prose breaks its line where it goes on to a new page, so that each line of the
+    text is on one page."""
     gaps = Counter(round(a.y0 - b.y1) for a, b in zip(lines, lines[1:]) if a.page == b.page and a.size == b.size)
     gap = max((g for g, _ in gaps.most_common(3) if g > 0), default=4)
     paras = []
@@ -829,10 +831,11 @@ def _paragraphs(lines:list[_Line]) -> list[dict]:
             if not p['mono'] and _WRAPPED.search(p['text']): sep, text = '', text.strip()
             elif not ln.mono and re.search(r'\w-$', p['text']) and text[:1].islower():
                 p['text'] = p['text'][:-1] + _SOFT
-            elif not ln.mono: sep = ' '
+            elif not ln.mono: sep = '\n' if ln.page != p['page1'] else ' '         # a new page: a new line
             p['text'], p['last'], p['page1'] = p['text'] + sep + text, ln, ln.page
+            if sep == '\n': p['lines'].append(ln.page)
         else: paras.append(dict(text=text, size=ln.size, bold=ln.bold, mono=ln.mono, page0=ln.page, page1=ln.page,
-                                last=ln))
+                                last=ln, lines=[ln.page]))
     return paras
 
 # %% ../nbs/01a_readers.ipynb #76ebf32d
@@ -853,20 +856,20 @@ def _resolve_hyphens(paras:list[dict]) -> list[dict]:
     return paras
 
 # %% ../nbs/01a_readers.ipynb #1cb5c478
-def _markdown_lines(paras:list[dict]) -> list[tuple[str, tuple[int, int]]]:
-    "Each paragraph as markdown (heading by font size rank, list item, fence) with its pages."
+def _markdown_lines(paras:list[dict]) -> list[tuple[str, list[tuple[int, int]]]]:
+    "Each paragraph as markdown (heading by font size rank, list item, fence) with the pages of each of its lines."
     body = _body_size((p['size'], p['text']) for p in paras)
     heads = sorted({round(p['size'], 1) for p in paras if p['size'] > body * 1.15 and len(p['text']) < 150},
                    reverse=True)
     level = {s: min(i + 1, 6) for i, s in enumerate(heads)}
     out = []
     for p in paras:
-        t, pages = p['text'], (p['page0'], p['page1'])
-        if p['mono']: t = _fence(t)
-        elif round(p['size'], 1) in level: t = '#' * level[round(p['size'], 1)] + ' ' + _clean(t)
+        t, span, lines = p['text'], (p['page0'], p['page1']), [(g, g) for g in p['lines']]
+        if p['mono']: t, lines = _fence(t), [span] * (_fence(t).count('\n') + 1)   # code: the pages it spans
+        elif round(p['size'], 1) in level: t, lines = '#' * level[round(p['size'], 1)] + ' ' + _clean(t), [span]
         elif _BULLET.match(t) and not t[0].isdigit(): t = '- ' + _BULLET.sub('', t, count=1)
         else: t = _paragraph(t)
-        out.append((t, pages))
+        out.append((t, lines if len(lines) == t.count('\n') + 1 else [span] * (t.count('\n') + 1)))
     return out
 
 # %% ../nbs/01a_readers.ipynb #16041bf6
@@ -933,7 +936,7 @@ def pdf_document(data:bytes, # the PDF's bytes
     text, per_line = [], []
     for t, pg in _markdown_lines(_resolve_hyphens(_paragraphs(lines))):
         text += t.split('\n') + ['']
-        per_line += [pg] * (t.count('\n') + 2)
+        per_line += pg + pg[-1:]                                  # its lines, and the blank line after it
     return Document('\n'.join(text), 'pdf', title=title, pages=per_line)
 
 # %% ../nbs/01a_readers.ipynb #eb8f4e37
@@ -2073,7 +2076,7 @@ def notebook_document(data:bytes, # the file's bytes
 
 # %% ../nbs/01a_readers.ipynb #361564d1
 register_reader(Reader('html-v4', 'html', html_document), '.html', '.htm', '.xhtml')
-register_reader(Reader('pdf-v3', 'pdf', pdf_document), '.pdf')     # v3: drawings are skipped
+register_reader(Reader('pdf-v4', 'pdf', pdf_document), '.pdf')     # v4: a line breaks at a page break
 register_reader(Reader('docx-v2', 'docx', docx_document), '.docx')   # v2: text in insertions, controls, fields
 register_reader(Reader('doc-v1', 'doc', doc_document), '.doc', '.dot')
 register_reader(Reader('odt-v1', 'odt', odt_document), '.odt', '.fodt')

@@ -482,7 +482,8 @@ def test_front_matter_never_moves_a_line_or_fails(lines, crlf):
 
 
 def test_a_trimmed_chunk_cites_the_page_and_section_it_kept(tmp_path):
-    "A chunk trimmed to its second PDF page, its second HTML section or one row of a sheet cites that place."
+    """A chunk trimmed to its second PDF page (a page of its own, or the part of a paragraph after a page break), its
+    second HTML section or one row of a sheet cites that place."""
     from ragnb.retrieve import RetrieveOpts, retrieve
     kb = tmp_path / 'kb'
     kb.mkdir()
@@ -496,6 +497,13 @@ def test_a_trimmed_chunk_cites_the_page_and_section_it_kept(tmp_path):
         pdf.set_font('helvetica', size=11)
         pdf.multi_cell(0, 5, text, new_x='LMARGIN', new_y='NEXT')
     (kb / 'ops.pdf').write_bytes(bytes(pdf.output()))
+    pdf, turn = FPDF(), 'Para volver a la copia del martes ejecute faro restore con la fecha y espere a la verificación.'
+    pdf.add_page()                                           # one paragraph over a page break, its last sentence on p. 2
+    pdf.set_font('helvetica', size=11)
+    pdf.set_y(268)
+    pdf.multi_cell(0, 5, 'Las copias se guardan siete días en el disco local del servidor de respaldo, y cada domingo '
+                   f'pasan a la cinta de la semana, que se lleva al armario ignífugo del sótano. {turn}')
+    (kb / 'larga.pdf').write_bytes(bytes(pdf.output()))
     (kb / 'g.html').write_text('<h1 id="guia">Guía</h1><p>El servicio arranca solo al encender la máquina.</p>'
                                '<h2 id="restaurar">Restaurar</h2><p>Para volver atrás ejecute faro rollback.</p>')
     import openpyxl
@@ -508,6 +516,7 @@ def test_a_trimmed_chunk_cites_the_page_and_section_it_kept(tmp_path):
     opts = RetrieveOpts(trim=True, trim_policy='fixed', trim_threshold=0.99)   # the query's own sentence alone
     with Store.open(tmp_path / 's', embedder=emb, readonly=True) as r:
         for question, whole, kept in [(answer, 'kb/ops.pdf#page=1', 'kb/ops.pdf#page=2'),
+                                      (turn, 'kb/larga.pdf#page=1', 'kb/larga.pdf#page=2'),
                                       ('Para volver atrás ejecute faro rollback.', 'kb/g.html#guia',
                                        'kb/g.html#restaurar'),
                                       ('| srv-08 | 10.0.0.8 |', 'kb/red.xlsx#Red', 'kb/red.xlsx#Red!A8')]:
