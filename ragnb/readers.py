@@ -1002,11 +1002,14 @@ def _docx_notes(d) -> Callable:
         return out
     return cited
 
+# a heading style's name, the number anywhere in it: `Heading 2`, `Título 1`, docutils' `rststyle-heading2`
+_HEADING_STYLE = re.compile(r'(?:heading|título|titulo|titre|überschrift|intestazione)\s*(\d)', re.I)
+
 def _docx_block(p) -> tuple[str, str]|None:
     "(kind, markdown) of a Word paragraph: a heading, a list item with its level, or text; None when empty."
     style, text = (p.style.name if p.style is not None else '') or '', _clean(docx_text(p))
     if not text: return None
-    if m := re.match(r'(?:heading|título|titulo)\s*(\d)', style, re.I):
+    if m := _HEADING_STYLE.search(style):
         return 'h', '#' * min(int(m[1]), 6) + ' ' + text
     if style == 'Title': return 'h', '# ' + text
     num = p._p.pPr.numPr if p._p.pPr is not None else None
@@ -1784,12 +1787,11 @@ def word_fields(text:str) -> str:
 # %% ../nbs/01a_readers.ipynb #6851fded
 _WORD_CHARS = str.maketrans({'\x0b': ' ', '\x1e': '-', '\x1f': '', '\x01': '', '\x08': '', '\x02': '', '\x05': '',
                              '\x0e': ' '})   # line break, hyphens, pictures, drawings, note marks, column break
-_HEADING_STYLE = re.compile(r'(?:heading|título|titulo|titre|überschrift|intestazione)\s*(\d)', re.I)
 
 def _word_block(body:str, props:dict, styles:list) -> tuple[str, str]:
     "`(kind, markdown)` of a paragraph by its style (a heading by number or by name, the title) and its list level."
     sti, name = styles[props.get(-1, 0)] if props.get(-1, 0) < len(styles) else (0, '')
-    level = sti if 1 <= sti <= 9 else int(m[1]) if (m := _HEADING_STYLE.match(name)) else 1 if sti == 62 else 0
+    level = sti if 1 <= sti <= 9 else int(m[1]) if (m := _HEADING_STYLE.search(name)) else 1 if sti == 62 else 0
     if level: return 'h', '#' * min(level, 6) + ' ' + body
     if props.get(SPRM_LIST) or name.lower().startswith('list'):
         deep = props.get(SPRM_LEVEL) or (int(m[1]) - 1 if (m := re.search(r'(\d)$', name)) else 0)

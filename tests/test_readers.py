@@ -497,8 +497,8 @@ def test_a_trimmed_chunk_cites_the_page_and_section_it_kept(tmp_path):
         pdf.set_font('helvetica', size=11)
         pdf.multi_cell(0, 5, text, new_x='LMARGIN', new_y='NEXT')
     (kb / 'ops.pdf').write_bytes(bytes(pdf.output()))
-    pdf, turn = FPDF(), 'Para volver a la copia del martes ejecute faro restore con la fecha y espere a la verificación.'
-    pdf.add_page()                                           # one paragraph over a page break, its last sentence on p. 2
+    pdf, turn = FPDF(), 'Para volver a la copia del martes ejecute faro restore con la fecha y espere.'
+    pdf.add_page()                                    # one paragraph over a page break, its last sentence on page 2
     pdf.set_font('helvetica', size=11)
     pdf.set_y(268)
     pdf.multi_cell(0, 5, 'Las copias se guardan siete días en el disco local del servidor de respaldo, y cada domingo '
