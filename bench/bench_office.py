@@ -3,17 +3,16 @@
 The files are written here by real writers, with text of our own: a deck of 12 slides (python-pptx: a title, three
 bullets and speaker notes each), a workbook of 300 rows and a CSV export of the same rows with Excel's Spanish `;`
 (openpyxl, the csv module), a book of 8 chapters (EbookLib), a manual of 6 sections (docutils' ODT writer), a
-mail archive of 20 messages, each replying to the one before and quoting it (`email` and `mailbox`), and a wiki's
+mail archive of 20 messages, each replying to the one before and quoting it (`email` and `mailbox`), a wiki's
 export as a zip (10 pages with a wiki's breadcrumbs and footer, and their images; `zipfile`), and a Word manual of 6
 sections (python-docx: each section's second paragraph in a content control, its third a tracked insertion beside a
-tracked deletion, and a table of rows), which, with the workbook and the deck, LibreOffice saves again as Word, Excel
-and PowerPoint 97-2003 (`.doc`, `.xls`, `.ppt`) where `soffice` is installed (`apt install libreoffice-writer-nogui
-libreoffice-calc-nogui libreoffice-impress-nogui`).
+tracked deletion, and a table of rows). Where `soffice` is installed (`apt install libreoffice-writer-nogui
+libreoffice-calc-nogui libreoffice-impress-nogui`), LibreOffice saves the Word manual, the workbook and the deck again
+as Word, Excel and PowerPoint 97-2003 (`.doc`, `.xls`, `.ppt`), and the manual as RTF.
 ragnb reads them with its readers and cuts them with its documental chunker; LlamaIndex with its file readers
-(`PptxReader`, `PandasExcelReader`, `PagedCSVReader`, `EpubReader`, `MboxReader`, `DocxReader`; none for ODT, DOC or
-PPT; `antiword`, which textract calls for DOC, where it is installed) and its
-`SentenceSplitter` at its defaults; the zip through `SimpleDirectoryReader`, as given and unpacked. Per format and
-tool:
+(`PptxReader`, `PandasExcelReader`, `PagedCSVReader`, `EpubReader`, `MboxReader`, `DocxReader`, `RTFReader`; none for
+ODT, DOC or PPT; `antiword`, which textract calls for DOC, where it is installed) and its `SentenceSplitter` at its
+defaults; the zip through `SimpleDirectoryReader`, as given and unpacked. Per format and tool:
 
 - facts: the bullets, notes, paragraphs and rows written that reach one chunk whole (a row: all its cells);
 - placed: chunks whose metadata says where in the file they are (slide, sheet and row, chapter, heading, message);
@@ -99,7 +98,7 @@ def make(folder: pathlib.Path) -> dict:
     out['zip'] = wiki_export(folder / 'wiki.zip')
     out['docx'] = word_manual(folder / 'manual.docx')
     if shutil.which('soffice'):                        # the same files as Word and Excel 97-2003
-        for fmt, src in (('doc', 'docx'), ('xls', 'xlsx'), ('ppt', 'pptx')):
+        for fmt, src in (('doc', 'docx'), ('xls', 'xlsx'), ('ppt', 'pptx'), ('rtf', 'docx')):
             subprocess.run(['soffice', '--headless', '--convert-to', fmt, '--outdir', str(folder), str(out[src][0])],
                            check=True, capture_output=True)
             out[fmt] = (out[src][0].with_suffix(f'.{fmt}'), out[src][1])
@@ -169,9 +168,9 @@ def llamaindex_chunks(fmt: str, path: pathlib.Path) -> list[tuple[str, str | Non
     from llama_index.core.node_parser import SentenceSplitter
     if fmt == 'zip': return llamaindex_zip(path, unpacked=False)
     from llama_index.readers.file import (DocxReader, EpubReader, MboxReader, PagedCSVReader, PandasExcelReader,
-                                          PptxReader)
+                                          PptxReader, RTFReader)
     reader = dict(pptx=PptxReader, xlsx=PandasExcelReader, xls=PandasExcelReader, csv=PagedCSVReader, epub=EpubReader,
-                  mbox=MboxReader, docx=DocxReader).get(fmt)
+                  mbox=MboxReader, docx=DocxReader, rtf=RTFReader).get(fmt)
     if reader is None: return None
     kw = dict(delimiter=';') if fmt == 'csv' else {}      # told the delimiter: it does not look for one
     nodes = SentenceSplitter().get_nodes_from_documents(reader().load_data(path, **kw))

@@ -18,15 +18,15 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME',
            'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'MAX_ODF_DEPTH',
            'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
-           'SPRM_HIDDEN', 'OLE_MAGIC', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader',
-           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
+           'SPRM_HIDDEN', 'OLE_MAGIC', 'MAX_RTF_DEPTH', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document',
+           'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
            'front_matter', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
            'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'drawing_text', 'pdf_document',
            'docx_text', 'note_number', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
            'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
            'ods_document', 'csv_document', 'mail_document', 'WordBinary', 'word_properties', 'word_fields',
-           'word_blocks', 'doc_document', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_persist', 'ppt_document',
-           'jupyter_id', 'notebook_document']
+           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_persist',
+           'ppt_document', 'RtfReader', 'rtf_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1858,12 +1858,10 @@ def doc_document(data:bytes, # the file's bytes
         if flags & 0x0100: raise ChunkingError(f'{name}: password-protected; save it as .docx without a password')
         table = '1Table' if flags & 0x0200 else '0Table'
         if not ole.exists(table): raise ChunkingError(f'{name}: its {table} stream is missing; re-save it from Word')
-        w = WordBinary(word, ole.openstream(table).read())
-        meta = ole.get_metadata()
+        w, title = WordBinary(word, ole.openstream(table).read()), ole_title(ole)
     blocks = word_blocks(w)
     if not blocks: raise ChunkingError(f'{name}: no text in the document; nothing to index')
     text, anchors = _blocks_text(blocks)
-    title = _ole_text(meta.title, meta.codepage)
     return Document(text, 'doc', title=title or None, anchors=anchors)
 
 def _ole(data:bytes, name:str, app:str):
@@ -1872,6 +1870,23 @@ def _ole(data:bytes, name:str, app:str):
     try: return olefile.OleFileIO(io.BytesIO(data))
     except (OSError, ValueError, IndexError, struct.error) as e:     # olefile's ways of saying a container is broken
         raise ChunkingError(f'{name}: a damaged {app} 97-2003 file ({type(e).__name__}: {e}); re-save it') from None
+
+def ole_title(ole) -> str:
+    """The title in an OLE file's summary (`\\x05SummaryInformation`, property 2), read within the stream's bounds;
+    '' without one. (olefile's `get_metadata` parses every property, and a damaged count or vector there took 9 GB
+    and minutes in the tests below.)"""
+    if not ole.exists('\x05SummaryInformation'): return ''
+    s = ole.openstream('\x05SummaryInformation').read(1 << 20)
+    try:
+        at = _u32(s, 44)                                    # the first section, after the header and its format id
+        props = {_u32(s, at + 8 + 8 * k): at + _u32(s, at + 12 + 8 * k) for k in range(min(_u32(s, at + 4), 256))}
+        cp = struct.unpack_from('<h', s, props[1] + 4)[0] if 1 in props else None       # the code page (VT_I2)
+        if 2 not in props: return ''
+        kind, size = _u32(s, props[2]), min(_u32(s, props[2] + 4), 4096)
+        if kind == 0x1F: return _clean(s[props[2] + 8:props[2] + 8 + 2 * size].decode('utf-16-le', 'replace')
+                                       .split('\0')[0])                          # VT_LPWSTR
+        return _ole_text(s[props[2] + 8:props[2] + 8 + size].split(b'\0')[0], cp) if kind == 0x1E else ''
+    except (struct.error, IndexError): return ''
 
 def _ole_text(raw:bytes|None, codepage:int|None) -> str:
     "A property of an OLE file's summary, decoded by its codepage (1252 when it gives none or one Python lacks)."
@@ -1986,7 +2001,7 @@ def ppt_document(data:bytes, # the file's bytes
         if ole.exists('EncryptedSummary'):
             raise ChunkingError(f'{name}: password-protected; save it as .pptx without a password')
         doc, user = ole.openstream('PowerPoint Document').read(), ole.openstream('Current User').read()
-        meta = ole.get_metadata()
+        title = ole_title(ole)
     persist, root = ppt_persist(doc, user)
     if root not in persist: raise ValueError('no document container')
     at = persist[root]
@@ -2011,7 +2026,180 @@ def ppt_document(data:bytes, # the file's bytes
         texts = ppt_texts(doc, s + 8, min(s + 8 + _u32(doc, s + 4), len(doc)))
         texts = [(k, outline[t][1] if isinstance(t, int) and t < len(outline) else t) for k, t in texts]
         out.append(_ppt_slide_blocks([(k, t) for k, t in texts if isinstance(t, str)], notes.get(sid, [])))
-    return slides_document(out, 'ppt', name, title=_ole_text(meta.title, meta.codepage) or None)
+    return slides_document(out, 'ppt', name, title=title or None)
+
+# %% ../nbs/01a_readers.ipynb #01453167
+_RTF_TOKEN = re.compile(rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\([^a-zA-Z'])|([{}])|[\r\n]+"
+                        rb"|([^\\{}\r\n]+)", re.S)
+_RTF_SKIP = {'fonttbl', 'colortbl', 'pict', 'object', 'header', 'headerl', 'headerr', 'headerf', 'footer', 'footerl',
+             'footerr', 'footerf', 'fldinst', 'themedata', 'datastore', 'latentstyles', 'listtable',
+             'listoverridetable',
+             'rsidtbl', 'generator', 'xmlnstbl', 'pntext', 'pntxta', 'pntxtb', 'revtbl', 'ftnsep', 'ftnsepc', 'aftnsep',
+             'aftnsepc', 'annotation', 'atnid', 'atnauthor', 'shppict', 'nonshppict', 'listtext', 'fldtype'}
+_RTF_CHARS = {'tab': ' ', 'line': ' ', 'emdash': '—', 'endash': '–', 'bullet': '•', 'lquote': '‘', 'rquote': '’',
+              'ldblquote': '“', 'rdblquote': '”', 'emspace': ' ', 'enspace': ' ', 'qmspace': ' ',
+              '~': ' ', '_': '-', '-': '', '\\': '\\', '{': '{', '}': '}'}
+_RTF_BODY = {'par', 'pard', 's', 'outlinelevel', 'ls', 'ilvl', 'intbl', 'cell', 'nestcell', 'row', 'nestrow', 'sect',
+             'page'}
+MAX_RTF_DEPTH = 200
+
+class RtfReader:
+    """One pass over an RTF file's tokens, keeping what a reader of the document sees, as blocks `(kind, markdown)`:
+    paragraphs, headings (a style named like one, or an outline level), list items, tables, and footnotes after the
+    paragraph that cites them. Fonts, colours, pictures, headers, footers, field codes, comments, and deleted or
+    hidden text are left out."""
+    def __init__(self, data:bytes):
+        self.data, self.blocks, self.styles, self.title, self.codepage = data, [], {}, '', 'cp1252'
+        self.group, self.stack = dict(out='body', uc=1, gone=False, buf=None, kind=None), []
+        self.text, self.pending, self.skip = [], bytearray(), 0
+        self.para = dict(style=0, outline=None, listed=False, level=0, intbl=False)
+        self.cell, self.row, self.rows, self.cited, self.nth = [], [], [], [], dict(footnote=0, endnote=0)
+
+    def read(self) -> list[tuple[str, str]]:
+        "Every token in turn; the blocks."
+        at, n = 0, len(self.data)
+        while at < n:
+            m = _RTF_TOKEN.match(self.data, at)
+            at = m.end() if m else at + 1                             # a lone byte no token takes: passed over
+            if m is None: continue
+            word, arg, hexa, sym, brace, text = m.groups()
+            if hexa is not None: self.byte(int(hexa, 16))
+            else:
+                self.flush()
+                if brace == b'{': self.open()
+                elif brace == b'}': self.close()
+                elif word is not None:
+                    w = word.decode('ascii')
+                    if w == 'bin' and arg: at += int(arg)          # binary data: its bytes, unread
+                    else: self.control(w, int(arg) if arg is not None else None)
+                elif sym is not None: self.control(sym.decode('latin-1'), None)
+                elif text is not None: self.chars(text.decode(self.codepage, 'replace'))
+        self.flush()
+        self.end_paragraph()
+        self.flush_table()
+        return self.blocks
+
+    def byte(self, b:int):
+        "A `\\'hh` byte: kept until the bytes end, then decoded together (a two-byte code page's characters)."
+        if self.skip: self.skip -= 1
+        else: self.pending.append(b)
+
+    def flush(self):
+        if self.pending: self.emit(self.pending.decode(self.codepage, 'replace'))
+        self.pending = bytearray()
+
+    def chars(self, s:str):
+        "Text in the file: the characters a `\\uN` stands in for are skipped."
+        if self.skip:
+            s, self.skip = s[self.skip:], max(0, self.skip - len(s))
+        self.emit(s)
+
+    def emit(self, s:str):
+        g = self.group
+        if g['out'] is None or g['gone'] or not s: return
+        if g['buf'] is not None: g['buf'].append(s)
+        elif g['out'] == 'body': self.text.append(s)
+
+    def open(self):
+        self.stack.append(self.group)
+        if len(self.stack) > MAX_RTF_DEPTH: raise ValueError(f'groups nested past {MAX_RTF_DEPTH} levels')
+        self.group = dict(self.group, first=True, kind=None)      # what the group is: only its own
+
+    def close(self):
+        g = self.group
+        if g['kind'] == 'style' and g.get('num') is not None:
+            self.styles[g['num']] = ''.join(g['buf']).split(';')[0].strip()
+        elif g['kind'] == 'title': self.title = _clean(''.join(g['buf']))
+        elif g['kind'] in ('footnote', 'endnote') and (t := _clean(''.join(g['buf']))):
+            self.cited.append((g['kind'], t))
+        if self.stack: self.group = self.stack.pop()
+
+    def control(self, w:str, arg:int|None):
+        g, first = self.group, self.group.pop('first', False)
+        if g['out'] is None: return
+        if w == '*': g['star'] = first                                # an optional destination follows
+        elif g.pop('star', False) and w != 'footnote': g['out'] = None      # one not read (all but notes)
+        elif first and w in _RTF_SKIP: g['out'] = None
+        elif w == 'info': g['out'], g['kind'] = 'info', 'info'
+        elif w == 'title' and g['out'] == 'info': g.update(kind='title', buf=[])
+        elif g['out'] == 'info': pass
+        elif w == 'stylesheet': g['out'] = 'styles'
+        elif g['out'] == 'styles':
+            if first: g.update(kind='style', buf=[], num=0)
+            if w == 's': g['num'] = arg
+            elif w in ('cs', 'ds', 'ts'): g['num'] = None              # character, section, table styles
+        elif w == 'footnote': g.update(kind='footnote', buf=[])
+        elif w == 'ftnalt' and g['kind'] == 'footnote': g['kind'] = 'endnote'
+        elif w == 'ansicpg' and arg: self.codepage = f'cp{arg}' if arg != 65001 else 'utf-8'
+        elif w == 'uc': g['uc'] = arg or 0
+        elif w == 'u' and arg is not None:
+            self.emit(chr(arg % 65536))
+            self.skip = g['uc']
+        elif w in ('deleted', 'v'): g['gone'] = arg != 0
+        elif w == 'plain': g['gone'] = False
+        elif w in _RTF_CHARS: self.emit(_RTF_CHARS[w])
+        elif w in _RTF_BODY and g['buf'] is not None:                   # inside a footnote: its own paragraphs
+            if w == 'par': self.emit(' ')
+        elif w in _RTF_BODY: self.body(w, arg)
+
+    def body(self, w:str, arg:int|None):
+        "A control word of the body's paragraphs and tables."
+        p = self.para
+        if w in ('par', 'sect', 'page'): self.end_paragraph()
+        elif w == 'pard': p.update(style=0, outline=None, listed=False, level=0, intbl=False)
+        elif w == 's': p['style'] = arg or 0
+        elif w == 'outlinelevel': p['outline'] = arg
+        elif w == 'ls': p['listed'] = True
+        elif w == 'ilvl': p['level'] = arg or 0
+        elif w == 'intbl': p['intbl'] = True
+        elif w in ('cell', 'nestcell'):
+            self.row.append(_clean(' '.join(self.cell + [''.join(self.text)])))
+            self.cell, self.text = [], []
+        elif w in ('row', 'nestrow'):
+            if self.row: self.rows.append(self.row)
+            self.row = []
+
+    def end_paragraph(self):
+        text, self.text = _clean(''.join(self.text)), []
+        if self.para['intbl']:
+            if text: self.cell.append(text)
+            return
+        self.flush_table()
+        if text: self.blocks.append(self.block(text))
+        for kind, t in self.cited:                                  # after it, as for DOCX, DOC and ODT
+            self.nth[kind] += 1
+            self.blocks.append(('p', _paragraph(f'[{note_number(kind, self.nth[kind])}] {t}')))
+        self.cited = []
+
+    def flush_table(self):
+        if self.row: self.rows.append(self.row)
+        if self.rows: self.blocks.append(('table', _markdown_table(self.rows)))
+        self.rows, self.row = [], []
+
+    def block(self, text:str) -> tuple[str, str]:
+        "A paragraph's block by its style's name, its outline level and its list."
+        p, name = self.para, self.styles.get(self.para['style'], '')
+        level = p['outline'] + 1 if p['outline'] is not None and p['outline'] < 9 else \
+            int(m[1]) if (m := _HEADING_STYLE.search(name)) else 1 if name.lower() == 'title' else 0
+        if level: return 'h', '#' * min(level, 6) + ' ' + text
+        if p['listed'] or name.lower().startswith('list'):
+            deep = p['level'] or (int(m[1]) - 1 if (m := re.search(r'(\d)$', name)) else 0)
+            return 'li', '  ' * deep + ('1. ' if 'number' in name.lower() else '- ') + text
+        return 'p', _paragraph(text)
+
+# %% ../nbs/01a_readers.ipynb #36188c04
+def rtf_document(data:bytes, # the file's bytes
+                 name:str='document.rtf', # for messages
+                ) -> Document:
+    """An RTF file as markdown, as `docx_document` reads a DOCX: headings (by style or outline level), lists,
+    tables, footnotes after the paragraph that cites them; deleted and hidden text, headers, footers, pictures and
+    field codes left out; the title from its `info` group."""
+    if data.lstrip()[:5] != b'{\\rtf': raise ChunkingError(f'{name}: not an RTF file (it does not start with {{\\rtf)')
+    r = RtfReader(data)
+    blocks = r.read()
+    if not blocks: raise ChunkingError(f'{name}: no text in the document; nothing to index')
+    text, anchors = _blocks_text(blocks)
+    return Document(text, 'rtf', title=r.title or None, anchors=anchors)
 
 # %% ../nbs/01a_readers.ipynb #d79bfa6c
 NOTEBOOK_OUTPUT_LINES = 20   # of one output's text; the rest is cut, and the cut said
@@ -2088,6 +2276,7 @@ register_reader(Reader('pptx-v1', 'pptx', pptx_document), '.pptx')
 register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm')
 register_reader(Reader('xls-v1', 'xls', xls_document), '.xls', '.xlt')
 register_reader(Reader('ppt-v1', 'ppt', ppt_document), '.ppt', '.pps', '.pot')
+register_reader(Reader('rtf-v1', 'rtf', rtf_document), '.rtf')
 register_reader(Reader('ods-v1', 'ods', ods_document), '.ods', '.fods')
 register_reader(Reader('csv-v1', 'csv', csv_document), '.csv', '.tsv')
 register_reader(Reader('mail-v1', 'mail', mail_document), '.eml', '.mbox')

@@ -307,6 +307,7 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     (kb / 'fake.doc').write_text('un texto con otro nombre')
     (kb / 'fake.xls').write_text('otro más')
     (kb / 'fake.ppt').write_text('y el último')
+    (kb / 'fake.rtf').write_text('{\\rtf1 ' + '{' * 300)
     bomb = io.BytesIO()
     import zipfile
     with zipfile.ZipFile(bomb, 'w', zipfile.ZIP_DEFLATED) as z: z.writestr('word/document.xml', b'\0' * (300 << 20))
@@ -315,7 +316,7 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
         rep = index_paths(s, [kb])
     why = {p.rsplit('/', 1)[-1]: w for p, w in rep.skipped}
     assert sorted(why) == ['bomb.docx', 'fake.doc', 'fake.docx', 'fake.epub', 'fake.odt', 'fake.ppt', 'fake.pptx',
-                           'fake.xls', 'locked.pdf', 'menu.html', 'truncated.pdf']
+                           'fake.rtf', 'fake.xls', 'locked.pdf', 'menu.html', 'truncated.pdf']
     assert 'encrypted PDF' in why['locked.pdf'] and 'qpdf --decrypt' in why['locked.pdf']
     assert 'not a readable PDF' in why['truncated.pdf']
     assert 'zip bomb' in why['bomb.docx'] and 'not a DOCX' in why['fake.docx']
@@ -323,11 +324,11 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     assert 'not an EPUB (not a zip file)' in why['fake.epub'] and 'not a PPTX' in why['fake.pptx']
     assert 'no text in the page' in why['menu.html']
     assert 'not a Word 97-2003 file (not an OLE file)' in why['fake.doc'] and 'not a readable XLS' in why['fake.xls']
-    assert 'not a PowerPoint 97-2003 file' in why['fake.ppt']
+    assert 'not a PowerPoint 97-2003 file' in why['fake.ppt'] and 'groups nested past 200' in why['fake.rtf']
     assert all(w.startswith(str(kb)) for w in why.values())            # each message names its file
     assert rep.kind_summary() == ('doc: 1 skipped · docx: 2 skipped · epub: 1 skipped · html: 1 indexed, 1 skipped · '
                                   'odt: 1 skipped · pdf: 1 indexed, 2 skipped · ppt: 1 skipped · pptx: 1 skipped · '
-                                  'xls: 1 skipped')
+                                  'rtf: 1 skipped · xls: 1 skipped')
 
 
 def test_a_new_reader_version_reindexes_only_its_files(tmp_path, monkeypatch):
@@ -423,6 +424,8 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
     for f in ('guia.doc', 'inventario.xls'):                  # Word and Excel 97-2003, as LibreOffice saves them
         shutil.copyfile(OFFICE / f, kb / ('contactos.xls' if f.endswith('.xls') else f))
     (kb / 'guardias.ppt').write_bytes(gzip.decompress((OFFICE / 'plan.ppt.gz').read_bytes()))
+    (kb / 'contratos.rtf').write_text(r'{\rtf1{\stylesheet{\s1 heading 1;}}\pard\s1 Proveedores y contratos\par\pard '
+                                      r'El contrato de mantenimiento del SAI vence en marzo.\par}')
     with zipfile.ZipFile(kb / 'wiki.zip', 'w') as z:          # a wiki's export: its pages, a logo, a broken PDF
         z.writestr('Ops/Llaves_12.html', '<h1 id="t">Llaves</h1><h2 id="cpd">CPD</h2><p>La llave del CPD está en el '
                                          'armario gris de la planta 2.</p>')
@@ -431,7 +434,7 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
     r = ragnb_main('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', text=True)
     assert r.returncode == 0, r.stderr
     assert ('by kind: archive: 1 indexed · doc: 1 indexed · epub: 1 indexed · odt: 1 indexed · pdf: 1 skipped · '
-            'ppt: 1 indexed · pptx: 1 indexed · xls: 1 indexed · xlsx: 1 indexed') in r.stdout
+            'ppt: 1 indexed · pptx: 1 indexed · rtf: 1 indexed · xls: 1 indexed · xlsx: 1 indexed') in r.stdout
     assert f'skipped {kb}/wiki.zip/Ops/roto.pdf: not a readable PDF' in r.stderr
     for question, cite, slide in [('¿Qué día se rotan las cintas LTO?', 'kb/manual.odt#Cintas', None),
                                   ('¿Cuál es el teléfono de guardia?', 'kb/plan.pptx#slide=', 2),
@@ -440,7 +443,8 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
                                   ('¿Dónde está la llave del CPD?', 'kb/wiki.zip#Ops/Llaves_12.html#', None),
                                   ('¿Qué puerto usa la base de datos?', 'kb/guia.doc § ', None),
                                   ('¿Qué número tiene Ana en contactos?', 'kb/contactos.xls#', None),
-                                  ('¿Qué número tiene la sala de guardia?', 'kb/guardias.ppt#slide=', 3)]:
+                                  ('¿Qué número tiene la sala de guardia?', 'kb/guardias.ppt#slide=', 3),
+                                  ('¿Cuándo vence el contrato del SAI?', 'kb/contratos.rtf § Proveedores', None)]:
         r = ragnb_main('ask', question, '--store', str(tmp_path / 's'), '--json', text=True)
         first = json.loads(r.stdout)['chunks'][0]
         assert first['cite'].startswith(cite), (question, r.stdout[:500])
