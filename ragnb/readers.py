@@ -2043,6 +2043,13 @@ _RTF_BODY = {'par', 'pard', 's', 'outlinelevel', 'ls', 'ilvl', 'intbl', 'cell', 
              'page'}
 MAX_RTF_DEPTH = 200
 
+def _codec(codepage:int, default:str) -> str:
+    "Python's codec for a Windows code page number (`\\ansicpg1252` → 'cp1252'); `default` for one it lacks."
+    import codecs
+    name = 'utf-8' if codepage == 65001 else f'cp{codepage}'
+    try: return codecs.lookup(name).name
+    except LookupError: return default
+
 class RtfReader:
     """One pass over an RTF file's tokens, keeping what a reader of the document sees, as blocks `(kind, markdown)`:
     paragraphs, headings (a style named like one, or an outline level), list items, tables, and footnotes after the
@@ -2130,7 +2137,7 @@ class RtfReader:
             elif w in ('cs', 'ds', 'ts'): g['num'] = None              # character, section, table styles
         elif w == 'footnote': g.update(kind='footnote', buf=[])
         elif w == 'ftnalt' and g['kind'] == 'footnote': g['kind'] = 'endnote'
-        elif w == 'ansicpg' and arg: self.codepage = f'cp{arg}' if arg != 65001 else 'utf-8'
+        elif w == 'ansicpg' and arg: self.codepage = _codec(arg, self.codepage)
         elif w == 'uc': g['uc'] = arg or 0
         elif w == 'u' and arg is not None:
             self.emit(chr(arg % 65536))
@@ -2173,7 +2180,7 @@ class RtfReader:
 
     def flush_table(self):
         if self.row: self.rows.append(self.row)
-        if self.rows: self.blocks.append(('table', _markdown_table(self.rows)))
+        if any(any(r) for r in self.rows): self.blocks.append(('table', _markdown_table(self.rows)))   # not empty
         self.rows, self.row = [], []
 
     def block(self, text:str) -> tuple[str, str]:

@@ -613,3 +613,24 @@ def test_a_damaged_ppt_is_read_or_refused_never_hangs(flips):
         return
     except (ValueError, IndexError, KeyError, struct.error, UnicodeError, OSError): return    # read_document wraps
     assert len(doc.text) < 50 * len(data)
+
+
+_rtf_bits = st.sampled_from([r'{', r'}', r'\par ', r'\pard', r'\s1 ', r'\intbl ', r'\cell ', r'\row ', r'\u8364 ',
+                             r"\'e9", r'\uc0 ', r'\*', r'\footnote ', r'\ftnalt ', r'\deleted ', r'\v0 ', r'\bin3 ',
+                             r'\ansicpg99999 ', r'\ansicpg932 ', r'{\stylesheet{\s1 heading 1;}}', r'\outlinelevel0 ',
+                             'texto ', 'más ', '\\', "\\'"])
+
+
+@settings(max_examples=80, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_rtf_bits, max_size=60).map(''.join))
+def test_any_rtf_is_read_or_refused_by_name(body):
+    "Control words, groups, bytes and text in any order, unbalanced too: a document, or an error naming the file."
+    from ragnb.readers import rtf_document
+    try: doc = rtf_document(('{\\rtf1 ' + body).encode('utf-8'), 'x.rtf')
+    except ChunkingError as e:
+        assert 'x.rtf' in str(e)
+        return
+    except ValueError as e:                          # groups nested too deep: `read_document` names the file
+        assert 'nested past' in str(e)
+        return
+    assert doc.text.strip()
