@@ -16,17 +16,17 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME',
-           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'MAX_ODF_DEPTH',
-           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
-           'SPRM_HIDDEN', 'OLE_MAGIC', 'MAX_RTF_DEPTH', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document',
+           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'OLE_MAGIC',
+           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
+           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document',
            'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
            'front_matter', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
            'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'drawing_text', 'pdf_document',
-           'docx_text', 'note_number', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
-           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
-           'ods_document', 'csv_document', 'mail_document', 'WordBinary', 'word_properties', 'word_fields',
-           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_persist',
-           'ppt_document', 'RtfReader', 'rtf_document', 'jupyter_id', 'notebook_document']
+           'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
+           'xlsx_document', 'ods_document', 'csv_document', 'mail_document', 'WordBinary', 'word_properties',
+           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
+           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -865,11 +865,11 @@ def _markdown_lines(paras:list[dict]) -> list[tuple[str, list[tuple[int, int]]]]
     out = []
     for p in paras:
         t, span, lines = p['text'], (p['page0'], p['page1']), [(g, g) for g in p['lines']]
-        if p['mono']: t, lines = _fence(t), [span] * (_fence(t).count('\n') + 1)   # code: the pages it spans
+        if p['mono']: t = _fence(t)
         elif round(p['size'], 1) in level: t, lines = '#' * level[round(p['size'], 1)] + ' ' + _clean(t), [span]
         elif _BULLET.match(t) and not t[0].isdigit(): t = '- ' + _BULLET.sub('', t, count=1)
         else: t = _paragraph(t)
-        out.append((t, lines if len(lines) == t.count('\n') + 1 else [span] * (t.count('\n') + 1)))
+        out.append((t, lines if len(lines) == t.count('\n') + 1 else [span] * (t.count('\n') + 1)))  # a fence: its span
     return out
 
 # %% ../nbs/01a_readers.ipynb #16041bf6
@@ -941,10 +941,11 @@ def pdf_document(data:bytes, # the PDF's bytes
 
 # %% ../nbs/01a_readers.ipynb #eb8f4e37
 MAX_UNZIPPED = 200 * 2**20
+OLE_MAGIC = b'\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1'   # an OLE compound file's first bytes (Office 97-2003, encrypted)
 
 def _check_zip(data:bytes, name:str, fmt:str='DOCX', app:str='Word'): # the format, and the program that saves it
     "Refuse an encrypted (OLE) file, a non-zip, and a zip bomb, before decompressing anything."
-    if data[:8] == b'\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1':
+    if data[:8] == OLE_MAGIC:
         raise ChunkingError(f'{name}: password-protected or legacy {app} file, not a {fmt}; save it as '
                             f'.{fmt.lower()} without a password')
     try: infos = zipfile.ZipFile(io.BytesIO(data)).infolist()
@@ -1005,19 +1006,27 @@ def _docx_notes(d) -> Callable:
 # a heading style's name, the number anywhere in it: `Heading 2`, `Título 1`, docutils' `rststyle-heading2`
 _HEADING_STYLE = re.compile(r'(?:heading|título|titulo|titre|überschrift|intestazione)\s*(\d)', re.I)
 
+def styled_block(text:str, style:str, # a paragraph's text and its style's name
+                 heading:int=0, # its heading level when the file says it (a built-in style, an outline level)
+                 listed:bool=False, # in a list (numbering), whatever its style
+                 level:int|None=None, # its list level when the file says it; None: the style name's last digit
+                ) -> tuple[str, str]:
+    """`(kind, markdown)` of a word processor's paragraph (DOCX, DOC, RTF): a heading (given, or by a style named
+    like `Heading 2`, or `Title`), a list item (in a list or a `List ...` style, indented by its level), or text."""
+    if not heading and (m := _HEADING_STYLE.search(style)): heading = int(m[1])
+    if heading or style.lower() == 'title': return 'h', '#' * min(heading or 1, 6) + ' ' + text
+    if listed or style.lower().startswith('list'):
+        if level is None: level = int(m[1]) - 1 if (m := re.search(r'(\d)$', style)) else 0
+        return 'li', '  ' * level + ('1. ' if 'number' in style.lower() else '- ') + text
+    return 'p', _paragraph(text)
+
 def _docx_block(p) -> tuple[str, str]|None:
     "(kind, markdown) of a Word paragraph: a heading, a list item with its level, or text; None when empty."
     style, text = (p.style.name if p.style is not None else '') or '', _clean(docx_text(p))
     if not text: return None
-    if m := _HEADING_STYLE.search(style):
-        return 'h', '#' * min(int(m[1]), 6) + ' ' + text
-    if style == 'Title': return 'h', '# ' + text
     num = p._p.pPr.numPr if p._p.pPr is not None else None
-    if style.startswith('List') or num is not None:
-        lvl = int(num.ilvl.val) if num is not None and num.ilvl is not None else 0
-        if num is None and (m := re.search(r'(\d)$', style)): lvl = int(m[1]) - 1
-        return 'li', '  ' * lvl + ('1. ' if 'Number' in style else '- ') + text
-    return 'p', _paragraph(text)
+    level = (int(num.ilvl.val) if num.ilvl is not None else 0) if num is not None else None
+    return styled_block(text, style, listed=num is not None, level=level)
 
 # %% ../nbs/01a_readers.ipynb #226aad8a
 def _docx_table(t) -> str:
@@ -1696,17 +1705,17 @@ def notes(self:WordBinary, kind:str='footnote') -> dict[int, str]: # or 'endnote
     refs = [_u32(self.table, rf + 4 * k) for k in range(n)]
     ends = [_u32(self.table, tf + 4 * k) for k in range(min(tl // 4, n + 1))]
     sub = self.text(first, first + self.ccp[1 if kind == 'footnote' else 5])[0] if n else ''
-    notes = [word_fields(sub[a:b]).translate(_WORD_CHARS) for a, b in zip(ends, ends[1:])]
-    return {cp: _clean(t) for cp, t in zip(refs, notes) if _clean(t)}
+    notes = [_clean(word_fields(sub[a:b]).translate(_WORD_CHARS)) for a, b in zip(ends, ends[1:])]
+    return {cp: t for cp, t in zip(refs, notes) if t}
 
 # %% ../nbs/01a_readers.ipynb #6c3ae501
 _SPRM_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 2, 5: 2, 7: 3}          # operand size by the sprm's `spra` bits; 6: variable
 SPRM_IN_TABLE, SPRM_ROW_END, SPRM_LIST, SPRM_LEVEL = 0x2416, 0x2417, 0x460B, 0x260A   # a paragraph's
 SPRM_DELETED, SPRM_HIDDEN = 0x0800, 0x083C                                               # a run of characters'
 
-def word_properties(grp:bytes) -> dict[int, int]:
+def word_properties(grp:bytes, istd:bool=True) -> dict[int, int]: # False: a character run's, with no style index
     "A paragraph's `GrpPrlAndIstd`: its style index (key -1) and its properties with fixed-size operands."
-    out, i = ({-1: _u16(grp, 0)} if len(grp) >= 2 else {}), 2
+    out, i = ({-1: _u16(grp, 0)} if istd and len(grp) >= 2 else {}), 2 if istd else 0
     while i + 2 <= len(grp):
         sprm, i = _u16(grp, i), i + 2
         size = _SPRM_BYTES.get(sprm >> 13)
@@ -1748,7 +1757,7 @@ def hidden(self:WordBinary) -> list[tuple[int, int]]:
         for j in range(crun):
             at = 2 * page[4 * (crun + 1) + j]
             grp = page[at + 1:at + 1 + page[at]] if at else b''
-            props = word_properties(b'\0\0' + grp)
+            props = word_properties(grp, istd=False)
             if props.get(SPRM_DELETED, 0) in (1, 0x81) or props.get(SPRM_HIDDEN, 0) in (1, 0x81):
                 out.append((_u32(page, 4 * j), _u32(page, 4 * (j + 1))))
     return sorted(out)
@@ -1789,14 +1798,10 @@ _WORD_CHARS = str.maketrans({'\x0b': ' ', '\x1e': '-', '\x1f': '', '\x01': '', '
                              '\x0e': ' '})   # line break, hyphens, pictures, drawings, note marks, column break
 
 def _word_block(body:str, props:dict, styles:list) -> tuple[str, str]:
-    "`(kind, markdown)` of a paragraph by its style (a heading by number or by name, the title) and its list level."
+    "`(kind, markdown)` of a paragraph by its style (built-in heading numbers 1-9, the title: 62) and its list level."
     sti, name = styles[props.get(-1, 0)] if props.get(-1, 0) < len(styles) else (0, '')
-    level = sti if 1 <= sti <= 9 else int(m[1]) if (m := _HEADING_STYLE.search(name)) else 1 if sti == 62 else 0
-    if level: return 'h', '#' * min(level, 6) + ' ' + body
-    if props.get(SPRM_LIST) or name.lower().startswith('list'):
-        deep = props.get(SPRM_LEVEL) or (int(m[1]) - 1 if (m := re.search(r'(\d)$', name)) else 0)
-        return 'li', '  ' * deep + ('1. ' if 'number' in name.lower() else '- ') + body
-    return 'p', _paragraph(body)
+    return styled_block(body, name, heading=sti if 1 <= sti <= 9 else 1 if sti == 62 else 0,
+                        listed=bool(props.get(SPRM_LIST)), level=props.get(SPRM_LEVEL) or None)
 
 def word_blocks(w:WordBinary) -> list[tuple[str, str]]:
     """The blocks `(kind, markdown)` of a Word 97-2003 document: paragraphs, headings, list items, and tables (a
@@ -1838,8 +1843,6 @@ def word_blocks(w:WordBinary) -> list[tuple[str, str]]:
     return blocks
 
 # %% ../nbs/01a_readers.ipynb #c2d7cc21
-OLE_MAGIC = b'\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1'   # the first bytes of an OLE compound file
-
 def doc_document(data:bytes, # the file's bytes
                  name:str='document.doc', # for messages
                 ) -> Document:
@@ -1950,6 +1953,10 @@ def ppt_texts(buf:bytes, start:int, end:int, depth:int=0, holder:int|None=None) 
         elif typ == 0x0F9E and b - a >= 4: out.append((_PPT_HOLDERS.get(holder, kind), _u32(buf, a)))  # outline ref
     return out
 
+def ppt_body(doc:bytes, at:int) -> tuple[int, int]:
+    "`(start, end)` of the data of the record at offset `at`, within the stream."
+    return at + 8, min(at + 8 + _u32(doc, at + 4), len(doc))
+
 def ppt_persist(doc:bytes, user:bytes) -> tuple[dict[int, int], int]:
     "`({persist id: offset}, the document's persist id)`, from the newest edit back (`Current User`'s pointer)."
     edit, seen, persist, root = _u32(user, 16), set(), {}, None
@@ -2004,10 +2011,8 @@ def ppt_document(data:bytes, # the file's bytes
         title = ole_title(ole)
     persist, root = ppt_persist(doc, user)
     if root not in persist: raise ValueError('no document container')
-    at = persist[root]
     slides = []
-    n = _u32(doc, at + 4)
-    for typ, inst, box, a, b in ppt_records(doc, at + 8, min(at + 8 + n, len(doc))):
+    for typ, inst, box, a, b in ppt_records(doc, *ppt_body(doc, persist[root])):
         if typ != 0x0FF0 or inst != 0: continue                                   # the slides' SlideListWithText
         for t2, _, _, a2, b2 in ppt_records(doc, a, b):
             if t2 == 0x03F3 and b2 - a2 >= 16: slides.append((_u32(doc, a2), _u32(doc, a2 + 12), []))  # persist, id
@@ -2016,14 +2021,13 @@ def ppt_document(data:bytes, # the file's bytes
     notes = {}                                                 # slide id → its notes' texts
     for q in persist.values():
         if q + 8 <= len(doc) and struct.unpack_from('<H', doc, q + 2)[0] == 0x03F0:          # NotesContainer
-            body = (q + 8, min(q + 8 + _u32(doc, q + 4), len(doc)))
+            body = ppt_body(doc, q)
             for t, _, _, a, b in ppt_records(doc, *body):
                 if t == 0x03F1 and b - a >= 4: notes[_u32(doc, a)] = ppt_texts(doc, *body)     # NotesAtom's slide
     out = []
     for pid, sid, outline in slides:
         if pid not in persist: continue
-        s = persist[pid]
-        texts = ppt_texts(doc, s + 8, min(s + 8 + _u32(doc, s + 4), len(doc)))
+        texts = ppt_texts(doc, *ppt_body(doc, persist[pid]))
         texts = [(k, outline[t][1] if isinstance(t, int) and t < len(outline) else t) for k, t in texts]
         out.append(_ppt_slide_blocks([(k, t) for k, t in texts if isinstance(t, str)], notes.get(sid, [])))
     return slides_document(out, 'ppt', name, title=title or None)
@@ -2185,14 +2189,10 @@ class RtfReader:
 
     def block(self, text:str) -> tuple[str, str]:
         "A paragraph's block by its style's name, its outline level and its list."
-        p, name = self.para, self.styles.get(self.para['style'], '')
-        level = p['outline'] + 1 if p['outline'] is not None and p['outline'] < 9 else \
-            int(m[1]) if (m := _HEADING_STYLE.search(name)) else 1 if name.lower() == 'title' else 0
-        if level: return 'h', '#' * min(level, 6) + ' ' + text
-        if p['listed'] or name.lower().startswith('list'):
-            deep = p['level'] or (int(m[1]) - 1 if (m := re.search(r'(\d)$', name)) else 0)
-            return 'li', '  ' * deep + ('1. ' if 'number' in name.lower() else '- ') + text
-        return 'p', _paragraph(text)
+        p = self.para
+        heading = p['outline'] + 1 if p['outline'] is not None and p['outline'] < 9 else 0
+        return styled_block(text, self.styles.get(p['style'], ''), heading=heading, listed=p['listed'],
+                            level=p['level'] or None)
 
 # %% ../nbs/01a_readers.ipynb #36188c04
 def rtf_document(data:bytes, # the file's bytes
