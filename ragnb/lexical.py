@@ -15,9 +15,10 @@ log = logging.getLogger(__name__)
 
 
 # %% auto #0
-__all__ = ['log', 'LANGID_LANGUAGES', 'STEMMERS', 'BM25_K1', 'BM25_B', 'langid_copy', 'detect_language', 'load_language_detector',
-           'text_language', 'fold', 'identifier_parts', 'lexical_terms', 'query_terms', 'match_expression',
-           'word_terms', 'term_prefix', 'bm25_idf', 'informative_terms', 'bm25_scores', 'bm25_score']
+__all__ = ['log', 'LANGID_LANGUAGES', 'STEMMERS', 'BM25_K1', 'BM25_B', 'langid_copy', 'cheap_language', 'detect_language',
+           'load_language_detector', 'span_languages', 'text_language', 'fold', 'identifier_parts', 'lexical_terms',
+           'query_terms', 'match_expression', 'word_terms', 'term_prefix', 'bm25_idf', 'informative_terms',
+           'bm25_scores', 'bm25_score']
 
 # %% ../nbs/02b_lexical.ipynb #d1d811cd
 LANGID_LANGUAGES = ('es', 'en')        # what the detector chooses between for chunks and questions
@@ -88,27 +89,41 @@ what all were we when your can there an each which she do how their if will up a
 some her would make like him into has more could my than been who its now did get may should does where why
 using'''.split())
 _LETTERS = re.compile(r'[^\W\d_]+')
+_ACCENTS = re.compile(r'[áéíóúÁÉÍÓÚ]')
 
 def _function_words(text:str) -> str|None:
     "'es' or 'en' when the text's function words (and accents) clearly say which; None when they do not."
     head = text[:4000]
-    words = [w.lower() for w in _LETTERS.findall(head)]
-    es = sum(w in _ES_WORDS for w in words) + min(3, len(re.findall(r'[áéíóúÁÉÍÓÚ]', head)))
-    en = sum(w in _EN_WORDS for w in words)
+    words = _LETTERS.findall(head.lower())              # counted in C: retrieval asks this of every candidate sentence
+    es = sum(map(_ES_WORDS.__contains__, words)) + min(3, len(_ACCENTS.findall(head)))
+    en = sum(map(_EN_WORDS.__contains__, words))
     if es >= 2 and es > 2 * en: return 'es'
     if en >= 2 and en > 2 * es: return 'en'
     return None
 
+def cheap_language(text:str) -> str|None:
+    "'es' or 'en' from `¿`, `¡`, `ñ` or the function words; None when they leave it open. No language model."
+    if re.search(r'[¿¡ñÑ]', text): return 'es'
+    return _function_words(text)
+
 def detect_language(text:str) -> str:
     "'es' or 'en' for a question or a chunk; English when there is nothing to tell."
     if not isinstance(text, str): raise TypeError(f'text must be str, not {type(text).__name__}')
-    if re.search(r'[¿¡ñÑ]', text): return 'es'
+    if lang := cheap_language(text): return lang
     if not re.search(r'\w', text): return 'en'
-    return _function_words(text) or _langid().classify(text)[0]
+    return _langid().classify(text)[0]
 
 def load_language_detector():
     "Load py3langid's model now rather than on the first text the function words leave open: a server's start calls it."
     _langid()
+
+# %% ../nbs/02b_lexical.ipynb #62b8c581
+def span_languages(text:str, # a chunk's text
+                   spans:list, # its sentences' `(start, end)` character offsets
+                   default:str|None=None, # what a span whose words do not tell gets: the chunk's language
+                  ) -> tuple:
+    "Each span's language ('es', 'en') by its own function words, else `default`."
+    return tuple(_function_words(text[a:b]) or default for a, b in spans)
 
 # %% ../nbs/02b_lexical.ipynb #99cc2d62
 _LETTER = re.compile(r'[^\W\d_]')

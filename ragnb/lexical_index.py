@@ -94,6 +94,14 @@ def rows(self:LexicalIndex) -> set|None:
     "The chunk ids the index holds (None without an index): what `ragnb check` compares with the chunks."
     return {r[0] for r in self.db.execute('select rowid from lexical')} if self.present else None
 
+@patch
+def languages(self:LexicalIndex, ids:list[int]) -> dict[int, str]:
+    "The language each of chunks `ids` was indexed in (its stemming): `{id: 'es' or 'en'}`; `{}` without an index."
+    if not self.present or not len(ids): return {}
+    with self.snapshot():
+        return dict(self.db.execute('select rowid, lang from lexical where rowid in (select value from json_each(?))',
+                                    (json.dumps([int(i) for i in ids]),)))
+
 # %% ../nbs/02g_lexical_index.ipynb #e12a30b8
 @patch
 def search(self:LexicalIndex, query:str, # the question's text

@@ -4,7 +4,8 @@
 
 # %% ../nbs/06_retrieve.ipynb #b050b26f
 from __future__ import annotations
-import numbers, os, time
+import numbers, os, threading, time
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -18,11 +19,12 @@ from .trim import (DEFAULT_TRIM_POLICY, TrimmedChunk, calibration_key, check_tri
 from .embed import model_languages
 from .hyde import build_query_vec
 from .context import tree_context
-from .lexical import detect_language
+from .lexical import cheap_language, detect_language, span_languages
 
 # %% auto #0
-__all__ = ['SEARCH_MODES', 'SCORE_KINDS', 'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult',
-           'rrf_fuse', 'detects_question_language', 'sentence_ranking', 'retrieve']
+__all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'resolve_trim_threshold',
+           'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse', 'detects_question_language',
+           'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages', 'retrieve']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -162,17 +164,72 @@ def sentence_ranking(store:Store, # an open store; without sentence vectors the 
                      qvec:np.ndarray, # the question's vector, from the store's model
                      ids:list[int], # the candidates
                      chunk_scores:dict[int, float]|None=None, # candidates' own cosines (the dense side's), if known
+                     language:str|None=None, # the question's: other languages' sentences are put on its scale
                     ) -> list[int]:
     """`ids` ordered by their best stored sentence's cosine with `qvec` (max-sim). A chunk with no sentence vectors,
-    such as code, is one unit: it ranks by its own cosine in `chunk_scores`, or is left out."""
-    got = [(int(i), v) for i, (_, v, _) in store.sentence_vectors(ids).items() if len(v)]
+    such as code, is one unit: it ranks by its own cosine in `chunk_scores`, or is left out. With `language`, each
+    sentence's cosine is shifted by `language_shift` first."""
+    got = [(int(i), s, v, h) for i, (s, v, h) in store.sentence_vectors(ids).items() if len(v)]
     best = {}
     if got:                                 # one product over every candidate's sentences, then each chunk's best
-        sims = np.concatenate([v for _, v in got]).astype(np.float32) @ np.asarray(qvec, np.float32)
-        starts = np.cumsum([0] + [len(v) for _, v in got[:-1]])
-        best = dict(zip((i for i, _ in got), np.maximum.reduceat(sims, starts).tolist()))
+        sims = np.concatenate([v for *_, v, _ in got]).astype(np.float32) @ np.asarray(qvec, np.float32)
+        if language: sims += language_shift(sims, sentence_languages(store, got), language)
+        starts = np.cumsum([0] + [len(v) for *_, v, _ in got[:-1]])
+        best = dict(zip((i for i, *_ in got), np.maximum.reduceat(sims, starts).tolist()))
     if best and chunk_scores: best |= {int(i): s for i, s in chunk_scores.items() if int(i) not in best}
     return sorted(best, key=lambda i: (-best[i], i))
+
+# %% ../nbs/06_retrieve.ipynb #cdd6324b
+MIN_SHIFT_SENTENCES = 10   # a language's sentences among the candidates needed to shift it (and the question's)
+
+def language_shift(sims:np.ndarray, # the candidates' sentence cosines
+                   langs:list, # each sentence's language, or None
+                   language:str, # the question's
+                  ) -> np.ndarray:
+    "What to add to each cosine so that each other language's mean equals the question language's; 0 for the rest."
+    langs = np.asarray(langs, dtype=object)
+    own = langs == language
+    out = np.zeros(len(sims), np.float32)
+    if own.sum() < MIN_SHIFT_SENTENCES: return out
+    for lang in set(langs[~own].tolist()) - {None}:
+        those = langs == lang
+        if those.sum() >= MIN_SHIFT_SENTENCES: out[those] = sims[own].mean() - sims[those].mean()
+    return out
+
+# %% ../nbs/06_retrieve.ipynb #175ec110
+class SentenceLanguages:
+    """Each stored sentence's language (`lexical.span_languages`), kept per chunk text hash for `maxsize` chunks.
+    Thread-safety: every method may be called from any thread (one lock around the table)."""
+    def __init__(self, maxsize:int=65536): # chunks kept; the least recently used goes first
+        self.maxsize, self.table, self.lock = maxsize, OrderedDict(), threading.Lock()
+    def __repr__(self): return f'SentenceLanguages({len(self.table)} of {self.maxsize} chunks)'
+    def get(self, key:str):
+        with self.lock:
+            got = self.table.get(key)
+            if got is not None: self.table.move_to_end(key)
+            return got
+    def put(self, key:str, langs:tuple):
+        with self.lock:
+            self.table[key] = langs
+            while len(self.table) > self.maxsize: self.table.popitem(last=False)
+
+SENTENCE_LANGUAGES = SentenceLanguages()
+
+def sentence_languages(store:Store, # an open store
+                       got:list[tuple], # `(id, spans, vectors, text hash)` of candidates
+                       cache:SentenceLanguages|None=None, # default: the process's `SENTENCE_LANGUAGES`
+                      ) -> list:
+    "The language of every sentence of `got`, in order; a chunk's text is read only the first time it is met."
+    cache = cache or SENTENCE_LANGUAGES
+    missing = [i for i, _, _, h in got if cache.get(h) is None]
+    texts = {int(c.id): c.text for c in store.get_chunks(missing)} if missing else {}
+    chunk_langs = store.lexical.languages(list(texts)) if texts else {}
+    out = []
+    for i, spans, _, h in got:
+        langs = cache.get(h)
+        if langs is None and i in texts: cache.put(h, langs := span_languages(texts[i], spans, chunk_langs.get(i)))
+        out += langs or [None] * len(spans)     # a chunk a writer removed since: no language
+    return out
 
 # %% ../nbs/06_retrieve.ipynb #3a9b0b12
 def _check_request(query, opts:RetrieveOpts, threshold, top_k:int):
@@ -249,6 +306,7 @@ def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, inf
         return chunks
     w = _dense_weight(store, query, opts) if opts.mode == 'hybrid' else 1.0
     sentences = opts.mode == 'hybrid' and opts.sentence_rank and w == 1.0   # only where the model reads the question
+    lang = cheap_language(query) if sentences and model_languages(store.manifest['model']) is None else None
     n = top_k if opts.mode == 'lexical' and not opts.fold_copies else wide
     lexical = store.search_lexical(query, k=n, filters=filters)
     timings['lexical'] = (time.perf_counter() - t) * 1e3
@@ -258,8 +316,10 @@ def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, inf
         rankings = {'dense': [i for i, _ in dense], 'lexical': [i for i, _ in lexical]}
         if sentences:
             rankings['sentences'] = sentence_ranking(store, qvec, list(dict.fromkeys(rankings['dense'] +
-                                                                                     rankings['lexical'])), dict(dense))
-        info['fusion'] = dict(k=opts.rrf_k, dense_weight=w, sentences=bool(rankings.get('sentences')))
+                                                                                     rankings['lexical'])), dict(dense),
+                                                     lang)
+        info['fusion'] = dict(k=opts.rrf_k, dense_weight=w, sentences=bool(rankings.get('sentences')),
+                              sentence_language=lang)   # the language the sentences were put on the scale of
         fused = rrf_fuse(rankings, opts.rrf_k, {'dense': w, 'sentences': opts.sentence_weight})
     chunks, fused = _distinct_chunks(store, fused, top_k, opts.fold_copies)
     info['ranks'] = [dict(id=str(i), dense_rank=r.get('dense'), lexical_rank=r.get('lexical'),

@@ -427,7 +427,8 @@ def _forwarded(name:str):
     call.__name__ = call.__qualname__ = name.split('.')[-1]
     return call
 
-RAY_LOCAL = ('manifest', 'path', 'tree', 'embedder', 'embedder_loaded', 'snapshot', 'close')   # answered here
+RAY_LOCAL = ('manifest', 'path', 'tree', 'lexical', 'embedder', 'embedder_loaded', 'snapshot',   # answered here
+             'close')
 RAY_FORWARDED = tuple(n for n in (*STORE_API, *SHARD_READS) if n not in RAY_LOCAL)
 for _name in RAY_FORWARDED: setattr(RayPart if '.' in _name else RayShard, _name.split('.')[-1], _forwarded(_name))
 

@@ -40,7 +40,8 @@ def shard_dirs(path:str|Path, n:int) -> list[Path]:
 # %% ../nbs/03b_shards.ipynb #8ba71cb8
 SHARDS_FILE = 'shards.json'   # its presence makes a folder a sharded store
 SHARD_READS = ('lexical.term_counts', 'lexical.stats', 'lexical.scored', 'lexical.hits',  # asked of each shard
-               'lexical.counts', 'refresh', 'tree.nodes', 'tree.section')   # beyond `stores.StoreAPI` (remote too)
+               'lexical.counts', 'lexical.languages', 'refresh', 'tree.nodes',   # beyond `stores.StoreAPI`
+               'tree.section')                                                    # (remote too)
 
 def shard_count(path:str|Path) -> int:
     "The shard count that `shards.json` records; a damaged file is an error that names it and the fix."
@@ -90,6 +91,11 @@ class ShardedLexical:
     def idf(self, terms:list[str], scope:dict|None=None) -> dict[str, float]:
         "BM25's idf over the whole corpus (or `scope`'s chunks)."
         return bm25_idf(*self.term_counts(terms, scope))
+    def languages(self, ids:list) -> dict[int, str]:
+        "`{id: 'es' or 'en'}`: the language each chunk (by store-wide id) was indexed in, asked of its shard."
+        by = by_shard(ids, self.n)
+        got = self.each(lambda i, s: s.lexical.languages([loc for _, loc in by[i]]), by)
+        return {global_id(i, c, self.n): lang for i, part in zip(by, got) for c, lang in part.items()}
 
     def search(self, query:str, k:int=5, filters:dict|None=None,
                scope:dict|None=None, # filters whose chunks alone give BM25 its statistics (a tenant's pin)

@@ -25,10 +25,10 @@ class StoreAPI(Protocol):
     **Concurrency**, in the style of hnswlib's README:
     - *Processes.* Any number of readers (`readonly=True`) and at most one writer per store, across processes; a
       second writer gets `StoreLockedError` at once. A reader never waits for a writer and never sees half a commit.
-    - *Reads* (`search_ids`, `search`, `search_lexical`, `get_chunks`, `sentence_vectors`, `chunks_before`,
-      `term_idf`, `sources`, `chunk_sources`, `list_sources`, `trim_calibration`, `stats`, `verify`): each sees one
-      committed generation; inside `snapshot()` several reads see the same one. A sharded store reads its shards in
-      parallel, on its own threads.
+    - *Reads* (`search_ids`, `search`, `search_lexical`, `get_chunks`, `sentence_vectors`,
+      `lexical.languages`, `chunks_before`, `term_idf`, `sources`, `chunk_sources`, `list_sources`,
+      `trim_calibration`, `stats`, `verify`): each sees one committed generation; inside `snapshot()` several reads see the same one. A sharded
+      store reads its shards in parallel, on its own threads.
     - *Writes* (`replace_sources`, `commit`, `rollback`, `save_trim_calibration`): the writer only; what is staged
       is seen by nobody before `commit`, and by every later read after it.
     - *Threads.* One store object is not thread-safe: give each thread its own, or serialise calls with a lock
@@ -37,6 +37,7 @@ class StoreAPI(Protocol):
     manifest: dict                                    # model, dimension, strategy and format of the store
     path: Path                                        # the store's folder
     tree: Any                                         # `documental_jerarquico` trees: `nodes(ids)`, `section(...)`
+    lexical: Any                                      # the BM25 index: `languages(ids)`, each chunk's language
     @property
     def embedder(self): "The store's model (loaded on first use)."
     @property
