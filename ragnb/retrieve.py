@@ -199,8 +199,8 @@ def language_shift(sims:np.ndarray, # the candidates' sentence cosines
 # %% ../nbs/06_retrieve.ipynb #175ec110
 class SentenceLanguages:
     """Each stored sentence's language (`lexical.span_languages`), kept per chunk text hash for `maxsize` chunks
-    (about 340 bytes each for 15 sentences: 5.5 MB at the default). Thread-safety: every method may be called from any thread (one
-    lock around the table)."""
+    (about 340 bytes each for 15 sentences: 5.5 MB at the default). Thread-safety: every method may be called from
+    any thread (one lock around the table)."""
     def __init__(self, maxsize:int=16384): # chunks kept; the least recently used goes first
         self.maxsize, self.table, self.lock = maxsize, OrderedDict(), threading.Lock()
     def __repr__(self): return f'SentenceLanguages({len(self.table)} of {self.maxsize} chunks)'

@@ -27,8 +27,8 @@ class StoreAPI(Protocol):
       second writer gets `StoreLockedError` at once. A reader never waits for a writer and never sees half a commit.
     - *Reads* (`search_ids`, `search`, `search_lexical`, `get_chunks`, `sentence_vectors`,
       `lexical.languages`, `chunks_before`, `term_idf`, `sources`, `chunk_sources`, `list_sources`,
-      `trim_calibration`, `stats`, `verify`): each sees one committed generation; inside `snapshot()` several reads see the same one. A sharded
-      store reads its shards in parallel, on its own threads.
+      `trim_calibration`, `stats`, `verify`): each sees one committed generation; inside `snapshot()` several
+      reads see the same one. A sharded store reads its shards in parallel, on its own threads.
     - *Writes* (`replace_sources`, `commit`, `rollback`, `save_trim_calibration`): the writer only; what is staged
       is seen by nobody before `commit`, and by every later read after it.
     - *Threads.* One store object is not thread-safe: give each thread its own, or serialise calls with a lock

@@ -56,8 +56,9 @@ def test_e5_questions_and_documents_get_the_librarys_ids_without_its_parse():
     rnd = random.Random(11)
     noise = [''.join(chr(rnd.choice([rnd.randint(32, 126), rnd.randint(0xA0, 0xD7FF), rnd.randint(0xE000, 0x10FFFF)]))
                      for _ in range(rnd.randint(0, 30))) for _ in range(1500)]
-    texts = mixed_texts(400, seed=7) + noise + ['', ' ', '～ 🈻 x', 'a\x01b\tc\u200bd', '  many   spaces ', '中文字符',
-                                                 'Ωmega ǅ ﬁ ①', 'x' * 600, '\ufffd\ufeff', 'query: ¿Cómo roto una clave?']
+    texts = mixed_texts(400, seed=7) + noise + ['', ' ', '～ 🈻 x', 'a\x01b\tc\u200bd', '  many   spaces ',
+                                                 '中文字符', 'Ωmega ǅ ﬁ ①', 'x' * 600, '\ufffd\ufeff',
+                                                 'query: ¿Cómo roto una clave?']
     differ = [t for t in texts if ours._light.encode(t) != ref.encode(t).ids]
     assert differ == [], differ[:3]
     assert ours._light.encode('a <s> b') is None                   # an added token written out: the library's way
