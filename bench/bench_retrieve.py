@@ -22,8 +22,9 @@ paragraph of the Debian Reference drawn at random (seed 20261205, the first usab
 and Python's tutorial with 12 library pages (`corpus.html_corpus_dir`, 156 pages), with `html_questions.jsonl`
 (20 + 20, dev), `html_questions_dev2.jsonl` (a second dev set of 30 + 25, each written from a paragraph of the
 reader's text drawn at random, seed 20261206, the first usable ones in draw order, paraphrased; harder, since the
-questions rarely name the tool) or `html_questions_heldout.jsonl` (10 + 10, looked at once). No cross-language rows
-there.
+questions rarely name the tool), `html_questions_heldout.jsonl` (10 + 10, looked at once) or
+`html_questions_heldout2.jsonl` (20 + 20 held out from the same draw: the next usable paragraphs after the second
+dev set's, looked at once). No cross-language rows there.
 
 `hybrid` is `retrieve`'s default (dense, BM25 and the candidates' best stored sentence, fused by RRF); `hybrid,
 two rankings` is the same with `sentence_rank=False`.
