@@ -191,9 +191,10 @@ def language_shift(sims:np.ndarray, # the candidates' sentence cosines
     own = langs == language
     out = np.zeros(len(sims), np.float32)
     if own.sum() < MIN_SHIFT_SENTENCES: return out
+    mean = sims[own].mean()
     for lang in set(langs[~own].tolist()) - {None}:
         those = langs == lang
-        if those.sum() >= MIN_SHIFT_SENTENCES: out[those] = sims[own].mean() - sims[those].mean()
+        if those.sum() >= MIN_SHIFT_SENTENCES: out[those] = mean - sims[those].mean()
     return out
 
 # %% ../nbs/06_retrieve.ipynb #175ec110
@@ -222,12 +223,12 @@ def sentence_languages(store:Store, # an open store
                       ) -> list:
     "The language of every sentence of `got`, in order; a chunk's text is read only the first time it is met."
     cache = cache or SENTENCE_LANGUAGES
-    missing = [i for i, _, _, h in got if cache.get(h) is None]
+    known = [cache.get(h) for *_, h in got]                  # one look each: the lock is taken once per chunk
+    missing = [i for (i, *_), langs in zip(got, known) if langs is None]
     texts = {int(c.id): c.text for c in store.get_chunks(missing)} if missing else {}
     chunk_langs = store.lexical.languages(list(texts)) if texts else {}
     out = []
-    for i, spans, _, h in got:
-        langs = cache.get(h)
+    for (i, spans, _, h), langs in zip(got, known):
         if langs is None and i in texts: cache.put(h, langs := span_languages(texts[i], spans, chunk_langs.get(i)))
         out += langs or [None] * len(spans)     # a chunk a writer removed since: no language
     return out
