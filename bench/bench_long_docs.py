@@ -92,8 +92,8 @@ def build_llamaindex(docs, emb, work, name):
     t = time.perf_counter()
     tok = emb.tokenizer
     sizes = [2048, 512, 128]
-    parsers = {f'c{n}': SentenceSplitter(chunk_size=n, chunk_overlap=20, tokenizer=lambda s: tok.tokenize(s))
-               for n in sizes}
+    def count(s): return tok(s, add_special_tokens=False)['input_ids']     # the model's own tokens, as it reads them
+    parsers = {f'c{n}': SentenceSplitter(chunk_size=n, chunk_overlap=20, tokenizer=count) for n in sizes}
     parser = HierarchicalNodeParser.from_defaults(node_parser_ids=list(parsers), node_parser_map=parsers)
     nodes = parser.get_nodes_from_documents([Document(text=t_, metadata={'source': s}) for s, t_ in docs])
     leaves = get_leaf_nodes(nodes)

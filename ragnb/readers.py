@@ -1849,9 +1849,7 @@ def doc_document(data:bytes, # the file's bytes
     """A Word 97-2003 file (`.doc`, `.dot`) as markdown, as `docx_document` reads a DOCX: headings (an anchor each),
     lists with their levels, tables, footnotes and endnotes after the paragraph that cites them; fields as their
     results; tracked deletions, hidden text, headers, comments and pictures left out."""
-    if data[:8] != OLE_MAGIC: raise ChunkingError(f'{name}: not a Word 97-2003 file (not an OLE file); if it is a '
-                                                  'DOCX or RTF, give it that extension')
-    with _ole(data, name, 'Word') as ole:
+    with _ole(data, name, 'Word', 'DOCX or RTF') as ole:
         if not ole.exists('WordDocument'):
             raise ChunkingError(f'{name}: an OLE file without a WordDocument stream, not a Word document')
         word = ole.openstream('WordDocument').read()
@@ -1867,8 +1865,12 @@ def doc_document(data:bytes, # the file's bytes
     text, anchors = _blocks_text(blocks)
     return Document(text, 'doc', title=title or None, anchors=anchors)
 
-def _ole(data:bytes, name:str, app:str):
-    "The OLE compound file in `data`, or a `ChunkingError` that names the file."
+def _ole(data:bytes, name:str, app:str, # the program that saves such files
+         newer:str): # the formats such a file may really be, for the message
+    "The OLE compound file in `data`, or a `ChunkingError` that names the file and what to do."
+    if data[:8] != OLE_MAGIC:
+        raise ChunkingError(f'{name}: not a {app} 97-2003 file (not an OLE file); if it is a {newer}, give it that '
+                            'extension')
     import olefile
     try: return olefile.OleFileIO(io.BytesIO(data))
     except (OSError, ValueError, IndexError, struct.error) as e:     # olefile's ways of saying a container is broken
@@ -2001,8 +2003,7 @@ def ppt_document(data:bytes, # the file's bytes
     deck's order (its persist directory, newest edit first): the title as a heading, the text of its placeholders
     and text boxes, its speaker notes; a chunk cites its first slide. Footers, dates and slide numbers are left
     out. Bullets are not told from paragraphs unless the deck marks its body placeholders, as PowerPoint does."""
-    if data[:8] != OLE_MAGIC: raise ChunkingError(f'{name}: not a PowerPoint 97-2003 file (not an OLE file)')
-    with _ole(data, name, 'PowerPoint') as ole:
+    with _ole(data, name, 'PowerPoint', 'PPTX or ODP') as ole:
         if not ole.exists('PowerPoint Document') or not ole.exists('Current User'):
             raise ChunkingError(f'{name}: not a PowerPoint 97-2003 presentation; save it as .pptx')
         if ole.exists('EncryptedSummary'):
