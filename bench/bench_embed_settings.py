@@ -19,7 +19,7 @@ def spin():
 def corpus_texts(n_chunks, n_sentences):
     from corpus import corpus_dir
     from ragnb.chunking import chunk_file
-    from ragnb.index import sentence_texts
+    from ragnb.sentence_file import sentence_texts
     files = sorted(corpus_dir().glob('*/*.md'))
     chunks = [c for f in files for c in chunk_file(f)]
     rng = np.random.default_rng(0)

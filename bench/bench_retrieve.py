@@ -77,7 +77,7 @@ def main():
     with Store.open(sdir) as s:                      # the lexical index alone, rebuilt and timed
         t = time.perf_counter()
         s._begin()
-        s._rebuild_lexical()
+        s.lexical.rebuild()
         s.commit()
         lex_build = time.perf_counter() - t
     db_size = (sdir / 'chunks.sqlite').stat().st_size

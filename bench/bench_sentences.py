@@ -31,13 +31,19 @@ SPLITTERS = {'ragnb': _ragnb, 'pysbd': _pysbd, 'blingfire': _blingfire}
 
 
 def _worker(name, text, q):
-    t = time.perf_counter()
-    n = len(SPLITTERS[name](text))
-    q.put((time.perf_counter() - t, n))
+    try:
+        t = time.perf_counter()
+        n = len(SPLITTERS[name](text))
+        q.put(('ok', time.perf_counter() - t, n))
+    except ModuleNotFoundError as e:
+        q.put(('missing', f'not installed ({e.name})', None))
+    except Exception as e:     # a splitter that fails is reported as failing, not as hung
+        q.put(('error', f'failed ({type(e).__name__})', None))
 
 
 def timed(name, text, timeout):
-    "Run in a child process so a hang (pysbd on 'f.3022' * N) is cut at `timeout` seconds."
+    """Run in a child process so a hang (pysbd on 'f.3022' * N) is cut at `timeout` seconds: `(seconds, units)`, or
+    `(why, None)` where there is no time: killed at the timeout, not installed, failed, or died."""
     q = mp.Queue()
     p = mp.Process(target=_worker, args=(name, text, q))
     p.start()
@@ -45,8 +51,10 @@ def timed(name, text, timeout):
     if p.is_alive():
         p.kill()
         p.join()
-        return None, None
-    return q.get() if not q.empty() else (None, None)
+        return f'>{timeout:.0f} (killed)', None
+    if q.empty(): return f'died (exit code {p.exitcode})', None
+    kind, dt, n = q.get()
+    return (dt, n) if kind == 'ok' else (dt, None)
 
 
 def main():
@@ -59,20 +67,20 @@ def main():
     rows = {}
     for name in SPLITTERS:
         dt, n = timed(name, text, a.timeout * 10)
-        rows[name] = [f'{mb / dt:.2f}' if dt else 'timeout', str(n)]
+        rows[name] = [f'{mb / dt:.2f}', str(n)] if n is not None else [dt, '']
     n = int(a.adversarial_mb * 1e6)
     adv = {"'f.3022' * N": ('f.3022' * (n // 6 + 1))[:n], 'run of dots': '.' * n,
            '1 MB single line': ('El Sr. Pérez instaló la v1.2.3 en 10.0.0.1 y funcionó ' * (n // 55 + 1))[:n]}
     for label, t in adv.items():
         for name in SPLITTERS:
-            dt, _ = timed(name, t, a.timeout)
-            rows[name].append(f'{dt:.3f}' if dt is not None else f'>{a.timeout:.0f} (killed)')
+            dt, units = timed(name, t, a.timeout)
+            rows[name].append(f'{dt:.3f}' if units is not None else dt)
     print(f'\nDebian Reference corpus: {mb:.2f} MB; adversarial inputs: {a.adversarial_mb} MB each\n')
     print('| splitter | corpus MB/s | units | ' + ' | '.join(f'{k} (s)' for k in adv) + ' |')
     print('|---|---|---|' + '---|' * len(adv))
     for name, r in rows.items(): print(f'| {name} | ' + ' | '.join(r) + ' |')
-    r, p = rows['ragnb'][0], rows['pysbd'][0]
-    if 'timeout' not in (r, p): print(f'\nragnb / pysbd speed: {float(r) / float(p):.0f}x')
+    (r, rn), (p, pn) = rows['ragnb'][:2], rows['pysbd'][:2]
+    if rn and pn: print(f'\nragnb / pysbd speed: {float(r) / float(p):.0f}x')
 
 
 if __name__ == '__main__':
