@@ -1,5 +1,5 @@
 "The package's face: the public names it supports, what `import ragnb` loads, and an import graph without cycles."
-import ast, json, subprocess, sys
+import ast, importlib, json, subprocess, sys
 from pathlib import Path
 
 import ragnb
@@ -110,3 +110,38 @@ def test_notebooks_show_each_exported_cell_within_three():
     long = {nb.name: [r for r in exported_runs(nb) if r[0] > 3] for nb in sorted(NBS.glob('*.ipynb'))}
     assert {k: v for k, v in long.items() if v} == {}
     assert exported_runs(NBS / '09_cli.ipynb') and exported_runs(NBS / '03_index.ipynb')   # the walk saw them
+
+
+
+BENCH = PKG.parent / 'bench'
+
+IMPORT_CASES = [   # (a script, the names it imports from ragnb)
+    ('from ragnb.index import Store\n', [(1, 'ragnb.index', 'Store')]),
+    ('def f():\n    from ragnb.index import sentence_texts, Store as S\n',
+     [(2, 'ragnb.index', 'sentence_texts'), (2, 'ragnb.index', 'Store')]),
+    ('import numpy\nfrom corpus import corpus_dir\nfrom . import x\n', []),
+]
+
+
+def names_from_ragnb(source:str) -> list[tuple[int, str, str]]:
+    "Every `from ragnb... import name` in a script, at any depth (benchmarks import inside functions)."
+    return [(node.lineno, node.module, alias.name) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and (node.module or '').split('.')[0] == 'ragnb'
+            for alias in node.names]
+
+
+def missing_names(imports:list) -> list[str]:
+    "The `(line, module, name)` imports whose module lacks the name."
+    return [f'{line}: {module}.{name}' for line, module, name in imports
+            if not hasattr(importlib.import_module(module), name)]
+
+
+def test_every_name_a_benchmark_imports_from_ragnb_exists():
+    """A benchmark imports inside the function that needs it, so a name moved between modules shows only when a run
+    gets there, minutes in: `bench_embed_settings.py` imported `sentence_texts` from `ragnb.index` long after it
+    moved to `ragnb.sentence_file`. CI runs no benchmark; this reads them all."""
+    for source, expected in IMPORT_CASES: assert names_from_ragnb(source) == expected, source
+    assert missing_names(IMPORT_CASES[1][1]) == ['2: ragnb.index.sentence_texts']
+    missing = [f'{f.name}:{m}' for f in sorted(BENCH.glob('*.py'))
+               for m in missing_names(names_from_ragnb(f.read_text()))]
+    assert missing == []
