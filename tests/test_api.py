@@ -112,7 +112,6 @@ def test_notebooks_show_each_exported_cell_within_three():
     assert exported_runs(NBS / '09_cli.ipynb') and exported_runs(NBS / '03_index.ipynb')   # the walk saw them
 
 
-
 BENCH = PKG.parent / 'bench'
 
 IMPORT_CASES = [   # (a script, the names it imports from ragnb)
