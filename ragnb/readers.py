@@ -4,7 +4,7 @@
 
 # %% ../nbs/01a_readers.ipynb #47841ec2
 from __future__ import annotations
-import bisect, io, json, os, posixpath, re, struct, zipfile
+import bisect, datetime, io, json, os, posixpath, re, struct, zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,15 +18,17 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME',
            'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'OLE_MAGIC',
            'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
-           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document',
-           'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
-           'front_matter', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
-           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'drawing_text', 'pdf_document',
-           'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'mail_document', 'WordBinary', 'word_properties',
-           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
-           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'jupyter_id', 'notebook_document']
+           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'NOTEBOOK_OUTPUT_LINES',
+           'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind',
+           'document_version', 'reader_version', 'has_html', 'front_matter', 'text_document', 'text_reader',
+           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
+           'markdown_html', 'drawing_text', 'pdf_document', 'docx_text', 'note_number', 'styled_block', 'docx_document',
+           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
+           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
+           'mail_blocks', 'mail_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
+           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
+           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_document', 'jupyter_id',
+           'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1602,24 +1604,37 @@ def csv_document(data:bytes, # the file's bytes
     return doc
 
 # %% ../nbs/01a_readers.ipynb #a941bd5f
-def _mail_blocks(msg, name:str) -> list[tuple[str, str]]:
+def mail_blocks(subject:str, # the message's subject ('' without one)
+                who:list[tuple[str, str]], # `(field, value)`: From, To and Date, those the message has
+                body:str|bytes, # its text, or its HTML: a `str` decoded already, or the part's bytes as sent
+                kind:str, # what `body` is: 'text', 'html', or 'markdown' (a rich-text body read already)
+                files:list[str], # its attachments' names
+                name:str, # the file, for messages
+               ) -> list[tuple[str, str]]:
     "`(kind, markdown)` of a message: its subject as a heading, who and when, its text (or its HTML read), attachments."
-    subject = _clean(str(msg.get('subject') or '')) or '(no subject)'
-    who = ' · '.join(f'{k}: {_clean(str(msg[k]))}' for k in ('From', 'To', 'Date') if msg.get(k))
-    blocks = [('h', f'# {subject}')] + ([('p', who)] if who else [])
-    body = msg.get_body(preferencelist=('plain', 'html'))
+    blocks = [('h', f'# {_clean(subject) or "(no subject)"}')]
+    if line := ' · '.join(f'{k}: {v}' for k, v in ((k, _clean(v)) for k, v in who) if v): blocks.append(('p', line))
+    if kind == 'html':
+        data = body if isinstance(body, bytes) else '\ufeff'.encode() + body.encode()  # decoded: no <meta> charset
+        try: body, kind = html_document(data, name).text, 'markdown'
+        except ChunkingError: body = ''
+    quoted = re.compile(r'^\s*>')                                          # the replies' quotes of earlier mail
+    paras = re.split(r'\n\s*\n', '\n'.join(ln for ln in body.splitlines() if not quoted.match(ln)))
+    if kind == 'markdown': blocks += [('p', p.strip('\n')) for p in paras if p.strip()]     # lists, tables kept
+    else: blocks += [('p', _paragraph(t)) for p in paras if (t := _clean(p))]
+    if files: blocks.append(('p', 'Attachments: ' + ', '.join(files)))
+    return blocks
+
+def _mail_blocks(msg, name:str) -> list[tuple[str, str]]:
+    "`mail_blocks` of a message parsed by Python's `email` package."
+    body, content = msg.get_body(preferencelist=('plain', 'html')), ''
     if body is not None:
         try: content = body.get_content()
         except (LookupError, ValueError): content = body.get_payload(decode=True).decode('utf-8', 'replace')
-        if body.get_content_type() == 'text/html':
-            try: content = html_document(content.encode('utf-8'), name).text
-            except ChunkingError: content = ''
-        quoted = re.compile(r'^\s*>')                                      # the replies' quotes of earlier mail
-        paras = re.split(r'\n\s*\n', '\n'.join(ln for ln in content.splitlines() if not quoted.match(ln)))
-        blocks += [('p', _paragraph(t)) for p in paras if (t := _clean(p))]
+    who = [(k, str(msg[k])) for k in ('From', 'To', 'Date') if msg.get(k)]
     files = [_clean(p.get_filename()) for p in msg.iter_attachments() if p.get_filename()]
-    if files: blocks.append(('p', 'Attachments: ' + ', '.join(files)))
-    return blocks
+    html = body is not None and body.get_content_type() == 'text/html'
+    return mail_blocks(str(msg.get('subject') or ''), who, content, 'html' if html else 'text', files, name)
 
 def _mbox_messages(data:bytes) -> list[bytes]:
     "An mbox file's messages: split before each `From ` line that starts the file or follows a blank line."
@@ -1849,7 +1864,7 @@ def doc_document(data:bytes, # the file's bytes
     """A Word 97-2003 file (`.doc`, `.dot`) as markdown, as `docx_document` reads a DOCX: headings (an anchor each),
     lists with their levels, tables, footnotes and endnotes after the paragraph that cites them; fields as their
     results; tracked deletions, hidden text, headers, comments and pictures left out."""
-    with _ole(data, name, 'Word', 'DOCX or RTF') as ole:
+    with _ole(data, name, 'Word', 'a DOCX or RTF') as ole:
         if not ole.exists('WordDocument'):
             raise ChunkingError(f'{name}: an OLE file without a WordDocument stream, not a Word document')
         word = ole.openstream('WordDocument').read()
@@ -1866,15 +1881,17 @@ def doc_document(data:bytes, # the file's bytes
     return Document(text, 'doc', title=title or None, anchors=anchors)
 
 def _ole(data:bytes, name:str, app:str, # the program that saves such files
-         newer:str): # the formats such a file may really be, for the message
+         newer:str, # the formats such a file may really be, for the message: 'a DOCX or RTF'
+         what:str|None=None): # what such a file is; None: 'a {app} 97-2003 file'
     "The OLE compound file in `data`, or a `ChunkingError` that names the file and what to do."
+    what = what or f'a {app} 97-2003 file'
     if data[:8] != OLE_MAGIC:
-        raise ChunkingError(f'{name}: not a {app} 97-2003 file (not an OLE file); if it is a {newer}, give it that '
-                            'extension')
+        raise ChunkingError(f'{name}: not {what} (not an OLE file); if it is {newer}, give it that extension')
     import olefile
     try: return olefile.OleFileIO(io.BytesIO(data))
     except (OSError, ValueError, IndexError, struct.error) as e:     # olefile's ways of saying a container is broken
-        raise ChunkingError(f'{name}: a damaged {app} 97-2003 file ({type(e).__name__}: {e}); re-save it') from None
+        raise ChunkingError(f'{name}: damaged, not readable as {what} ({type(e).__name__}: {e}); save it again from '
+                            f'{app}') from None
 
 def ole_title(ole) -> str:
     """The title in an OLE file's summary (`\\x05SummaryInformation`, property 2), read within the stream's bounds;
@@ -2003,7 +2020,7 @@ def ppt_document(data:bytes, # the file's bytes
     deck's order (its persist directory, newest edit first): the title as a heading, the text of its placeholders
     and text boxes, its speaker notes; a chunk cites its first slide. Footers, dates and slide numbers are left
     out. Bullets are not told from paragraphs unless the deck marks its body placeholders, as PowerPoint does."""
-    with _ole(data, name, 'PowerPoint', 'PPTX or ODP') as ole:
+    with _ole(data, name, 'PowerPoint', 'a PPTX or ODP') as ole:
         if not ole.exists('PowerPoint Document') or not ole.exists('Current User'):
             raise ChunkingError(f'{name}: not a PowerPoint 97-2003 presentation; save it as .pptx')
         if ole.exists('EncryptedSummary'):
@@ -2209,6 +2226,101 @@ def rtf_document(data:bytes, # the file's bytes
     text, anchors = _blocks_text(blocks)
     return Document(text, 'rtf', title=r.title or None, anchors=anchors)
 
+# %% ../nbs/01a_readers.ipynb #85c27c54
+MSG_TYPES = {0x001F: 'text', 0x001E: 'ansi', 0x0102: 'binary', 0x0003: 'int', 0x000B: 'bool', 0x0040: 'time'}
+PR = dict(subject=0x0037, submit_time=0x0039, delivery_time=0x0E06, sender=0x0C1A, sender_address=0x0C1F,
+          sender_smtp=0x5D01, representing=0x0042, display_to=0x0E04, body=0x1000, rtf=0x1009, html=0x1013,
+          codepage=0x3FFD, internet_cpid=0x3FDE, message_class=0x001A, recipient_type=0x0C15, name=0x3001,
+          address=0x3003, smtp=0x39FE, file_name=0x3704, long_file_name=0x3707, hidden=0x7FFE)
+
+def msg_properties(ole, # an `olefile.OleFileIO` of a `.msg`
+                   at:list[str]|None=None, # the storage: None for the message, `['__recip_version1.0_#00000000']`...
+                   codepage:int|None=None, # for 8-bit strings; None: the storage's own `PR_MESSAGE_CODEPAGE`
+                  ) -> dict[int, str|bytes|int|datetime.datetime]:
+    """`{property id: value}` of one storage: strings decoded (UTF-16, or 8-bit by the code page), binary as bytes,
+    numbers and flags as `int`, times as UTC datetimes; the kinds ragnb does not read are left out."""
+    props, raw, at = {}, {}, at or []
+    for path in ole.listdir(streams=True, storages=False):
+        if len(path) != len(at) + 1 or path[:-1] != at: continue
+        if m := re.fullmatch(r'__substg1\.0_([0-9A-F]{4})([0-9A-F]{4})', path[-1], re.I):
+            pid, kind = int(m[1], 16), MSG_TYPES.get(int(m[2], 16))
+            if kind in ('text', 'ansi', 'binary'): raw[pid] = kind, ole.openstream(path).read()
+        elif path[-1] == '__properties_version1.0':
+            data = ole.openstream(path).read()
+            for off in range(32 if not at else 8, len(data) - 15, 16):        # a message's header is 32 bytes
+                tag, value = _u32(data, off), data[off + 8:off + 16]
+                kind = MSG_TYPES.get(tag & 0xFFFF)
+                if kind in ('int', 'bool'): props[tag >> 16] = _u32(value, 0)
+                elif kind == 'time' and 0 < (t := struct.unpack('<Q', value)[0]) < 2650467744000000000:  # < 9000 AD
+                    props[tag >> 16] = datetime.datetime(1601, 1, 1, tzinfo=datetime.timezone.utc) + \
+                        datetime.timedelta(microseconds=t // 10)
+    codec = _codec(codepage or props.get(PR['codepage']) or 1252, 'cp1252')
+    for pid, (kind, data) in raw.items():
+        if kind == 'text': props[pid] = data.decode('utf-16-le', 'replace').split('\0')[0]
+        elif kind == 'ansi': props[pid] = data.decode(codec, 'replace').split('\0')[0]
+        else: props[pid] = data
+    return props
+
+# %% ../nbs/01a_readers.ipynb #17e489cd
+def _msg_person(p:dict, name:int, *addresses:int) -> str:
+    "'Name <address>' from a storage's properties: the first address that is an SMTP one (Exchange's are not)."
+    who = _clean(p.get(name) or '')
+    mail = next((a for k in addresses if '@' in (a := _clean(p.get(k) or '')) and not a.startswith('/')), '')
+    return f'{who} <{mail}>' if who and mail and who != mail else who or mail
+
+def _msg_storages(ole, kind:str) -> list[list[str]]:
+    "The message's own recipient (`recip`) or attachment (`attach`) storages, in order."
+    names = {p[0] for p in ole.listdir(streams=False, storages=True) if p[0].startswith(f'__{kind}_version1.0_#')}
+    return [[n] for n in sorted(names)]
+
+def msg_body(p:dict, name:str) -> tuple[str|bytes, str]:
+    """`(body, kind)` for `mail_blocks`: the plain text, else the HTML (its bytes if it names its charset), else the
+    RTF read as markdown."""
+    if p.get(PR['body']): return p[PR['body']], 'text'
+    if isinstance(html := p.get(PR['html']), (bytes, str)) and html:
+        if isinstance(html, str) or _DECLARED.search(html[:4096]): return html, 'html'
+        return html.decode(_codec(p.get(PR['internet_cpid']) or 65001, 'utf-8'), 'replace'), 'html'
+    if isinstance(rtf := p.get(PR['rtf']), bytes) and rtf:
+        import compressed_rtf
+        try: data = compressed_rtf.decompress(rtf)
+        except Exception as e:                                  # it raises `Exception` for a bad CRC or header
+            raise ChunkingError(f'{name}: its rich-text body is damaged ({e}); save it again from Outlook') from None
+        try: return rtf_document(data, name).text, 'markdown'
+        except ChunkingError: return '', 'text'                 # an empty body
+    return '', 'text'
+
+# %% ../nbs/01a_readers.ipynb #2345d248
+def msg_document(data:bytes, # the file's bytes
+                 name:str='mensaje.msg', # for messages
+                ) -> Document:
+    """An Outlook item saved as `.msg`, as `mail_document` reads an `.eml`: its subject as a heading, sender,
+    recipients (To) and date on one line, its body (plain text, else HTML, else RTF) without the lines quoted from
+    earlier mail, and the names of its attachments (those shown in the message; not their text)."""
+    from email.utils import format_datetime
+    with _ole(data, name, 'Outlook', 'an .eml message', what='an Outlook item') as ole:
+        try:
+            p = msg_properties(ole)
+            cp = p.get(PR['codepage'])
+            people = [msg_properties(ole, s, cp) for s in _msg_storages(ole, 'recip')]
+            files = [msg_properties(ole, s, cp) for s in _msg_storages(ole, 'attach')]
+        except (OSError, ValueError, IndexError, OverflowError, struct.error) as e:
+            raise ChunkingError(f'{name}: a damaged Outlook item ({type(e).__name__}: {e}); save it again') from None
+    if not p: raise ChunkingError(f'{name}: an OLE file with no message properties, not an Outlook item')
+    body, kind = msg_body(p, name)
+    if not body and 'SMIME' in str(p.get(PR['message_class']) or '').upper():
+        raise ChunkingError(f'{name}: a signed or encrypted (S/MIME) message; open it in Outlook and save it as .eml')
+    to = ', '.join(_msg_person(r, PR['name'], PR['smtp'], PR['address']) for r in people
+                   if r.get(PR['recipient_type'], 1) == 1) or p.get(PR['display_to']) or ''
+    when = p.get(PR['submit_time']) or p.get(PR['delivery_time'])
+    who = [('From', _msg_person(p, PR['sender'], PR['sender_smtp'], PR['sender_address']) or
+            _msg_person(p, PR['representing'])), ('To', to),
+           ('Date', format_datetime(when) if when else '')]
+    names = [_clean(f.get(PR['long_file_name']) or f.get(PR['file_name']) or f.get(PR['name']) or '')
+             for f in files if not f.get(PR['hidden'])]
+    text = _blocks_text(mail_blocks(str(p.get(PR['subject']) or ''), who, body, kind, [n for n in names if n],
+                                    name))[0]
+    return Document(text, 'mail')
+
 # %% ../nbs/01a_readers.ipynb #d79bfa6c
 NOTEBOOK_OUTPUT_LINES = 20   # of one output's text; the rest is cut, and the cut said
 NOTEBOOK_OUTPUT_CHARS = 2000   # the same for its characters: a megabyte printed on one line is not prose
@@ -2287,5 +2399,6 @@ register_reader(Reader('ppt-v1', 'ppt', ppt_document), '.ppt', '.pps', '.pot')
 register_reader(Reader('rtf-v1', 'rtf', rtf_document), '.rtf')
 register_reader(Reader('ods-v1', 'ods', ods_document), '.ods', '.fods')
 register_reader(Reader('csv-v1', 'csv', csv_document), '.csv', '.tsv')
-register_reader(Reader('mail-v1', 'mail', mail_document), '.eml', '.mbox')
+register_reader(Reader('mail-v2', 'mail', mail_document), '.eml', '.mbox')   # v2: HTML by its own charset
+register_reader(Reader('msg-v1', 'mail', msg_document), '.msg')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')

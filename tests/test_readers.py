@@ -308,6 +308,7 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     (kb / 'fake.xls').write_text('otro más')
     (kb / 'fake.ppt').write_text('y el último')
     (kb / 'fake.rtf').write_text('{\\rtf1 ' + '{' * 300)
+    (kb / 'fake.msg').write_bytes(b'From: ana@nubeluz.es\n\nun correo guardado como texto')
     bomb = io.BytesIO()
     import zipfile
     with zipfile.ZipFile(bomb, 'w', zipfile.ZIP_DEFLATED) as z: z.writestr('word/document.xml', b'\0' * (300 << 20))
@@ -315,8 +316,8 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
         rep = index_paths(s, [kb])
     why = {p.rsplit('/', 1)[-1]: w for p, w in rep.skipped}
-    assert sorted(why) == ['bomb.docx', 'fake.doc', 'fake.docx', 'fake.epub', 'fake.odt', 'fake.ppt', 'fake.pptx',
-                           'fake.rtf', 'fake.xls', 'locked.pdf', 'menu.html', 'truncated.pdf']
+    assert sorted(why) == ['bomb.docx', 'fake.doc', 'fake.docx', 'fake.epub', 'fake.msg', 'fake.odt', 'fake.ppt',
+                           'fake.pptx', 'fake.rtf', 'fake.xls', 'locked.pdf', 'menu.html', 'truncated.pdf']
     assert 'encrypted PDF' in why['locked.pdf'] and 'qpdf --decrypt' in why['locked.pdf']
     assert 'not a readable PDF' in why['truncated.pdf']
     assert 'zip bomb' in why['bomb.docx'] and 'not a DOCX' in why['fake.docx']
@@ -325,10 +326,11 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     assert 'no text in the page' in why['menu.html']
     assert 'not a Word 97-2003 file (not an OLE file)' in why['fake.doc'] and 'not a readable XLS' in why['fake.xls']
     assert 'not a PowerPoint 97-2003 file' in why['fake.ppt'] and 'groups nested past 200' in why['fake.rtf']
+    assert 'not an Outlook item (not an OLE file); if it is an .eml message, give it that extension' in why['fake.msg']
     assert all(w.startswith(str(kb)) for w in why.values())            # each message names its file
     assert rep.kind_summary() == ('doc: 1 skipped · docx: 2 skipped · epub: 1 skipped · html: 1 indexed, 1 skipped · '
-                                  'odt: 1 skipped · pdf: 1 indexed, 2 skipped · ppt: 1 skipped · pptx: 1 skipped · '
-                                  'rtf: 1 skipped · xls: 1 skipped')
+                                  'mail: 1 skipped · odt: 1 skipped · pdf: 1 indexed, 2 skipped · ppt: 1 skipped · '
+                                  'pptx: 1 skipped · rtf: 1 skipped · xls: 1 skipped')
 
 
 def test_a_new_reader_version_reindexes_only_its_files(tmp_path, monkeypatch):
@@ -421,7 +423,7 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
     for row in [('equipo', 'sala')] + [(f'srv-{i:02}', 'A') for i in range(40)] + [('srv-zeta', 'sala Z')]:
         wb.active.append(row)
     wb.save(kb / 'inventario.xlsx')
-    for f in ('guia.doc', 'inventario.xls'):                  # Word and Excel 97-2003, as LibreOffice saves them
+    for f in ('guia.doc', 'inventario.xls', 'corte.msg'):     # Word and Excel 97-2003 from LibreOffice, an Outlook item
         shutil.copyfile(OFFICE / f, kb / ('contactos.xls' if f.endswith('.xls') else f))
     (kb / 'guardias.ppt').write_bytes(gzip.decompress((OFFICE / 'plan.ppt.gz').read_bytes()))
     (kb / 'contratos.rtf').write_text(r'{\rtf1{\stylesheet{\s1 heading 1;}}\pard\s1 Proveedores y contratos\par\pard '
@@ -433,7 +435,8 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
         z.writestr('Ops/roto.pdf', b'%PDF-1.4 torn')
     r = ragnb_main('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', text=True)
     assert r.returncode == 0, r.stderr
-    assert ('by kind: archive: 1 indexed · doc: 1 indexed · epub: 1 indexed · odt: 1 indexed · pdf: 1 skipped · '
+    assert ('by kind: archive: 1 indexed · doc: 1 indexed · epub: 1 indexed · mail: 1 indexed · odt: 1 indexed · '
+            'pdf: 1 skipped · '
             'ppt: 1 indexed · pptx: 1 indexed · rtf: 1 indexed · xls: 1 indexed · xlsx: 1 indexed') in r.stdout
     assert f'skipped {kb}/wiki.zip/Ops/roto.pdf: not a readable PDF' in r.stderr
     for question, cite, slide in [('¿Qué día se rotan las cintas LTO?', 'kb/manual.odt#Cintas', None),
@@ -444,7 +447,8 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
                                   ('¿Qué puerto usa la base de datos?', 'kb/guia.doc § ', None),
                                   ('¿Qué número tiene Ana en contactos?', 'kb/contactos.xls#', None),
                                   ('¿Qué número tiene la sala de guardia?', 'kb/guardias.ppt#slide=', 3),
-                                  ('¿Cuándo vence el contrato del SAI?', 'kb/contratos.rtf § Proveedores', None)]:
+                                  ('¿Cuándo vence el contrato del SAI?', 'kb/contratos.rtf § Proveedores', None),
+                                  ('¿Cuándo cortan la red del edificio B?', 'kb/corte.msg', None)]:
         r = ragnb_main('ask', question, '--store', str(tmp_path / 's'), '--json', text=True)
         first = json.loads(r.stdout)['chunks'][0]
         assert first['cite'].startswith(cite), (question, r.stdout[:500])
@@ -612,6 +616,21 @@ def test_a_damaged_ppt_is_read_or_refused_never_hangs(flips):
         assert 'plan.ppt' in str(e)
         return
     except (ValueError, IndexError, KeyError, struct.error, UnicodeError, OSError): return    # read_document wraps
+    assert len(doc.text) < 50 * len(data)
+
+
+@pytest.mark.parametrize('name', ['corte.msg', 'nota.msg'])      # a plain-text body, a compressed RTF one
+@settings(max_examples=40, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+@given(flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=12))
+def test_a_damaged_msg_is_read_or_refused_never_hangs(name, flips):
+    "Bytes of an Outlook item changed at random (its container, names and properties): a message, or a refusal."
+    from ragnb.readers import msg_document
+    data = bytearray((OFFICE / name).read_bytes())
+    for at, value in flips: data[at % len(data)] = value
+    try: doc = msg_document(bytes(data), name)
+    except ChunkingError as e:
+        assert name in str(e)
+        return
     assert len(doc.text) < 50 * len(data)
 
 
