@@ -351,8 +351,9 @@ def _index_outcome(rep, paths, made:Path|None=None, # the folder the run made fo
     why = (f'{len(rep.skipped)} unreadable (above), ' if rep.skipped else '') + f'{len(rep.binary)} binary' \
         + (f', {len(rep.folders)} folders left out' if rep.folders else '') \
         + (f', {len(rep.git_ignored)} paths ignored by .gitignore' if rep.git_ignored else '')
-    print(f"ragnb index: nothing could be indexed from {', '.join(map(str, paths))}: no readable text, HTML, PDF, "
-          f"DOCX or notebook file ({why}); exit 1", file=sys.stderr)
+    print(f"ragnb index: nothing could be indexed from {', '.join(map(str, paths))}: no readable file of a kind ragnb "
+          f"reads (text and code, HTML, PDF, office files, e-books, e-mail, notebooks, archives of them) ({why}); "
+          "exit 1", file=sys.stderr)
     return 1
 
 def _print_index_report(path, rep, st, verbose):

@@ -4,10 +4,10 @@
 
 # %% ../nbs/03a_ingest.ipynb #2c4980fa
 from __future__ import annotations
-import errno, hashlib, io, json, lzma, os, re, stat, tarfile, tempfile, time, zipfile, zlib
+import errno, hashlib, io, json, lzma, os, re, stat, tarfile, tempfile, threading, time, zipfile, zlib
 import numpy as np
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace as dc_replace
 from pathlib import Path, PurePosixPath
 from itertools import chain
 from typing import Callable, Iterable
@@ -38,10 +38,11 @@ __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_
            'store_chunking', 'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'source_machinery',
            'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size',
            'changed_source', 'missing_sources', 'member_path', 'member_role', 'archive_members', 'unpack_archive',
-           'archive_parts', 'part_anchors', 'joined_parts', 'archive_document', 'document_chunks', 'placed_after',
-           'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths',
-           'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted',
-           'remove_paths', 'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
+           'archive_parts', 'part_anchors', 'joined_parts', 'archive_document', 'attachment_names', 'attached_document',
+           'document_chunks', 'placed_after', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages',
+           'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup',
+           'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
+           'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -334,9 +335,10 @@ def _document_or_report(f:Path, content:str|bytes, rep:IndexReport) -> Document|
     except ChunkingError as e:
         rep.skipped.append((str(f), str(e)))
         return None
+    if doc.attached: doc = attached_document(doc, str(f))     # a message's attachments, read after its text
     if doc.visible_chars: rep.chrome.append((str(f), doc.chrome_chars, doc.visible_chars))
     if doc.recoded: rep.recoded.append(str(f))
-    rep.skipped += doc.parts_skipped                 # the files inside an archive that could not be read
+    rep.skipped += doc.parts_skipped                 # the files inside an archive or a message not read
     return doc
 
 # %% ../nbs/03a_ingest.ipynb #e0e52485
@@ -683,6 +685,46 @@ ARCHIVE_READER = register_reader(Reader(   # its version names every reader and 
     'archive-v1.' + hashlib.sha1(' '.join(sorted({r.name for r in READERS.values()} | set(CHUNKERS)
                                                  | {FRONT_MATTER_READER, MARKDOWN_HTML_READER})).encode())
     .hexdigest()[:8], 'archive', archive_document), *ARCHIVE_EXTS)
+
+# %% ../nbs/03a_ingest.ipynb #96362e8f
+_ATTACHING = threading.local()   # on while a message's attachments are read: theirs are named, not read
+
+def attachment_names(attached:list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """Attachments under names a folder can hold: no folders and no leading dots, at most 120 characters, and
+    unique (a second `plan.pdf` is `plan (2).pdf`)."""
+    out, seen = [], set()
+    for name, data in attached:
+        base = re.sub(r'[\x00-\x1f/\\:*?"<>|]', '_', name.replace('\\', '/').rsplit('/', 1)[-1]).lstrip('. ')
+        stem, ext = os.path.splitext(base or 'attachment')
+        stem, ext = stem[:100], ext[:20]
+        f, k = stem + ext, 1
+        while f.lower() in seen: k, f = k + 1, f'{stem} ({k + 1}){ext}'
+        seen.add(f.lower())
+        out.append((f, data))
+    return out
+
+# %% ../nbs/03a_ingest.ipynb #25aaa44b
+def attached_document(doc:Document, # a message read (`mail_document`, `msg_document`), its files in `attached`
+                      name:str, # the message's path: for messages, and what the run's report names
+                     ) -> Document:
+    """The message with its attachments read after its text, each by its own reader (`archive_parts`), with anchors
+    that name it; those that could not be read in `Document.parts_skipped`. As it is when it has none, or when it
+    is itself an attachment."""
+    if not doc.attached or getattr(_ATTACHING, 'on', False): return doc
+    with tempfile.TemporaryDirectory(prefix='ragnb-mail-') as tmp:
+        for f, data in attachment_names(doc.attached): (Path(tmp) / f).write_bytes(data)
+        _ATTACHING.on = True
+        try: parts, skipped = archive_parts(Path(tmp), name)
+        finally: _ATTACHING.on = False
+    files = joined_parts(parts)
+    if not files.parts: return dc_replace(doc, attached=[], parts_skipped=doc.parts_skipped + skipped)
+    body = doc.text.rstrip('\n')
+    at = body.count('\n') + 2                    # the attachments' first line is `at + 1`, after a blank one
+    return dc_replace(doc, text=body + '\n\n' + files.text, attached=[],
+                      anchors=doc.anchors + [(ln + at, a) for ln, a in files.anchors],
+                      parts=[(1, Path(name).name, doc.title)] + [(ln + at, p, t) for ln, p, t in files.parts],
+                      parts_skipped=doc.parts_skipped + skipped, visible_chars=doc.visible_chars + files.visible_chars,
+                      chrome_chars=doc.chrome_chars + files.chrome_chars, recoded=doc.recoded or files.recoded)
 
 # %% ../nbs/03a_ingest.ipynb #0e51356e
 def document_chunks(sf:SourceFile, metadata:dict|None=None) -> list[Chunk]:

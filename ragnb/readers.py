@@ -46,6 +46,7 @@ class Document:
     parts: list = field(default_factory=list)     # an archive: (first line, path, title) of each file in `text`
     parts_skipped: list = field(default_factory=list)  # (path, why): files inside it (an archive) left unread
     lines: list|None = None                       # a text file rewritten (`markdown_html`): each line's line in it
+    attached: list = field(default_factory=list, repr=False)  # a message: (file name, bytes) of each attachment
 
 # %% ../nbs/01a_readers.ipynb #b2ebb0ac
 @dataclass(frozen=True)
@@ -1647,20 +1648,24 @@ def mail_document(data:bytes, # an `.eml` message, or an `.mbox` archive of them
                  ) -> Document:
     """E-mail as markdown: each message its subject as a heading, sender, recipients and date on one line, its text
     (the plain part, else the HTML part read as a page) without the lines quoted from earlier mail, and the names of
-    its attachments. A message in an archive is an anchor, by its `Message-ID`."""
+    its attachments, whose files are in `Document.attached` for ingest to read. A message in an archive is an
+    anchor, by its `Message-ID`."""
     from email import policy
     from email.parser import BytesParser
     raws = _mbox_messages(data) if re.search(r'\.mbox(\.\w+)?$', name, re.I) or data.startswith(b'From ') else [data]
-    lines, anchors = [], []
+    lines, anchors, attached = [], [], []
     for raw in raws:
         msg = BytesParser(policy=policy.default).parsebytes(raw)
         if not msg.keys(): continue
+        for part in msg.iter_attachments():                         # a forwarded message (no bytes): named only
+            if part.get_filename() and isinstance(data := part.get_payload(decode=True), bytes):
+                attached.append((_clean(part.get_filename()), data))
         if lines: lines.append('')
         if len(raws) > 1 and (mid := _clean(str(msg.get('message-id') or '')).strip('<>')):
             anchors.append((len(lines) + 1, mid))
         lines += _blocks_text(_mail_blocks(msg, name))[0].rstrip('\n').split('\n')
     if not lines: raise ChunkingError(f'{name}: no message with headers; not an e-mail file')
-    return Document('\n'.join(lines) + '\n', 'mail', anchors=anchors)
+    return Document('\n'.join(lines) + '\n', 'mail', anchors=anchors, attached=attached)
 
 # %% ../nbs/01a_readers.ipynb #cbf11357
 _u16 = lambda b, o: struct.unpack_from('<H', b, o)[0]
@@ -2231,7 +2236,7 @@ MSG_TYPES = {0x001F: 'text', 0x001E: 'ansi', 0x0102: 'binary', 0x0003: 'int', 0x
 PR = dict(subject=0x0037, submit_time=0x0039, delivery_time=0x0E06, sender=0x0C1A, sender_address=0x0C1F,
           sender_smtp=0x5D01, representing=0x0042, display_to=0x0E04, body=0x1000, rtf=0x1009, html=0x1013,
           codepage=0x3FFD, internet_cpid=0x3FDE, message_class=0x001A, recipient_type=0x0C15, name=0x3001,
-          address=0x3003, smtp=0x39FE, file_name=0x3704, long_file_name=0x3707, hidden=0x7FFE)
+          address=0x3003, smtp=0x39FE, file_name=0x3704, long_file_name=0x3707, hidden=0x7FFE, data=0x3701)
 
 def msg_properties(ole, # an `olefile.OleFileIO` of a `.msg`
                    at:list[str]|None=None, # the storage: None for the message, `['__recip_version1.0_#00000000']`...
@@ -2295,7 +2300,8 @@ def msg_document(data:bytes, # the file's bytes
                 ) -> Document:
     """An Outlook item saved as `.msg`, as `mail_document` reads an `.eml`: its subject as a heading, sender,
     recipients (To) and date on one line, its body (plain text, else HTML, else RTF) without the lines quoted from
-    earlier mail, and the names of its attachments (those shown in the message; not their text)."""
+    earlier mail, and the names of its attachments (those shown in the message), whose files are in
+    `Document.attached` for ingest to read."""
     from email.utils import format_datetime
     with _ole(data, name, 'Outlook', 'an .eml message', what='an Outlook item') as ole:
         try:
@@ -2319,7 +2325,8 @@ def msg_document(data:bytes, # the file's bytes
              for f in files if not f.get(PR['hidden'])]
     text = _blocks_text(mail_blocks(str(p.get(PR['subject']) or ''), who, body, kind, [n for n in names if n],
                                     name))[0]
-    return Document(text, 'mail')
+    attached = [(n, f[PR['data']]) for n, f in zip(names, files) if n and isinstance(f.get(PR['data']), bytes)]
+    return Document(text, 'mail', attached=attached)
 
 # %% ../nbs/01a_readers.ipynb #d79bfa6c
 NOTEBOOK_OUTPUT_LINES = 20   # of one output's text; the rest is cut, and the cut said

@@ -294,8 +294,8 @@ def test_a_folder_with_nothing_readable_exits_1_and_says_why(tmp_path, capsys):
     (docs / 'sjis.md').write_bytes('ファイルです。'.encode('shift_jis'))
     assert main(['index', str(docs), '--store', str(tmp_path / 's'), '--quiet']) == 1
     err = capsys.readouterr().err
-    assert (f'nothing could be indexed from {docs}: no readable text, HTML, PDF, DOCX or notebook file '
-            '(1 unreadable') in err
+    assert (f'nothing could be indexed from {docs}: no readable file of a kind ragnb reads (text and code, HTML, PDF, '
+            'office files, e-books, e-mail, notebooks, archives of them) (1 unreadable') in err
     assert '1 binary' in err and 'sjis.md' in err
     (docs / 'ok.md').write_text('# Ok\n\nReadable.', encoding='utf-8')
     assert main(['index', str(docs), '--store', str(tmp_path / 's'), '--quiet']) == 0
