@@ -39,7 +39,7 @@ def onnx_runtime(emb, onnx_file, threads, session=None):
     folder = resolve_model(model_location(emb.name))[0]
     enc = OnnxQueryEncoder(folder, emb.tokenizer, pooling=emb.pooling, max_length=emb.max_length, threads=threads,
                            onnx_file=onnx_file)
-    if session is not None: enc._session = session
+    if session is not None: enc._sessions[threads] = session      # the session `enc.session` opens for `threads`
 
     def run(texts):
         ids = emb.tokenizer(texts, truncation=True, max_length=emb.max_length)['input_ids']

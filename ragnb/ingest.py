@@ -689,7 +689,7 @@ ARCHIVE_READER = register_reader(Reader(   # its version names every reader and 
 # %% ../nbs/03a_ingest.ipynb #96362e8f
 _ATTACHING = threading.local()   # on while a message's attachments are read: theirs are named, not read
 
-def attachment_names(attached:list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+def attachment_names(attached:list[tuple[str, bytes|Document]]) -> list[tuple[str, bytes|Document]]:
     """Attachments under names a folder can hold: no folders and no leading dots, at most 120 characters, and
     unique (a second `plan.pdf` is `plan (2).pdf`)."""
     out, seen = [], set()
@@ -711,12 +711,14 @@ def attached_document(doc:Document, # a message read (`mail_document`, `msg_docu
     that name it; those that could not be read in `Document.parts_skipped`. As it is when it has none, or when it
     is itself an attachment."""
     if not doc.attached or getattr(_ATTACHING, 'on', False): return doc
+    attached = attachment_names(doc.attached)
     with tempfile.TemporaryDirectory(prefix='ragnb-mail-') as tmp:
-        for f, data in attachment_names(doc.attached): (Path(tmp) / f).write_bytes(data)
+        for f, data in attached:
+            if isinstance(data, bytes): (Path(tmp) / f).write_bytes(data)
         _ATTACHING.on = True
         try: parts, skipped = archive_parts(Path(tmp), name)
         finally: _ATTACHING.on = False
-    files = joined_parts(parts)
+    files = joined_parts([(f, d) for f, d in attached if isinstance(d, Document)] + parts)   # messages read already
     if not files.parts: return dc_replace(doc, attached=[], parts_skipped=doc.parts_skipped + skipped)
     body = doc.text.rstrip('\n')
     at = body.count('\n') + 2                    # the attachments' first line is `at + 1`, after a blank one

@@ -18,17 +18,17 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME',
            'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'OLE_MAGIC',
            'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
-           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'NOTEBOOK_OUTPUT_LINES',
-           'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind',
-           'document_version', 'reader_version', 'has_html', 'front_matter', 'text_document', 'text_reader',
-           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
-           'markdown_html', 'drawing_text', 'pdf_document', 'docx_text', 'note_number', 'styled_block', 'docx_document',
-           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
-           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
-           'mail_blocks', 'mail_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
-           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
-           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_document', 'jupyter_id',
-           'notebook_document']
+           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
+           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader', 'reader_for',
+           'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'text_document',
+           'text_reader', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
+           'html_document', 'markdown_html', 'drawing_text', 'pdf_document', 'docx_text', 'note_number', 'styled_block',
+           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
+           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
+           'csv_document', 'mail_blocks', 'mail_document', 'WordBinary', 'word_properties', 'word_fields',
+           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
+           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
+           'msg_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1626,16 +1626,29 @@ def mail_blocks(subject:str, # the message's subject ('' without one)
     if files: blocks.append(('p', 'Attachments: ' + ', '.join(files)))
     return blocks
 
-def _mail_blocks(msg, name:str) -> list[tuple[str, str]]:
+def _mail_blocks(msg, name:str, files:list[str]) -> list[tuple[str, str]]: # its attachments' names
     "`mail_blocks` of a message parsed by Python's `email` package."
     body, content = msg.get_body(preferencelist=('plain', 'html')), ''
     if body is not None:
         try: content = body.get_content()
         except (LookupError, ValueError): content = body.get_payload(decode=True).decode('utf-8', 'replace')
     who = [(k, str(msg[k])) for k in ('From', 'To', 'Date') if msg.get(k)]
-    files = [_clean(p.get_filename()) for p in msg.iter_attachments() if p.get_filename()]
     html = body is not None and body.get_content_type() == 'text/html'
     return mail_blocks(str(msg.get('subject') or ''), who, content, 'html' if html else 'text', files, name)
+
+def _mail_attachments(msg, name:str) -> list[tuple[str, bytes|Document]]:
+    """`(name, bytes)` of a message's attached files, and `(name, Document)` of a forwarded message, read here (its
+    own attachments named, not read, so nothing nests without end)."""
+    out = []
+    for part in msg.iter_attachments():
+        fname = _clean(part.get_filename() or '')
+        if part.get_content_type() == 'message/rfc822' and part.get_payload():
+            inner = part.get_payload()[0]
+            fname = fname or f"{_clean(str(inner.get('subject') or '')) or 'message'}.eml"
+            files = [_clean(p.get_filename()) for p in inner.iter_attachments() if p.get_filename()]
+            out.append((fname, Document(_blocks_text(_mail_blocks(inner, name, files))[0], 'mail')))
+        elif fname and isinstance(data := part.get_payload(decode=True), bytes): out.append((fname, data))
+    return out
 
 def _mbox_messages(data:bytes) -> list[bytes]:
     "An mbox file's messages: split before each `From ` line that starts the file or follows a blank line."
@@ -1657,13 +1670,12 @@ def mail_document(data:bytes, # an `.eml` message, or an `.mbox` archive of them
     for raw in raws:
         msg = BytesParser(policy=policy.default).parsebytes(raw)
         if not msg.keys(): continue
-        for part in msg.iter_attachments():                         # a forwarded message (no bytes): named only
-            if part.get_filename() and isinstance(data := part.get_payload(decode=True), bytes):
-                attached.append((_clean(part.get_filename()), data))
+        files = _mail_attachments(msg, name)
+        attached += files
         if lines: lines.append('')
         if len(raws) > 1 and (mid := _clean(str(msg.get('message-id') or '')).strip('<>')):
             anchors.append((len(lines) + 1, mid))
-        lines += _blocks_text(_mail_blocks(msg, name))[0].rstrip('\n').split('\n')
+        lines += _blocks_text(_mail_blocks(msg, name, [n for n, _ in files]))[0].rstrip('\n').split('\n')
     if not lines: raise ChunkingError(f'{name}: no message with headers; not an e-mail file')
     return Document('\n'.join(lines) + '\n', 'mail', anchors=anchors, attached=attached)
 
@@ -2236,23 +2248,36 @@ MSG_TYPES = {0x001F: 'text', 0x001E: 'ansi', 0x0102: 'binary', 0x0003: 'int', 0x
 PR = dict(subject=0x0037, submit_time=0x0039, delivery_time=0x0E06, sender=0x0C1A, sender_address=0x0C1F,
           sender_smtp=0x5D01, representing=0x0042, display_to=0x0E04, body=0x1000, rtf=0x1009, html=0x1013,
           codepage=0x3FFD, internet_cpid=0x3FDE, message_class=0x001A, recipient_type=0x0C15, name=0x3001,
-          address=0x3003, smtp=0x39FE, file_name=0x3704, long_file_name=0x3707, hidden=0x7FFE, data=0x3701)
+          address=0x3003, smtp=0x39FE, file_name=0x3704, long_file_name=0x3707, hidden=0x7FFE, data=0x3701,
+          method=0x3705)
+EMBEDDED = '__substg1.0_3701000D'   # an attachment's storage that holds a message attached (method 5)
+MAX_MSG_PARTS = 2000                  # recipients, and attachments, read of one message
+
+def _ole_tree(ole) -> tuple[dict[tuple, list[str]], list[list[str]]]:
+    """An OLE file's streams by the storage that holds them (`{(): ['__substg1.0_0037001F', ...]}`), and its
+    storages: listed once per file (olefile lists every entry each time)."""
+    if (tree := getattr(ole, '_ragnb_tree', None)) is None:
+        streams = {}
+        for p in ole.listdir(streams=True, storages=False): streams.setdefault(tuple(p[:-1]), []).append(p[-1])
+        tree = ole._ragnb_tree = streams, ole.listdir(streams=False, storages=True)
+    return tree
 
 def msg_properties(ole, # an `olefile.OleFileIO` of a `.msg`
                    at:list[str]|None=None, # the storage: None for the message, `['__recip_version1.0_#00000000']`...
                    codepage:int|None=None, # for 8-bit strings; None: the storage's own `PR_MESSAGE_CODEPAGE`
+                   header:int|None=None, # the size of its fixed properties' header: None, 32 for the item and 8
+                                         # for a recipient or attachment; 24 for a message attached
                   ) -> dict[int, str|bytes|int|datetime.datetime]:
     """`{property id: value}` of one storage: strings decoded (UTF-16, or 8-bit by the code page), binary as bytes,
     numbers and flags as `int`, times as UTC datetimes; the kinds ragnb does not read are left out."""
     props, raw, at = {}, {}, at or []
-    for path in ole.listdir(streams=True, storages=False):
-        if len(path) != len(at) + 1 or path[:-1] != at: continue
+    for path in (at + [n] for n in _ole_tree(ole)[0].get(tuple(at), [])):
         if m := re.fullmatch(r'__substg1\.0_([0-9A-F]{4})([0-9A-F]{4})', path[-1], re.I):
             pid, kind = int(m[1], 16), MSG_TYPES.get(int(m[2], 16))
             if kind in ('text', 'ansi', 'binary'): raw[pid] = kind, ole.openstream(path).read()
         elif path[-1] == '__properties_version1.0':
             data = ole.openstream(path).read()
-            for off in range(32 if not at else 8, len(data) - 15, 16):        # a message's header is 32 bytes
+            for off in range(header or (8 if at else 32), len(data) - 15, 16):
                 tag, value = _u32(data, off), data[off + 8:off + 16]
                 kind = MSG_TYPES.get(tag & 0xFFFF)
                 if kind in ('int', 'bool'): props[tag >> 16] = _u32(value, 0)
@@ -2273,10 +2298,11 @@ def _msg_person(p:dict, name:int, *addresses:int) -> str:
     mail = next((a for k in addresses if '@' in (a := _clean(p.get(k) or '')) and not a.startswith('/')), '')
     return f'{who} <{mail}>' if who and mail and who != mail else who or mail
 
-def _msg_storages(ole, kind:str) -> list[list[str]]:
-    "The message's own recipient (`recip`) or attachment (`attach`) storages, in order."
-    names = {p[0] for p in ole.listdir(streams=False, storages=True) if p[0].startswith(f'__{kind}_version1.0_#')}
-    return [[n] for n in sorted(names)]
+def _msg_storages(ole, kind:str, at:list[str]) -> list[list[str]]:
+    "The recipient (`recip`) or attachment (`attach`) storages of the message at `at`, in order."
+    prefix = f'__{kind}_version1.0_#'
+    return sorted(p for p in _ole_tree(ole)[1] if len(p) == len(at) + 1 and p[:-1] == at
+                  and p[-1].startswith(prefix))[:MAX_MSG_PARTS]
 
 def msg_body(p:dict, name:str) -> tuple[str|bytes, str]:
     """`(body, kind)` for `mail_blocks`: the plain text, else the HTML (its bytes if it names its charset), else the
@@ -2295,37 +2321,50 @@ def msg_body(p:dict, name:str) -> tuple[str|bytes, str]:
     return '', 'text'
 
 # %% ../nbs/01a_readers.ipynb #2345d248
-def msg_document(data:bytes, # the file's bytes
-                 name:str='mensaje.msg', # for messages
-                ) -> Document:
-    """An Outlook item saved as `.msg`, as `mail_document` reads an `.eml`: its subject as a heading, sender,
-    recipients (To) and date on one line, its body (plain text, else HTML, else RTF) without the lines quoted from
-    earlier mail, and the names of its attachments (those shown in the message), whose files are in
-    `Document.attached` for ingest to read."""
+def msg_message(ole, # the `.msg` file, open
+                name:str, # its path, for messages
+                at:list[str]|None=None, # None: the item; an attachment's `EMBEDDED` storage: a message attached
+               ) -> tuple[str, list[tuple[str, bytes|Document]]]:
+    """`(markdown, attached)` of the message at `at`, as `mail_blocks` writes one: the subject, who and when, the
+    body (plain text, else HTML, else RTF), the attachments' names; and `(name, bytes)` of each attached file and
+    `(name, Document)` of each message attached (read here, with its own attachments named, not read)."""
     from email.utils import format_datetime
-    with _ole(data, name, 'Outlook', 'an .eml message', what='an Outlook item') as ole:
-        try:
-            p = msg_properties(ole)
-            cp = p.get(PR['codepage'])
-            people = [msg_properties(ole, s, cp) for s in _msg_storages(ole, 'recip')]
-            files = [msg_properties(ole, s, cp) for s in _msg_storages(ole, 'attach')]
-        except (OSError, ValueError, IndexError, OverflowError, struct.error) as e:
-            raise ChunkingError(f'{name}: a damaged Outlook item ({type(e).__name__}: {e}); save it again') from None
-    if not p: raise ChunkingError(f'{name}: an OLE file with no message properties, not an Outlook item')
+    p = msg_properties(ole, at, header=24 if at else 32)
+    if not p and not at: raise ChunkingError(f'{name}: an OLE file with no message properties, not an Outlook item')
+    cp, at = p.get(PR['codepage']), at or []
+    people = [msg_properties(ole, s, cp) for s in _msg_storages(ole, 'recip', at)]
     body, kind = msg_body(p, name)
-    if not body and 'SMIME' in str(p.get(PR['message_class']) or '').upper():
+    if not body and not at and 'SMIME' in str(p.get(PR['message_class']) or '').upper():
         raise ChunkingError(f'{name}: a signed or encrypted (S/MIME) message; open it in Outlook and save it as .eml')
     to = ', '.join(_msg_person(r, PR['name'], PR['smtp'], PR['address']) for r in people
                    if r.get(PR['recipient_type'], 1) == 1) or p.get(PR['display_to']) or ''
     when = p.get(PR['submit_time']) or p.get(PR['delivery_time'])
     who = [('From', _msg_person(p, PR['sender'], PR['sender_smtp'], PR['sender_address']) or
-            _msg_person(p, PR['representing'])), ('To', to),
-           ('Date', format_datetime(when) if when else '')]
-    names = [_clean(f.get(PR['long_file_name']) or f.get(PR['file_name']) or f.get(PR['name']) or '')
-             for f in files if not f.get(PR['hidden'])]
-    text = _blocks_text(mail_blocks(str(p.get(PR['subject']) or ''), who, body, kind, [n for n in names if n],
-                                    name))[0]
-    attached = [(n, f[PR['data']]) for n, f in zip(names, files) if n and isinstance(f.get(PR['data']), bytes)]
+            _msg_person(p, PR['representing'])), ('To', to), ('Date', format_datetime(when) if when else '')]
+    names, attached = [], []
+    for s in _msg_storages(ole, 'attach', at):
+        f = msg_properties(ole, s, cp)
+        n = _clean(f.get(PR['long_file_name']) or f.get(PR['file_name']) or f.get(PR['name']) or '')
+        if f.get(PR['hidden']): continue
+        if f.get(PR['method']) == 5 and ole.exists('/'.join(s + [EMBEDDED])):          # a message attached
+            n = n if n.lower().endswith('.msg') else f'{n or "message"}.msg'
+            if not at: attached.append((n, Document(msg_message(ole, name, s + [EMBEDDED])[0], 'mail')))
+        elif n and isinstance(f.get(PR['data']), bytes): attached.append((n, f[PR['data']]))
+        if n: names.append(n)
+    return _blocks_text(mail_blocks(str(p.get(PR['subject']) or ''), who, body, kind, names, name))[0], attached
+
+def msg_document(data:bytes, # the file's bytes
+                 name:str='mensaje.msg', # for messages
+                ) -> Document:
+    """An Outlook item saved as `.msg`, as `mail_document` reads an `.eml` (`msg_message`): its subject as a
+    heading, sender, recipients (To) and date on one line, its body without the lines quoted from earlier mail, and
+    the names of its attachments (those shown in the message), whose files and messages are in `Document.attached`
+    for ingest to read."""
+    with _ole(data, name, 'Outlook', 'an .eml message', what='an Outlook item') as ole:
+        try: text, attached = msg_message(ole, name)
+        except (OSError, ValueError, IndexError, OverflowError, struct.error) as e:
+            if isinstance(e, ChunkingError): raise
+            raise ChunkingError(f'{name}: a damaged Outlook item ({type(e).__name__}: {e}); save it again') from None
     return Document(text, 'mail', attached=attached)
 
 # %% ../nbs/01a_readers.ipynb #d79bfa6c

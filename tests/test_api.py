@@ -1,5 +1,5 @@
 "The package's face: the public names it supports, what `import ragnb` loads, and an import graph without cycles."
-import ast, importlib, json, subprocess, sys
+import ast, importlib, json, re, subprocess, sys
 from pathlib import Path
 
 import ragnb
@@ -144,3 +144,33 @@ def test_every_name_a_benchmark_imports_from_ragnb_exists():
     missing = [f'{f.name}:{m}' for f in sorted(BENCH.glob('*.py'))
                for m in missing_names(names_from_ragnb(f.read_text()))]
     assert missing == []
+
+
+PRIVATE_CASES = [  # (a script, the private attributes it uses that neither it nor ragnb defines)
+    ('s._rebuild_lexical()\n', ['_rebuild_lexical']),                 # a method that became `s.lexical.rebuild()`
+    ('enc._session = onnx\n', ['_session']),                           # set, and never read again
+    ('class E:\n    def __init__(self, e): self._emb = e\n    def f(self): return self._emb\n', []),   # its own
+    ('store._snapshot()\nx.__class__\n', []),                          # ragnb's, and a dunder
+]
+THIRD_PARTY_PRIVATE = {'_p'}   # python-docx's paragraph element, which bench_office writes content controls into
+RAGNB_SOURCE = '\n'.join(f.read_text() for f in sorted(PKG.glob('*.py')))
+
+
+def defines(source:str, name:str) -> bool:
+    "Whether `source` defines `name`: a def or class, a module-level name, or an attribute of `self`."
+    return re.search(rf'\b(def|class)\s+{name}\b|^{name}\s*[:=]|\bself\.{name}\b', source, re.M) is not None
+
+
+def unknown_private(source:str) -> list[str]:
+    "The `x._name` a script uses (not dunders) that neither it, ragnb nor a library it drives defines."
+    used = {n.attr for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Attribute) and n.attr.startswith('_') and not n.attr.startswith('__')}
+    return sorted(n for n in used - THIRD_PARTY_PRIVATE if not defines(source, n) and not defines(RAGNB_SOURCE, n))
+
+
+def test_every_private_attribute_a_benchmark_uses_exists():
+    """A benchmark that reaches into ragnb (`Store._snapshot`, an encoder's sessions) breaks, or worse measures the
+    wrong thing, when the inside changes: `bench_runtimes.py` set `enc._session`, which the encoder had stopped
+    reading, so its int8 and OpenVINO rows ran fp32 ONNX Runtime."""
+    assert [unknown_private(src) for src, _ in PRIVATE_CASES] == [want for _, want in PRIVATE_CASES]
+    assert {f.name: u for f in sorted(BENCH.glob('*.py')) if (u := unknown_private(f.read_text()))} == {}

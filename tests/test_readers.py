@@ -450,7 +450,9 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
                                   ('¿Cuándo vence el contrato del SAI?', 'kb/contratos.rtf § Proveedores', None),
                                   ('¿Desde qué edificio sigue activa la VPN?', 'kb/corte.msg:', None),
                                   ('¿Qué extensión tiene la responsable del corte?',      # in the mail's attached PDF
-                                   'kb/corte.msg#plan%20de%20corte.pdf#page=1', None)]:
+                                   'kb/corte.msg#plan%20de%20corte.pdf#page=1', None),
+                                  ('¿A qué versión hay que actualizar el firmware del router?',   # a message attached
+                                   'kb/corte.msg#Incidencia%2042.msg', None)]:
         r = ragnb_main('ask', question, '--store', str(tmp_path / 's'), '--json', text=True)
         first = json.loads(r.stdout)['chunks'][0]
         assert first['cite'].startswith(cite), (question, r.stdout[:500])
