@@ -4,7 +4,7 @@
 
 # %% ../nbs/01a_readers.ipynb #47841ec2
 from __future__ import annotations
-import bisect, datetime, io, json, os, posixpath, re, struct, zipfile
+import bisect, datetime, functools, importlib.util, io, json, os, posixpath, re, struct, threading, zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,19 +16,19 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME',
-           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'MAX_UNZIPPED', 'OLE_MAGIC',
-           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
-           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
+           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'MAX_UNZIPPED',
+           'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST',
+           'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
            'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader', 'reader_for',
            'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'text_document',
            'text_reader', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
-           'html_document', 'markdown_html', 'drawing_text', 'pdf_document', 'docx_text', 'note_number', 'styled_block',
-           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
-           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
-           'csv_document', 'mail_blocks', 'mail_document', 'WordBinary', 'word_properties', 'word_fields',
-           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
-           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
-           'msg_document', 'jupyter_id', 'notebook_document']
+           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_lines', 'drawing_text', 'pdf_document',
+           'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
+           'xlsx_document', 'ods_document', 'csv_document', 'mail_blocks', 'mail_document', 'WordBinary',
+           'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records',
+           'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties',
+           'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -907,6 +907,54 @@ def _check_repeats(pages:list[list], name:str):
                             f'({len(set(full))} distinct); a page tree that lists the same page again and again: '
                             'skipped; re-export it from its source')
 
+# %% ../nbs/01a_readers.ipynb #7adc6577
+OCR_DPI = 170      # a scanned page's rendering for OCR: an A4 page's long side at RapidOCR's 2,000 pixels
+_OCR_LOCK = threading.Lock()
+
+@functools.lru_cache(maxsize=1)
+def ocr_engine():
+    """RapidOCR's engine, loaded once per process; None without `ragnb[ocr]`. Calls go through `_OCR_LOCK`. Its
+    text-angle classifier is off: a scanned page's lines are upright, and it turned one in seven of them around."""
+    try: from rapidocr import RapidOCR
+    except ImportError: return None
+    return RapidOCR(params={'Global.log_level': 'critical', 'Global.use_cls': False})
+
+def scanned_page(page, lines:list[_Line]) -> bool:
+    "Whether a PDF page is a picture of text: under 20 letters or digits of text, and an image over a quarter of it."
+    if sum(ch.isalnum() for ln in lines for ch in ln.text) >= 20: return False
+    import pypdfium2.raw as pdfc
+    area = page.get_width() * page.get_height()
+    for obj in page.get_objects(filter=(pdfc.FPDF_PAGEOBJ_IMAGE,), max_depth=3):
+        l, b, r, t = obj.get_bounds()
+        if (r - l) * (t - b) >= 0.25 * area: return True
+    return False
+
+def ocr_lines(page, pno:int, engine) -> list[_Line]:
+    """The lines OCR reads on a rendered page, as `_Line`s in points from the page's bottom, each the height of the
+    page's usual line around its box's middle. A line's size is the usual one unless both its height and its width
+    per character say it is set larger (their geometric mean over 1.25 times the usual: a heading); a box's height
+    alone moves with descenders and capitals by a fifth."""
+    import numpy as np
+    s = OCR_DPI / 72
+    image = np.asarray(page.render(scale=s).to_pil().convert('RGB'))
+    with _OCR_LOCK: out = engine(image)
+    if out.boxes is None: return []
+    found = [(box / s, text.strip()) for box, text, score in zip(out.boxes, out.txts, out.scores)
+             if score >= 0.5 and text.strip()]
+    high = lambda b: b[:, 1].max() - b[:, 1].min()
+    wide = lambda b, t: (b[:, 0].max() - b[:, 0].min()) / max(len(t.replace(' ', '')), 1)
+    median = lambda xs: sorted(xs)[len(xs) // 2] if xs else 1.0
+    usual_h, usual_w = median([high(b) for b, _ in found]), median([wide(b, t) for b, t in found if len(t) >= 4])
+    h, lines = page.get_height(), []
+    for box, text in found:
+        x0, x1, top, bottom = box[:, 0].min(), box[:, 0].max(), h - box[:, 1].min(), h - box[:, 1].max()
+        larger = ((top - bottom) / usual_h * wide(box, text) / usual_w) ** 0.5 if len(text) >= 4 else 1.0
+        size = usual_h * larger if larger > 1.25 else usual_h
+        mid = (top + bottom) / 2
+        lines.append(_Line(pno, x0, mid - size / 2, x1, mid + size / 2, size, False, False, text.strip(),
+                           base=mid - size / 2))
+    return lines
+
 # %% ../nbs/01a_readers.ipynb #c80f89a3
 def drawing_text(text:str) -> bool:
     """Whether a PDF's text is a drawing's labels: under half its letters in words of three letters or more (a
@@ -917,30 +965,41 @@ def drawing_text(text:str) -> bool:
 def pdf_document(data:bytes, # the PDF's bytes
                  name:str='document.pdf', # for messages
                 ) -> Document:
-    "A PDF as markdown: reading order, no running headers or footers, repaired hyphens, headings by font size, pages."
+    """A PDF as markdown: reading order, no running headers or footers, repaired hyphens, headings by font size,
+    pages; a scanned page read by OCR (`ocr_lines`) where `ragnb[ocr]` is installed, else named in `parts_skipped`."""
     pdf = _open_pdf(data, name)
     try:
         _check_page_count(len(pdf), name)
-        pages, heights, widths = [], [], []
+        pages, heights, widths, scanned, engine = [], [], [], [], None
         for i in range(len(pdf)):
             page = pdf[i]
             widths.append(page.get_width())
             heights.append(page.get_height())
-            pages.append(_page_lines(page, i + 1))
+            lines = _page_lines(page, i + 1)
+            if scanned_page(page, lines):
+                scanned.append(i + 1)
+                if (engine := ocr_engine()) is not None: lines = ocr_lines(page, i + 1, engine)
+            pages.append(lines)
         title = (pdf.get_metadata_dict().get('Title') or '').strip() or None
     finally: pdf.close()
     _check_repeats(pages, name)
     lines = [ln for ls, w in zip(_drop_running(pages, heights), widths) for ln in _reading_order(ls, w)]
     if sum(ch.isalnum() for ln in lines for ch in ln.text) < 20:
-        raise ChunkingError(f'{name}: no extractable text in {len(pages)} pages (a scanned PDF?); '
-                            f'run OCR on it (e.g. ocrmypdf) and index the result')
+        if scanned and engine is None:
+            raise ChunkingError(f'{name}: no text layer in {len(pages)} pages, which are scanned images; pip install '
+                                '"ragnb[ocr]" to read them by OCR (or run ocrmypdf on it)')
+        raise ChunkingError(f'{name}: no extractable text in {len(pages)} pages' + (', even by OCR' if scanned else
+                            ' (a scanned PDF?); run OCR on it (e.g. ocrmypdf) and index the result'))
     if drawing_text(' '.join(ln.text for ln in lines)):
         raise BinaryFileError(f'{name}: a drawing (its text is labels scattered letter by letter); skipped', 'images')
     text, per_line = [], []
     for t, pg in _markdown_lines(_resolve_hyphens(_paragraphs(lines))):
         text += t.split('\n') + ['']
         per_line += pg + pg[-1:]                                  # its lines, and the blank line after it
-    return Document('\n'.join(text), 'pdf', title=title, pages=per_line)
+    left = [] if engine is not None or not scanned else [(name, f'{name}: {len(scanned)} of {len(pages)} pages are '
+            f'scanned images without text (page {", ".join(map(str, scanned))}), left out; pip install "ragnb[ocr]" '
+            'to read them')]
+    return Document('\n'.join(text), 'pdf', title=title, pages=per_line, parts_skipped=left)
 
 # %% ../nbs/01a_readers.ipynb #eb8f4e37
 MAX_UNZIPPED = 200 * 2**20
@@ -2432,7 +2491,8 @@ def notebook_document(data:bytes, # the file's bytes
 
 # %% ../nbs/01a_readers.ipynb #361564d1
 register_reader(Reader('html-v4', 'html', html_document), '.html', '.htm', '.xhtml')
-register_reader(Reader('pdf-v4', 'pdf', pdf_document), '.pdf')     # v4: a line breaks at a page break
+register_reader(Reader('pdf-v4' + ('+ocr1' if importlib.util.find_spec('rapidocr') else ''), 'pdf', pdf_document),
+                '.pdf')                       # v4: a line breaks at a page break; +ocr1: scanned pages read
 register_reader(Reader('docx-v2', 'docx', docx_document), '.docx')   # v2: text in insertions, controls, fields
 register_reader(Reader('doc-v1', 'doc', doc_document), '.doc', '.dot')
 register_reader(Reader('odt-v1', 'odt', odt_document), '.odt', '.fodt')

@@ -459,6 +459,34 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
         assert slide is None or first['page_start'] <= slide <= first['page_end']    # the slides it spans
 
 
+@pytest.mark.skipif(importlib.util.find_spec('rapidocr') is None, reason="OCR is the `ocr` extra")
+def test_a_scanned_page_is_read_by_ocr_and_cited_at_its_page(tmp_path):
+    "A PDF whose second page is a scan (a picture of our text, by Pillow): its heading and fact found, at page 2."
+    from fpdf import FPDF
+    from PIL import Image, ImageDraw, ImageFont
+    scan = Image.new('L', (1240, 1754), 255)
+    draw = ImageDraw.Draw(scan)
+    for i, text in enumerate(['Acta del comité de cambios', 'La llave del armario B3 la guarda el jefe de turno,',
+                              'que la entrega firmada en el libro de llaves.']):
+        try: font = ImageFont.truetype('DejaVuSans.ttf', 44 if i == 0 else 30)
+        except OSError: font = ImageFont.load_default(44 if i == 0 else 30)
+        draw.text((150, 150 + 60 * i), text, fill=0, font=font)
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font('helvetica', size=11)
+    pdf.multi_cell(0, 6, 'The change board meets on Mondays. Its signed minutes follow.')
+    pdf.add_page()
+    pdf.image(scan, x=0, y=0, w=210, h=297)
+    (tmp_path / 'kb').mkdir()
+    pdf.output(str(tmp_path / 'kb' / 'acta.pdf'))
+    r = ragnb_main('index', str(tmp_path / 'kb'), '--store', str(tmp_path / 's'), '--quiet', text=True)
+    assert r.returncode == 0 and 'skipped' not in r.stderr, r.stderr
+    r = ragnb_main('ask', '¿Quién guarda la llave del armario B3?', '--store', str(tmp_path / 's'), '--json', text=True)
+    first = json.loads(r.stdout)['chunks'][0]
+    assert first['cite'].startswith('kb/acta.pdf#page=') and first['page_end'] == 2, r.stdout[:500]
+    assert '# Acta del comité de cambios' in first['text'] and 'la guarda el jefe de turno' in first['text']
+
+
 def test_read_document_wraps_any_converter_failure(tmp_path, monkeypatch):
     def boom(*_): raise RecursionError('too deep')
     monkeypatch.setitem(READERS, '.html', Reader('html-v1', 'html', boom))
