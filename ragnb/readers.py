@@ -16,19 +16,20 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME',
-           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'MAX_UNZIPPED',
-           'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST',
-           'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
-           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader', 'reader_for',
-           'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'text_document',
+           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE',
+           'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END',
+           'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED',
+           'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader',
+           'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'text_document',
            'text_reader', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
-           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_lines', 'drawing_text', 'pdf_document',
-           'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'mail_blocks', 'mail_document', 'WordBinary',
-           'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records',
-           'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties',
-           'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document']
+           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
+           'drawing_text', 'pdf_document', 'tiff_document', 'docx_text', 'note_number', 'styled_block', 'docx_document',
+           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
+           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
+           'mail_blocks', 'mail_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
+           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
+           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document',
+           'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -909,6 +910,7 @@ def _check_repeats(pages:list[list], name:str):
 
 # %% ../nbs/01a_readers.ipynb #7adc6577
 OCR_DPI = 170      # a scanned page's rendering for OCR: an A4 page's long side at RapidOCR's 2,000 pixels
+OCR_SURE = 0.85    # a page read with less confidence (per character) is read upside down too: the better wins
 _OCR_LOCK = threading.Lock()
 
 @functools.lru_cache(maxsize=1)
@@ -929,31 +931,59 @@ def scanned_page(page, lines:list[_Line]) -> bool:
         if (r - l) * (t - b) >= 0.25 * area: return True
     return False
 
-def ocr_lines(page, pno:int, engine) -> list[_Line]:
-    """The lines OCR reads on a rendered page, as `_Line`s in points from the page's bottom, each the height of the
-    page's usual line around its box's middle. A line's size is the usual one unless both its height and its width
-    per character say it is set larger (their geometric mean over 1.25 times the usual: a heading); a box's height
-    alone moves with descenders and capitals by a fifth."""
+def _ocr_read(image, engine) -> list[tuple]:
+    "`(box, text, score)` of each line OCR reads in `image`; a page read weakly is read again upside down."
+    import numpy as np
+    def read(im):
+        with _OCR_LOCK: out = engine(np.ascontiguousarray(im))
+        return [] if out.boxes is None else list(zip(out.boxes, out.txts, out.scores))
+    found = read(image)
+    sure = lambda f: sum(s * len(t) for _, t, s in f) / max(sum(len(t) for _, t, _ in f), 1)
+    if found and sure(found) < OCR_SURE and sure(turned := read(image[::-1, ::-1])) > sure(found):
+        return turned                                          # boxes in the turned page's pixels: read as it is
+    return found
+
+def ocr_boxes(image, # a page's picture: an RGB `numpy` array, height x width x 3
+              engine, # `ocr_engine()`
+              scale:float=1.0, # the picture's pixels per point of the page
+             ) -> list[tuple]:
+    "`(box, text)` of each line OCR reads with some confidence (0.5), the box in points from the page's top left."
+    return [(box / scale, text.strip()) for box, text, score in _ocr_read(image, engine)
+            if score >= 0.5 and text.strip()]
+
+def page_boxes(page, engine) -> list[tuple]:
+    "`ocr_boxes` of a PDF page rendered at `OCR_DPI`."
     import numpy as np
     s = OCR_DPI / 72
-    image = np.asarray(page.render(scale=s).to_pil().convert('RGB'))
-    with _OCR_LOCK: out = engine(image)
-    if out.boxes is None: return []
-    found = [(box / s, text.strip()) for box, text, score in zip(out.boxes, out.txts, out.scores)
-             if score >= 0.5 and text.strip()]
+    return ocr_boxes(np.asarray(page.render(scale=s).to_pil().convert('RGB')), engine, s)
+
+def ocr_lines(pages:dict[int, tuple[float, list]], # page number → (its height in points, its `ocr_boxes`)
+             ) -> dict[int, list[_Line]]:
+    """The lines OCR read, as `_Line`s in points from each page's bottom, each the height of the document's usual
+    line around its box's middle. A line's size is the usual one unless both its height and its width per character
+    say it is set larger (their geometric mean over 1.25 times the usual: a heading), and headings within a fifth of
+    each other in size are one size; a box's height alone moves with descenders and capitals by a fifth. The usual
+    line is that of all the pages read, so a page of two lines measures as the others do."""
     high = lambda b: b[:, 1].max() - b[:, 1].min()
     wide = lambda b, t: (b[:, 0].max() - b[:, 0].min()) / max(len(t.replace(' ', '')), 1)
     median = lambda xs: sorted(xs)[len(xs) // 2] if xs else 1.0
+    found = [f for _, fs in pages.values() for f in fs]
     usual_h, usual_w = median([high(b) for b, _ in found]), median([wide(b, t) for b, t in found if len(t) >= 4])
-    h, lines = page.get_height(), []
-    for box, text in found:
-        x0, x1, top, bottom = box[:, 0].min(), box[:, 0].max(), h - box[:, 1].min(), h - box[:, 1].max()
-        larger = ((top - bottom) / usual_h * wide(box, text) / usual_w) ** 0.5 if len(text) >= 4 else 1.0
-        size = usual_h * larger if larger > 1.25 else usual_h
-        mid = (top + bottom) / 2
-        lines.append(_Line(pno, x0, mid - size / 2, x1, mid + size / 2, size, False, False, text.strip(),
-                           base=mid - size / 2))
-    return lines
+    larger = {id(b): (high(b) / usual_h * wide(b, t) / usual_w) ** 0.5 if len(t) >= 4 else 1.0 for b, t in found}
+    level, sizes = None, {}                      # heading sizes within a fifth of each other: one size, one level
+    for r in sorted(r for r in larger.values() if r > 1.25):
+        level = level if level and r <= 1.2 * level else r
+        sizes[r] = level
+    out = {}
+    for pno, (h, fs) in pages.items():
+        out[pno] = []
+        for box, text in fs:
+            x0, x1, top, bottom = box[:, 0].min(), box[:, 0].max(), h - box[:, 1].min(), h - box[:, 1].max()
+            size = usual_h * sizes.get(larger[id(box)], 1.0)
+            mid = (top + bottom) / 2
+            out[pno].append(_Line(pno, x0, mid - size / 2, x1, mid + size / 2, size, False, False, text,
+                                  base=mid - size / 2))
+    return out
 
 # %% ../nbs/01a_readers.ipynb #c80f89a3
 def drawing_text(text:str) -> bool:
@@ -970,18 +1000,18 @@ def pdf_document(data:bytes, # the PDF's bytes
     pdf = _open_pdf(data, name)
     try:
         _check_page_count(len(pdf), name)
-        pages, heights, widths, scanned, engine = [], [], [], [], None
+        pages, heights, widths, scanned, engine, boxes = [], [], [], [], None, {}
         for i in range(len(pdf)):
             page = pdf[i]
             widths.append(page.get_width())
             heights.append(page.get_height())
-            lines = _page_lines(page, i + 1)
-            if scanned_page(page, lines):
+            pages.append(_page_lines(page, i + 1))
+            if scanned_page(page, pages[-1]):
                 scanned.append(i + 1)
-                if (engine := ocr_engine()) is not None: lines = ocr_lines(page, i + 1, engine)
-            pages.append(lines)
+                if (engine := ocr_engine()) is not None: boxes[i + 1] = (page.get_height(), page_boxes(page, engine))
         title = (pdf.get_metadata_dict().get('Title') or '').strip() or None
     finally: pdf.close()
+    for pno, lines in ocr_lines(boxes).items(): pages[pno - 1] = lines
     _check_repeats(pages, name)
     lines = [ln for ls, w in zip(_drop_running(pages, heights), widths) for ln in _reading_order(ls, w)]
     if sum(ch.isalnum() for ln in lines for ch in ln.text) < 20:
@@ -992,14 +1022,47 @@ def pdf_document(data:bytes, # the PDF's bytes
                             ' (a scanned PDF?); run OCR on it (e.g. ocrmypdf) and index the result'))
     if drawing_text(' '.join(ln.text for ln in lines)):
         raise BinaryFileError(f'{name}: a drawing (its text is labels scattered letter by letter); skipped', 'images')
+    text, per_line = _lines_text(lines)
+    left = [] if engine is not None or not scanned else [(name, f'{name}: {len(scanned)} of {len(pages)} pages are '
+            f'scanned images without text (page {", ".join(map(str, scanned))}), left out; pip install "ragnb[ocr]" '
+            'to read them')]
+    return Document(text, 'pdf', title=title, pages=per_line, parts_skipped=left)
+
+def _lines_text(lines:list[_Line]) -> tuple[str, list[tuple[int, int]]]:
+    "The markdown of a document's lines in reading order, and the pages of each of its lines."
     text, per_line = [], []
     for t, pg in _markdown_lines(_resolve_hyphens(_paragraphs(lines))):
         text += t.split('\n') + ['']
         per_line += pg + pg[-1:]                                  # its lines, and the blank line after it
-    left = [] if engine is not None or not scanned else [(name, f'{name}: {len(scanned)} of {len(pages)} pages are '
-            f'scanned images without text (page {", ".join(map(str, scanned))}), left out; pip install "ragnb[ocr]" '
-            'to read them')]
-    return Document('\n'.join(text), 'pdf', title=title, pages=per_line, parts_skipped=left)
+    return '\n'.join(text), per_line
+
+# %% ../nbs/01a_readers.ipynb #e90cf15e
+def tiff_document(data:bytes, # the file's bytes
+                  name:str='scan.tif', # for messages
+                 ) -> Document:
+    "A scanned TIFF of one page or many, read by OCR page by page (`ocr_boxes`), as a PDF's scanned pages are."
+    from PIL import Image, ImageSequence
+    import numpy as np
+    if (engine := ocr_engine()) is None:
+        raise BinaryFileError(f'{name}: a picture; pip install "ragnb[ocr]" to read scans by OCR', 'images')
+    cap = int(os.environ.get(MAX_PAGES_ENV) or MAX_PDF_PAGES)
+    boxes, widths = {}, []
+    try:
+        for i, frame in enumerate(ImageSequence.Iterator(Image.open(io.BytesIO(data)))):
+            if i >= cap: raise ChunkingError(f'{name}: over the {cap}-page cap; split it, or raise ${MAX_PAGES_ENV}')
+            scale = float((frame.info.get('dpi') or (200, 200))[0] or 200) / 72
+            image = np.asarray(frame.convert('RGB'))
+            boxes[i + 1] = (image.shape[0] / scale, ocr_boxes(image, engine, scale))
+            widths.append(image.shape[1] / scale)
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
+        if isinstance(e, ChunkingError): raise
+        raise ChunkingError(f'{name}: not a readable TIFF ({type(e).__name__}: {e}); save it again') from None
+    pages, heights = list(ocr_lines(boxes).values()), [h for h, _ in boxes.values()]
+    lines = [ln for ls, w in zip(_drop_running(pages, heights), widths) for ln in _reading_order(ls, w)]
+    if sum(ch.isalnum() for ln in lines for ch in ln.text) < 20:
+        raise BinaryFileError(f'{name}: a picture with no text that OCR reads; skipped', 'images')
+    text, per_line = _lines_text(lines)
+    return Document(text, 'tiff', pages=per_line)
 
 # %% ../nbs/01a_readers.ipynb #eb8f4e37
 MAX_UNZIPPED = 200 * 2**20
@@ -2508,3 +2571,4 @@ register_reader(Reader('csv-v1', 'csv', csv_document), '.csv', '.tsv')
 register_reader(Reader('mail-v2', 'mail', mail_document), '.eml', '.mbox')   # v2: HTML by its own charset
 register_reader(Reader('msg-v1', 'mail', msg_document), '.msg')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
+if importlib.util.find_spec('rapidocr'): register_reader(Reader('tiff-ocr1', 'tiff', tiff_document), '.tif', '.tiff')
