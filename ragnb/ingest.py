@@ -64,6 +64,7 @@ class IndexReport:
     generated: list = field(default_factory=list)   # (path, what): a documentation site's machinery, not its pages
     missing: list = field(default_factory=list)     # (folder or file, files): indexed before, gone from disk since
     recoded: list = field(default_factory=list)     # paths read with bytes that were not UTF-8 as Windows-1252
+    ocr: list = field(default_factory=list)         # (path, pages): scanned pages read by OCR
     folders: list = field(default_factory=list)     # (folder, what): never walked into, e.g. a Python environment
     git_ignored: list = field(default_factory=list) # folders (with a trailing /) and files that .gitignore left out
     def counts(self):
@@ -338,6 +339,7 @@ def _document_or_report(f:Path, content:str|bytes, rep:IndexReport) -> Document|
     if doc.attached: doc = attached_document(doc, str(f))     # a message's attachments, read after its text
     if doc.visible_chars: rep.chrome.append((str(f), doc.chrome_chars, doc.visible_chars))
     if doc.recoded: rep.recoded.append(str(f))
+    if doc.ocr_pages: rep.ocr.append((str(f), doc.ocr_pages))
     rep.skipped += doc.parts_skipped                 # the files inside an archive or a message not read
     return doc
 
@@ -659,7 +661,8 @@ def joined_parts(parts:list[tuple[str, Document]]) -> Document: # `(path, docume
         line += text.count('\n') + 2
     return Document('\n\n'.join(texts) + '\n', 'archive', anchors=anchors, parts=spans,
                     visible_chars=sum(d.visible_chars for _, d in parts),
-                    chrome_chars=sum(d.chrome_chars for _, d in parts), recoded=any(d.recoded for _, d in parts))
+                    chrome_chars=sum(d.chrome_chars for _, d in parts), recoded=any(d.recoded for _, d in parts),
+                    ocr_pages=sum(d.ocr_pages for _, d in parts))
 
 # %% ../nbs/03a_ingest.ipynb #d8040306
 def archive_document(data:bytes, # the archive's bytes
@@ -726,7 +729,8 @@ def attached_document(doc:Document, # a message read (`mail_document`, `msg_docu
                       anchors=doc.anchors + [(ln + at, a) for ln, a in files.anchors],
                       parts=[(1, Path(name).name, doc.title)] + [(ln + at, p, t) for ln, p, t in files.parts],
                       parts_skipped=doc.parts_skipped + skipped, visible_chars=doc.visible_chars + files.visible_chars,
-                      chrome_chars=doc.chrome_chars + files.chrome_chars, recoded=doc.recoded or files.recoded)
+                      chrome_chars=doc.chrome_chars + files.chrome_chars, recoded=doc.recoded or files.recoded,
+                      ocr_pages=doc.ocr_pages + files.ocr_pages)
 
 # %% ../nbs/03a_ingest.ipynb #0e51356e
 def document_chunks(sf:SourceFile, metadata:dict|None=None) -> list[Chunk]:

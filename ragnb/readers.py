@@ -48,6 +48,7 @@ class Document:
     parts_skipped: list = field(default_factory=list)  # (path, why): files inside it (an archive) left unread
     lines: list|None = None                       # a text file rewritten (`markdown_html`): each line's line in it
     attached: list = field(default_factory=list, repr=False)  # a message: (file name, bytes) of each attachment
+    ocr_pages: int = 0                            # pages read by OCR: scans (`ragnb[ocr]`)
 
 # %% ../nbs/01a_readers.ipynb #b2ebb0ac
 @dataclass(frozen=True)
@@ -1026,7 +1027,7 @@ def pdf_document(data:bytes, # the PDF's bytes
     left = [] if engine is not None or not scanned else [(name, f'{name}: {len(scanned)} of {len(pages)} pages are '
             f'scanned images without text (page {", ".join(map(str, scanned))}), left out; pip install "ragnb[ocr]" '
             'to read them')]
-    return Document(text, 'pdf', title=title, pages=per_line, parts_skipped=left)
+    return Document(text, 'pdf', title=title, pages=per_line, parts_skipped=left, ocr_pages=len(boxes))
 
 def _lines_text(lines:list[_Line]) -> tuple[str, list[tuple[int, int]]]:
     "The markdown of a document's lines in reading order, and the pages of each of its lines."
@@ -1062,7 +1063,7 @@ def tiff_document(data:bytes, # the file's bytes
     if sum(ch.isalnum() for ln in lines for ch in ln.text) < 20:
         raise BinaryFileError(f'{name}: a picture with no text that OCR reads; skipped', 'images')
     text, per_line = _lines_text(lines)
-    return Document(text, 'tiff', pages=per_line)
+    return Document(text, 'tiff', pages=per_line, ocr_pages=len(boxes))
 
 # %% ../nbs/01a_readers.ipynb #eb8f4e37
 MAX_UNZIPPED = 200 * 2**20

@@ -479,8 +479,9 @@ def test_a_scanned_page_is_read_by_ocr_and_cited_at_its_page(tmp_path):
     pdf.image(scan, x=0, y=0, w=210, h=297)
     (tmp_path / 'kb').mkdir()
     pdf.output(str(tmp_path / 'kb' / 'acta.pdf'))
-    r = ragnb_main('index', str(tmp_path / 'kb'), '--store', str(tmp_path / 's'), '--quiet', text=True)
+    r = ragnb_main('index', str(tmp_path / 'kb'), '--store', str(tmp_path / 's'), text=True)
     assert r.returncode == 0 and 'skipped' not in r.stderr, r.stderr
+    assert 'read 1 scanned pages of 1 files by OCR' in r.stdout, r.stdout
     r = ragnb_main('ask', '¿Quién guarda la llave del armario B3?', '--store', str(tmp_path / 's'), '--json', text=True)
     first = json.loads(r.stdout)['chunks'][0]
     assert first['cite'].startswith('kb/acta.pdf#page=') and first['page_end'] == 2, r.stdout[:500]
