@@ -26,10 +26,10 @@ __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
            'drawing_text', 'pdf_document', 'tiff_document', 'docx_text', 'note_number', 'styled_block', 'docx_document',
            'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
            'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
-           'mail_blocks', 'mail_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
-           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
-           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document',
-           'jupyter_id', 'notebook_document']
+           'mail_blocks', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
+           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
+           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
+           'msg_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1802,6 +1802,27 @@ def mail_document(data:bytes, # an `.eml` message, or an `.mbox` archive of them
     if not lines: raise ChunkingError(f'{name}: no message with headers; not an e-mail file')
     return Document('\n'.join(lines) + '\n', 'mail', anchors=anchors, attached=attached)
 
+# %% ../nbs/01a_readers.ipynb #0e7012da
+def mhtml_document(data:bytes, # the file's bytes: a MIME message holding the page and its resources
+                   name:str='page.mhtml', # for messages
+                  ) -> Document:
+    "A web page saved as one file (`.mht`, `.mhtml`): its HTML part read as a page, the rest left out."
+    from email import policy
+    from email.parser import BytesParser
+    msg = BytesParser(policy=policy.default).parsebytes(data)
+    pages = [p for p in msg.walk() if p.get_content_type() == 'text/html']
+    start = (msg.get_param('start') or '').strip('<>')
+    page = next((p for p in pages if (p.get('content-id') or '').strip('<>') == start), pages[0] if pages else None)
+    if page is None or not isinstance(html := page.get_payload(decode=True), bytes):
+        raise ChunkingError(f'{name}: no HTML page inside; not a web page saved as one file (MHTML)')
+    charset = page.get_content_charset()
+    if charset and not _DECLARED.search(html[:4096]):
+        try: html = '\ufeff'.encode() + html.decode(charset, 'replace').encode()        # the part's charset decides
+        except LookupError: pass
+    doc = html_document(html, name)
+    doc.kind = 'mhtml'
+    return doc
+
 # %% ../nbs/01a_readers.ipynb #cbf11357
 _u16 = lambda b, o: struct.unpack_from('<H', b, o)[0]
 _u32 = lambda b, o: struct.unpack_from('<I', b, o)[0]
@@ -2572,4 +2593,5 @@ register_reader(Reader('csv-v1', 'csv', csv_document), '.csv', '.tsv')
 register_reader(Reader('mail-v2', 'mail', mail_document), '.eml', '.mbox')   # v2: HTML by its own charset
 register_reader(Reader('msg-v1', 'mail', msg_document), '.msg')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
+register_reader(Reader('mhtml-v1', 'mhtml', mhtml_document), '.mht', '.mhtml')
 if importlib.util.find_spec('rapidocr'): register_reader(Reader('tiff-ocr1', 'tiff', tiff_document), '.tif', '.tiff')
