@@ -17,19 +17,19 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME',
            'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE',
-           'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END',
-           'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED',
-           'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document', 'Reader', 'register_reader',
-           'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'text_document',
-           'text_reader', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
-           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
-           'drawing_text', 'pdf_document', 'tiff_document', 'docx_text', 'note_number', 'styled_block', 'docx_document',
-           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
-           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
-           'mail_blocks', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
-           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
-           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
-           'msg_document', 'jupyter_id', 'notebook_document']
+           'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS',
+           'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH',
+           'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document',
+           'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
+           'front_matter', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
+           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
+           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'docx_text',
+           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
+           'xlsx_document', 'ods_document', 'csv_document', 'mail_blocks', 'mail_document', 'mhtml_document',
+           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
+           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
+           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -912,6 +912,7 @@ def _check_repeats(pages:list[list], name:str):
 # %% ../nbs/01a_readers.ipynb #7adc6577
 OCR_DPI = 170      # a scanned page's rendering for OCR: an A4 page's long side at RapidOCR's 2,000 pixels
 OCR_SURE = 0.85    # a page read with less confidence (per character) is read upside down too: the better wins
+MAX_OCR_PAGES, MAX_OCR_ENV = 300, 'RAGNB_MAX_OCR_PAGES'   # scanned pages read per file (about 18 min on 2 cores)
 _OCR_LOCK = threading.Lock()
 
 @functools.lru_cache(maxsize=1)
@@ -1002,6 +1003,7 @@ def pdf_document(data:bytes, # the PDF's bytes
     try:
         _check_page_count(len(pdf), name)
         pages, heights, widths, scanned, engine, boxes = [], [], [], [], None, {}
+        ocr_cap = int(os.environ.get(MAX_OCR_ENV) or MAX_OCR_PAGES)
         for i in range(len(pdf)):
             page = pdf[i]
             widths.append(page.get_width())
@@ -1009,7 +1011,8 @@ def pdf_document(data:bytes, # the PDF's bytes
             pages.append(_page_lines(page, i + 1))
             if scanned_page(page, pages[-1]):
                 scanned.append(i + 1)
-                if (engine := ocr_engine()) is not None: boxes[i + 1] = (page.get_height(), page_boxes(page, engine))
+                if (engine := ocr_engine()) is not None and len(boxes) < ocr_cap:
+                    boxes[i + 1] = (page.get_height(), page_boxes(page, engine))
         title = (pdf.get_metadata_dict().get('Title') or '').strip() or None
     finally: pdf.close()
     for pno, lines in ocr_lines(boxes).items(): pages[pno - 1] = lines
@@ -1024,10 +1027,20 @@ def pdf_document(data:bytes, # the PDF's bytes
     if drawing_text(' '.join(ln.text for ln in lines)):
         raise BinaryFileError(f'{name}: a drawing (its text is labels scattered letter by letter); skipped', 'images')
     text, per_line = _lines_text(lines)
-    left = [] if engine is not None or not scanned else [(name, f'{name}: {len(scanned)} of {len(pages)} pages are '
-            f'scanned images without text (page {", ".join(map(str, scanned))}), left out; pip install "ragnb[ocr]" '
-            'to read them')]
+    unread = [p for p in scanned if p not in boxes]
+    fix = f'raise ${MAX_OCR_ENV} ({ocr_cap}) to read them' if engine is not None else \
+        'pip install "ragnb[ocr]" to read them'
+    left = [(name, f'{name}: {len(unread)} of {len(pages)} pages are scanned images without text (page '
+             f'{_page_list(unread)}), left out; {fix}')] if unread else []
     return Document(text, 'pdf', title=title, pages=per_line, parts_skipped=left, ocr_pages=len(boxes))
+
+def _page_list(pages:list[int]) -> str:
+    "Page numbers as runs: [1, 2, 3, 7] → '1-3, 7'."
+    runs = []
+    for p in pages:
+        if runs and p == runs[-1][1] + 1: runs[-1][1] = p
+        else: runs.append([p, p])
+    return ', '.join(f'{a}-{b}' if b > a else f'{a}' for a, b in runs)
 
 def _lines_text(lines:list[_Line]) -> tuple[str, list[tuple[int, int]]]:
     "The markdown of a document's lines in reading order, and the pages of each of its lines."
