@@ -643,7 +643,7 @@ def part_anchors(path:str, # the file's path in the archive
     slides (`plan.pdf#page=3`); a space in the path is written `%20`, so `Chunk.cite` does not take it for a heading."""
     q = re.sub(r'[\s%#]', lambda m: quote(m.group()), path)
     out = [(at, q)] + [(ln + shift + at - 1, f'{q}#{a}') for ln, a in doc.anchors]
-    unit = 'slide' if doc.kind in ('pptx', 'odp') else 'page'
+    unit = 'slide' if doc.kind in ('pptx', 'ppt', 'odp') else 'page'
     out += [(i + shift + at, f'{q}#{unit}={p}') for i, (p, _) in enumerate(doc.pages or [])
             if i == 0 or doc.pages[i - 1][0] != p]
     return sorted(out, key=lambda a: a[0])

@@ -23,8 +23,8 @@ __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
            'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
            'front_matter', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
            'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
-           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'docx_text',
-           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'as_main_type',
+           'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
            'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
            'xlsx_document', 'ods_document', 'csv_document', 'mail_blocks', 'mail_document', 'mhtml_document',
            'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
@@ -1096,6 +1096,28 @@ def _check_zip(data:bytes, name:str, fmt:str='DOCX', app:str='Word'): # the form
         raise ChunkingError(f'{name}: its zip content would inflate to {total / 2**20:.0f} MB from '
                             f'{len(data) / 2**20:.1f} MB (a zip bomb?); not read')
 
+_OOXML_MAIN = {'word': b'application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml',
+               'ppt': b'application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml'}
+_OOXML_VARIANT = re.compile(rb'<Override\b[^>]*?PartName="/(word|ppt)/[^"/]+\.xml"[^>]*>')
+
+def as_main_type(data:bytes) -> bytes:
+    """A Word or PowerPoint package with its main part typed as a plain document or presentation. A macro-enabled
+    file, a template or a slide show (`.docm`, `.dotx`, `.ppsx`, `.potx`...) differs only in that type, which
+    python-docx and python-pptx refuse; the package comes back as it is when its type is plain already."""
+    z = zipfile.ZipFile(io.BytesIO(data))
+    try: types = z.read('[Content_Types].xml')
+    except KeyError: return data
+    def plain(m):
+        main = _OOXML_MAIN[m[1].decode()]
+        ct = re.search(rb'ContentType="([^"]+)"', m[0])
+        return m[0] if not ct or not ct[1].endswith(b'.main+xml') else m[0].replace(ct[1], main)
+    new = _OOXML_VARIANT.sub(plain, types)
+    if new == types: return data
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as w:
+        for info in z.infolist(): w.writestr(info, new if info.filename == '[Content_Types].xml' else z.read(info))
+    return out.getvalue()
+
 # %% ../nbs/01a_readers.ipynb #1ba5085c
 _W = '{http://schemas.openxmlformats.org/wordprocessingml/2006/main}'
 _DOCX_AWAY = {f'{_W}moveFrom', f'{_W}txbxContent', f'{_W}del'}   # text moved elsewhere, a text box's own paragraphs
@@ -1182,7 +1204,7 @@ def docx_document(data:bytes, # the file's bytes
     from docx.table import Table
     from docx.text.paragraph import Paragraph
     _check_zip(data, name)
-    d, blocks = docx.Document(io.BytesIO(data)), []
+    d, blocks = docx.Document(io.BytesIO(as_main_type(data))), []   # .docm, .dotx: as a .docx
     cited = _docx_notes(d)
     for el in d.element.body.iterchildren():
         tag = el.tag.rsplit('}', 1)[-1]
@@ -1623,7 +1645,7 @@ def pptx_document(data:bytes, # the file's bytes
     numbers are left out; pictures and charts have no text to read."""
     from pptx import Presentation
     _check_zip(data, name, 'PPTX', 'PowerPoint')
-    try: deck = Presentation(io.BytesIO(data))
+    try: deck = Presentation(io.BytesIO(as_main_type(data)))      # .ppsx, .potx: as a .pptx
     except Exception as e:                        # python-pptx raises KeyError, ValueError... for a broken package
         raise ChunkingError(f'{name}: not a readable PPTX ({type(e).__name__}: {e}); re-save it from PowerPoint') \
             from None
@@ -2591,13 +2613,14 @@ def notebook_document(data:bytes, # the file's bytes
 register_reader(Reader('html-v4', 'html', html_document), '.html', '.htm', '.xhtml')
 register_reader(Reader('pdf-v4' + ('+ocr1' if importlib.util.find_spec('rapidocr') else ''), 'pdf', pdf_document),
                 '.pdf')                       # v4: a line breaks at a page break; +ocr1: scanned pages read
-register_reader(Reader('docx-v2', 'docx', docx_document), '.docx')   # v2: text in insertions, controls, fields
+register_reader(Reader('docx-v2', 'docx', docx_document), '.docx',   # v2: text in insertions, controls, fields
+                '.docm', '.dotx', '.dotm')            # macro-enabled files and templates: the same package
 register_reader(Reader('doc-v1', 'doc', doc_document), '.doc', '.dot')
 register_reader(Reader('odt-v1', 'odt', odt_document), '.odt', '.fodt')
 register_reader(Reader('odp-v1', 'odp', odp_document), '.odp', '.fodp')
 register_reader(Reader('epub-v1', 'epub', epub_document), '.epub')
-register_reader(Reader('pptx-v1', 'pptx', pptx_document), '.pptx')
-register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm')
+register_reader(Reader('pptx-v1', 'pptx', pptx_document), '.pptx', '.pptm', '.ppsx', '.ppsm', '.potx', '.potm')
+register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm', '.xltx', '.xltm')
 register_reader(Reader('xls-v1', 'xls', xls_document), '.xls', '.xlt')
 register_reader(Reader('ppt-v1', 'ppt', ppt_document), '.ppt', '.pps', '.pot')
 register_reader(Reader('rtf-v1', 'rtf', rtf_document), '.rtf')
