@@ -4,7 +4,8 @@
 
 # %% ../nbs/01a_readers.ipynb #47841ec2
 from __future__ import annotations
-import bisect, datetime, functools, importlib.util, io, json, os, posixpath, re, struct, threading, zipfile
+import bisect, datetime, functools, html as html_lib, importlib.util, io, json, os, posixpath, re, struct, threading
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,17 +20,18 @@ __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
            'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE',
            'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS',
            'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH',
-           'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'Document',
-           'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
-           'front_matter', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
-           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
-           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'as_main_type',
-           'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'mail_blocks', 'mail_document', 'mhtml_document',
-           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
-           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
-           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document']
+           'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS',
+           'TRANSCRIPT_PAUSE', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version',
+           'reader_version', 'has_html', 'front_matter', 'text_document', 'text_reader', 'read_document',
+           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html',
+           'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document',
+           'tiff_document', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
+           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
+           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'mail_blocks',
+           'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
+           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
+           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document',
+           'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -2609,6 +2611,57 @@ def notebook_document(data:bytes, # the file's bytes
     if not blocks: raise ChunkingError(f'{name}: no text in the notebook; nothing to index')
     return Document('\n\n'.join(blocks) + '\n', 'notebook', title=meta.get('title') or None, anchors=anchors)
 
+# %% ../nbs/01a_readers.ipynb #3fe56c67
+_CUE_TIME = re.compile(r'^\s*(?:(\d+):)?(\d{1,2}):(\d{2})[.,](\d{3})\s+-->\s+(?:(\d+):)?(\d{1,2}):(\d{2})[.,](\d{3})')
+_VOICE = re.compile(r'<v(?:\.[\w.-]+)?\s+([^>]+)>')
+_SPEAKER = re.compile(r'^([A-ZÁÉÍÓÚÑ][\w.\'-]*(?: [A-ZÁÉÍÓÚÑ][\w.\'-]*){0,3}):\s+(?=\S)')   # 'Ana Ruiz: ...'
+TRANSCRIPT_PAUSE = 10.0        # seconds of silence that end a paragraph, even with the same speaker
+
+def transcript_cues(text:str) -> list[tuple[float, str, str]]:
+    "`(start in seconds, speaker or '', text)` of each cue of a WebVTT or SubRip file, in order."
+    cues, lines, i = [], text.replace('\r\n', '\n').replace('\r', '\n').split('\n'), 0
+    while i < len(lines):
+        m = _CUE_TIME.match(lines[i])
+        i += 1
+        if not m: continue                  # headers, NOTE and STYLE blocks, cue numbers and ids: not spoken
+        h, mi, s, ms = (int(g or 0) for g in m.groups()[:4])
+        body = []
+        while i < len(lines) and lines[i].strip() and not _CUE_TIME.match(lines[i]):
+            body.append(lines[i].strip())
+            i += 1
+        raw = ' '.join(body)
+        voice = _VOICE.search(raw)
+        said = _clean(html_lib.unescape(re.sub(r'<[^>]*>', '', raw)))
+        speaker = _clean(voice[1]) if voice else ''
+        if not speaker and (sm := _SPEAKER.match(said)): speaker, said = sm[1], said[sm.end():]
+        if said: cues.append((h * 3600 + mi * 60 + s + ms / 1000, speaker, said))
+    return cues
+
+# %% ../nbs/01a_readers.ipynb #c7fabdfa
+def transcript_document(data:bytes, # the file's bytes: WebVTT (`.vtt`) or SubRip (`.srt`)
+                        name:str='reunion.vtt', # for messages
+                       ) -> Document:
+    """A transcript as markdown: consecutive cues of one speaker joined into a paragraph that starts with the speaker
+    and the time (`Ana Ruiz [00:12:30]: ...`), each paragraph an anchor `t=00:12:30`; a cue repeated is read once."""
+    cues = transcript_cues(decode_text(data, name))
+    if not cues: raise ChunkingError(f'{name}: no timed cues (HH:MM:SS.mmm --> ...); not a VTT or SRT transcript')
+    paras, last, end = [], None, -1.0
+    for start, speaker, said in cues:
+        if last and said == last[2]: continue                               # rolling captions repeat the line
+        p = paras[-1] if paras else None
+        if p and speaker == p['speaker'] and start - end <= TRANSCRIPT_PAUSE and len(p['text']) < 1000:
+            p['text'] += ' ' + said
+        else: paras.append(dict(start=start, speaker=speaker, text=said))
+        last, end = (start, speaker, said), start
+    lines, anchors = [], []
+    for p in paras:
+        t = int(p['start'])
+        stamp = f'{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}'
+        anchors.append((len(lines) + 1, f't={stamp}'))
+        lines += [_paragraph(f"{p['speaker']} [{stamp}]: {p['text']}" if p['speaker'] else f"[{stamp}] {p['text']}"),
+                  '']
+    return Document('\n'.join(lines), 'transcript', anchors=anchors)
+
 # %% ../nbs/01a_readers.ipynb #361564d1
 register_reader(Reader('html-v4', 'html', html_document), '.html', '.htm', '.xhtml')
 register_reader(Reader('pdf-v4' + ('+ocr1' if importlib.util.find_spec('rapidocr') else ''), 'pdf', pdf_document),
@@ -2630,4 +2683,5 @@ register_reader(Reader('mail-v2', 'mail', mail_document), '.eml', '.mbox')   # v
 register_reader(Reader('msg-v1', 'mail', msg_document), '.msg')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
 register_reader(Reader('mhtml-v1', 'mhtml', mhtml_document), '.mht', '.mhtml')
+register_reader(Reader('transcript-v1', 'transcript', transcript_document), '.vtt', '.srt')
 if importlib.util.find_spec('rapidocr'): register_reader(Reader('tiff-ocr1', 'tiff', tiff_document), '.tif', '.tiff')
