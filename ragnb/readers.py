@@ -2669,15 +2669,15 @@ register_reader(Reader('pdf-v4' + ('+ocr1' if importlib.util.find_spec('rapidocr
 register_reader(Reader('docx-v2', 'docx', docx_document), '.docx',   # v2: text in insertions, controls, fields
                 '.docm', '.dotx', '.dotm')            # macro-enabled files and templates: the same package
 register_reader(Reader('doc-v1', 'doc', doc_document), '.doc', '.dot')
-register_reader(Reader('odt-v1', 'odt', odt_document), '.odt', '.fodt')
-register_reader(Reader('odp-v1', 'odp', odp_document), '.odp', '.fodp')
+register_reader(Reader('odt-v1', 'odt', odt_document), '.odt', '.fodt', '.ott')     # and a template: the same
+register_reader(Reader('odp-v1', 'odp', odp_document), '.odp', '.fodp', '.otp')
 register_reader(Reader('epub-v1', 'epub', epub_document), '.epub')
 register_reader(Reader('pptx-v1', 'pptx', pptx_document), '.pptx', '.pptm', '.ppsx', '.ppsm', '.potx', '.potm')
 register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm', '.xltx', '.xltm')
 register_reader(Reader('xls-v1', 'xls', xls_document), '.xls', '.xlt')
 register_reader(Reader('ppt-v1', 'ppt', ppt_document), '.ppt', '.pps', '.pot')
 register_reader(Reader('rtf-v1', 'rtf', rtf_document), '.rtf')
-register_reader(Reader('ods-v1', 'ods', ods_document), '.ods', '.fods')
+register_reader(Reader('ods-v1', 'ods', ods_document), '.ods', '.fods', '.ots')
 register_reader(Reader('csv-v1', 'csv', csv_document), '.csv', '.tsv')
 register_reader(Reader('mail-v2', 'mail', mail_document), '.eml', '.mbox')   # v2: HTML by its own charset
 register_reader(Reader('msg-v1', 'mail', msg_document), '.msg')
