@@ -27,11 +27,11 @@ __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
            'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document',
            'tiff_document', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
            'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
-           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'mail_blocks',
-           'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
-           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
-           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document',
-           'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
+           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
+           'history_start', 'mail_blocks', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
+           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
+           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
+           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1765,28 +1765,65 @@ def csv_document(data:bytes, # the file's bytes
     return doc
 
 # %% ../nbs/01a_readers.ipynb #a941bd5f
+_QUOTED = re.compile(r'^\s*>')                                           # the replies' quotes of earlier mail
+_ATTRIBUTION = re.compile(r'^\s*(?:On|El|Am|Le|Il|Em)\b.{4,240}\b(?:wrote|escribió|schrieb|a écrit|ha scritto|escreveu)'
+                          r'\s*:\s*$', re.I)
+_HEADER_FIELD = re.compile(r'^\W{0,3}(from|de|von|da|sent|enviado(?: el)?|gesendet|envoyé|date|fecha|to|para|an|à|a|'
+                           r'subject|asunto|betreff|objet|oggetto)\W{0,3}:\W{0,3}\s', re.I)
+_SEPARATOR = re.compile(r'^\s*(?:-{3,}\s*[\w ]{5,40}\s*-{3,}|_{20,})\s*$')   # -----Original Message-----, ____
+
+def unquoted(lines:list[str]) -> list[str]:
+    "A message's lines without those quoted from earlier mail (`>`) and the `On ..., Ana wrote:` line before them."
+    out = []
+    for k, ln in enumerate(lines):
+        if _QUOTED.match(ln): continue
+        nxt = next((x for x in lines[k + 1:] if x.strip()), '')
+        if _ATTRIBUTION.match(ln) and _QUOTED.match(nxt): continue
+        out.append(ln)
+    return out
+
+def history_start(lines:list[str]) -> int|None:
+    """The line where a reply's copy of the earlier messages begins, as Outlook and others write it: a header block
+    (From, Sent or Date, To, Subject, in English, Spanish, German, French or Italian; on its lines, or on one), and
+    the separator line just before it; None without one."""
+    for k, ln in enumerate(lines):
+        m = _HEADER_FIELD.match(ln)
+        if not m or m[1].lower() not in ('from', 'de', 'von', 'da'): continue
+        block = ' '.join(lines[k:k + 6]).lower()
+        fields = {f.group(1) for f in re.finditer(r'(?:^|\s|\*)(sent|enviado(?: el)?|gesendet|envoyé|date|fecha|to|'
+                                                  r'para|an|subject|asunto|betreff|objet|oggetto)\W{0,3}:\W{0,3}\s',
+                                                  block)}
+        if len(fields & {'subject', 'asunto', 'betreff', 'objet', 'oggetto'}) and len(fields) >= 3:
+            before = max((j for j in range(k) if lines[j].strip()), default=None)
+            return before if before is not None and _SEPARATOR.match(lines[before]) else k
+    return None
+
 def mail_blocks(subject:str, # the message's subject ('' without one)
                 who:list[tuple[str, str]], # `(field, value)`: From, To and Date, those the message has
                 body:str|bytes, # its text, or its HTML: a `str` decoded already, or the part's bytes as sent
                 kind:str, # what `body` is: 'text', 'html', or 'markdown' (a rich-text body read already)
                 files:list[str], # its attachments' names
                 name:str, # the file, for messages
+                history:bool=True, # keep a reply's copy of the earlier messages (`history_start`); an archive's are not
                ) -> list[tuple[str, str]]:
-    "`(kind, markdown)` of a message: its subject as a heading, who and when, its text (or its HTML read), attachments."
+    """`(kind, markdown)` of a message: its subject as a heading, who and when, its text (or its HTML read) without
+    the lines quoted from earlier mail (`>`) or the line that introduces them, and its attachments."""
     blocks = [('h', f'# {_clean(subject) or "(no subject)"}')]
     if line := ' · '.join(f'{k}: {v}' for k, v in ((k, _clean(v)) for k, v in who) if v): blocks.append(('p', line))
     if kind == 'html':
         data = body if isinstance(body, bytes) else '\ufeff'.encode() + body.encode()  # decoded: no <meta> charset
         try: body, kind = html_document(data, name).text, 'markdown'
         except ChunkingError: body = ''
-    quoted = re.compile(r'^\s*>')                                          # the replies' quotes of earlier mail
-    paras = re.split(r'\n\s*\n', '\n'.join(ln for ln in body.splitlines() if not quoted.match(ln)))
+    lines = body.splitlines()
+    if not history and (cut := history_start(lines)) is not None: lines = lines[:cut]
+    paras = re.split(r'\n\s*\n', '\n'.join(unquoted(lines)))
     if kind == 'markdown': blocks += [('p', p.strip('\n')) for p in paras if p.strip()]     # lists, tables kept
     else: blocks += [('p', _paragraph(t)) for p in paras if (t := _clean(p))]
     if files: blocks.append(('p', 'Attachments: ' + ', '.join(files)))
     return blocks
 
-def _mail_blocks(msg, name:str, files:list[str]) -> list[tuple[str, str]]: # its attachments' names
+def _mail_blocks(msg, name:str, files:list[str], # its attachments' names
+                 history:bool=True) -> list[tuple[str, str]]: # keep a reply's copy of the earlier messages
     "`mail_blocks` of a message parsed by Python's `email` package."
     body, content = msg.get_body(preferencelist=('plain', 'html')), ''
     if body is not None:
@@ -1794,7 +1831,7 @@ def _mail_blocks(msg, name:str, files:list[str]) -> list[tuple[str, str]]: # its
         except (LookupError, ValueError): content = body.get_payload(decode=True).decode('utf-8', 'replace')
     who = [(k, str(msg[k])) for k in ('From', 'To', 'Date') if msg.get(k)]
     html = body is not None and body.get_content_type() == 'text/html'
-    return mail_blocks(str(msg.get('subject') or ''), who, content, 'html' if html else 'text', files, name)
+    return mail_blocks(str(msg.get('subject') or ''), who, content, 'html' if html else 'text', files, name, history)
 
 def _mail_attachments(msg, name:str) -> list[tuple[str, bytes|Document]]:
     """`(name, bytes)` of a message's attached files, and `(name, Document)` of a forwarded message, read here (its
@@ -1835,7 +1872,8 @@ def mail_document(data:bytes, # an `.eml` message, or an `.mbox` archive of them
         if lines: lines.append('')
         if len(raws) > 1 and (mid := _clean(str(msg.get('message-id') or '')).strip('<>')):
             anchors.append((len(lines) + 1, mid))
-        lines += _blocks_text(_mail_blocks(msg, name, [n for n, _ in files]))[0].rstrip('\n').split('\n')
+        blocks = _mail_blocks(msg, name, [n for n, _ in files], history=len(raws) == 1)   # an archive holds them
+        lines += _blocks_text(blocks)[0].rstrip('\n').split('\n')
     if not lines: raise ChunkingError(f'{name}: no message with headers; not an e-mail file')
     return Document('\n'.join(lines) + '\n', 'mail', anchors=anchors, attached=attached)
 
