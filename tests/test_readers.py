@@ -428,6 +428,22 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
     (kb / 'guardias.ppt').write_bytes(gzip.decompress((OFFICE / 'plan.ppt.gz').read_bytes()))
     (kb / 'contratos.rtf').write_text(r'{\rtf1{\stylesheet{\s1 heading 1;}}\pard\s1 Proveedores y contratos\par\pard '
                                       r'El contrato de mantenimiento del SAI vence en marzo.\par}')
+    (kb / 'comite.vtt').write_text('WEBVTT\n\n00:12:30.000 --> 00:12:33.000\n<v Marta Peña>La revisión de capacidad '
+                                   'es el jueves\n\n00:12:33.000 --> 00:12:36.000\n<v Marta Peña>en la sala Tajo.\n')
+    (kb / 'proxy.mhtml').write_bytes(b'MIME-Version: 1.0\nContent-Type: multipart/related; boundary="b"\n\n--b\n'
+                                     b'Content-Type: text/html; charset="utf-8"\n\n<html><body><h1 id="cert">Proxy</h1>'
+                                     b'<p>El certificado del proxy caduca en enero.</p></body></html>\n--b--\n')
+    import docx
+    word = docx.Document()
+    word.add_paragraph('La macro de cierre se ejecuta el último día hábil del mes.')
+    buf = io.BytesIO()
+    word.save(buf)
+    macro = rb'\1application/vnd.ms-word.document.macroEnabled.main+xml'
+    with zipfile.ZipFile(buf) as src, zipfile.ZipFile(kb / 'cierre.docm', 'w') as z:   # as Word saves a .docm
+        for i in src.infolist():
+            body = src.read(i)
+            if i.filename == '[Content_Types].xml': body = re.sub(rb'(document\.xml" ContentType=")[^"]+', macro, body)
+            z.writestr(i, body)
     with zipfile.ZipFile(kb / 'wiki.zip', 'w') as z:          # a wiki's export: its pages, a logo, a broken PDF
         z.writestr('Ops/Llaves_12.html', '<h1 id="t">Llaves</h1><h2 id="cpd">CPD</h2><p>La llave del CPD está en el '
                                          'armario gris de la planta 2.</p>')
@@ -435,9 +451,9 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
         z.writestr('Ops/roto.pdf', b'%PDF-1.4 torn')
     r = ragnb_main('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', text=True)
     assert r.returncode == 0, r.stderr
-    assert ('by kind: archive: 1 indexed · doc: 1 indexed · epub: 1 indexed · mail: 1 indexed · odt: 1 indexed · '
-            'pdf: 1 skipped · '
-            'ppt: 1 indexed · pptx: 1 indexed · rtf: 1 indexed · xls: 1 indexed · xlsx: 1 indexed') in r.stdout
+    assert ('by kind: archive: 1 indexed · doc: 1 indexed · docx: 1 indexed · epub: 1 indexed · mail: 1 indexed · '
+            'mhtml: 1 indexed · odt: 1 indexed · pdf: 1 skipped · ppt: 1 indexed · pptx: 1 indexed · rtf: 1 indexed · '
+            'transcript: 1 indexed · xls: 1 indexed · xlsx: 1 indexed') in r.stdout, r.stdout
     assert f'skipped {kb}/wiki.zip/Ops/roto.pdf: not a readable PDF' in r.stderr
     for question, cite, slide in [('¿Qué día se rotan las cintas LTO?', 'kb/manual.odt#Cintas', None),
                                   ('¿Cuál es el teléfono de guardia?', 'kb/plan.pptx#slide=', 2),
@@ -452,7 +468,10 @@ def test_office_files_and_books_are_indexed_and_cited_where_the_answer_is(tmp_pa
                                   ('¿Qué extensión tiene la responsable del corte?',      # in the mail's attached PDF
                                    'kb/corte.msg#plan%20de%20corte.pdf#page=1', None),
                                   ('¿A qué versión hay que actualizar el firmware del router?',   # a message attached
-                                   'kb/corte.msg#Incidencia%2042.msg', None)]:
+                                   'kb/corte.msg#Incidencia%2042.msg', None),
+                                  ('¿Dónde es la revisión de capacidad?', 'kb/comite.vtt#t=00:12:30', None),
+                                  ('¿Cuándo caduca el certificado del proxy?', 'kb/proxy.mhtml#cert', None),
+                                  ('¿Cuándo se ejecuta la macro de cierre?', 'kb/cierre.docm', None)]:
         r = ragnb_main('ask', question, '--store', str(tmp_path / 's'), '--json', text=True)
         first = json.loads(r.stdout)['chunks'][0]
         assert first['cite'].startswith(cite), (question, r.stdout[:500])
