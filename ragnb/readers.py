@@ -16,22 +16,23 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
                             mode_for, read_file_bytes, read_text_file, runs_of, strategy_version, _source_line)
 
 # %% auto #0
-__all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'FRONT_MATTER_EXTS', 'GENERATOR_CHROME',
-           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE',
-           'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS',
-           'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH',
-           'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS',
-           'TRANSCRIPT_PAUSE', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version',
-           'reader_version', 'has_html', 'front_matter', 'text_document', 'text_reader', 'read_document',
-           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html',
-           'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document',
-           'tiff_document', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
-           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
-           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
-           'history_start', 'mail_blocks', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
-           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
-           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
-           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
+__all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
+           'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI',
+           'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
+           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
+           'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
+           'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader', 'register_reader', 'reader_for',
+           'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'text_document',
+           'text_reader', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
+           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
+           'drawing_text', 'pdf_document', 'tiff_document', 'as_main_type', 'docx_text', 'note_number', 'styled_block',
+           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
+           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
+           'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'mail_document', 'mhtml_document', 'WordBinary',
+           'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records',
+           'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties',
+           'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues',
+           'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -98,6 +99,7 @@ def reader_version(reader:str, chunker_version:str) -> str:
 # %% ../nbs/01a_readers.ipynb #9edf88b9
 FRONT_MATTER_READER = 'frontmatter-v1'      # the reader of a markdown file with front matter (`text_document`)
 MARKDOWN_HTML_READER = 'mdhtml-v1'          # ... and of one with HTML in it (`markdown_html`)
+MDX_READER = 'mdx-v1'                       # ... and of an MDX page: its components and admonitions read too
 _MDX_ESM = re.compile(r'^(import|export)\s', re.M)   # an MDX page's ESM lines (`markdown_html(mdx=True)`)
 def has_html(text:str) -> bool:
     """Might `markdown_html` change `text`: a comment, a tag that opens an HTML block, a tag alone on a line, or an
@@ -150,9 +152,9 @@ def text_reader(path:str|Path, text:str) -> str:
     parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
     ext = inner_path(path).suffix.lower()
     if ext not in FRONT_MATTER_EXTS: return ''
-    html = has_html(text) or ext == '.mdx' and _MDX_ESM.search(text) is not None
-    names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * html
-    return '.'.join(names)
+    mdx = ext == '.mdx'
+    names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))
+    return '.'.join(names + [MDX_READER] * mdx)
 
 # %% ../nbs/01a_readers.ipynb #f9bf8da4
 def read_document(path:str|Path, # the file
@@ -649,6 +651,15 @@ def _fragment(html:str) -> list[str]:
 # %% ../nbs/01a_readers.ipynb #cd9f8ad8
 def _outside_code(line:str) -> str: return re.sub(r'(`+)[^`]*?\1', '', line)
 
+_ADMONITION = re.compile(r'^ {0,3}:::(?:\s*(\w[\w-]*))?(?:\[([^\]]*)\]|[ \t]+(.+?))?\s*$')   # Docusaurus's, VitePress's
+_JSX_TAG = re.compile(r'</?[A-Z][\w.]*(?:\s[^<>]*)?/?>')                  # an MDX component: `<Highlight color="x">`
+_MDX_COMMENT = re.compile(r'\{/\*.*?\*/\}', re.S)
+
+def _mdx_inline(text:str) -> str:
+    "An MDX paragraph's components as their text and its `{/* comments */}` as nothing, outside code spans."
+    parts = re.split(r'(`+[^`]*?`+)', _MDX_COMMENT.sub('', text))
+    return ''.join(p if k % 2 else _JSX_TAG.sub('', p) for k, p in enumerate(parts))
+
 def _comment_end(lines:list[str], i:int) -> int:
     "The line where a comment that opens in line `i` (outside code spans) closes; `i` when none stays open."
     rest = _outside_code(lines[i]).split('<!--', 1)
@@ -681,13 +692,20 @@ def markdown_html(text:str,
             while i + 1 < len(lines) and lines[i + 1].strip(): i += 1
             i += 1
             continue
+        if mdx and (a := _ADMONITION.match(line)):                        # `:::tip[Title]`: its title; `:::`: none
+            label = (a[2] or a[3] or a[1] or '').strip()
+            emit([f'**{label[:1].upper() + label[1:]}**' if label else ''], i, i)
+            i, in_par = i + 1, False
+            continue
         if (end := _block_end(lines, i, in_par)) is not None:          # an HTML block, as markdown
             md = _fragment('\n'.join(lines[i:end + 1]))
             emit([''] * bool(md and out and out[-1].strip()) + md, i, end)
             i, in_par = end + 1, False
             continue
         end = _comment_end(lines, i)                                   # a comment may run over lines
-        emit(_inline_html('\n'.join(lines[i:end + 1])).split('\n'), i, end)
+        inline = _inline_html('\n'.join(lines[i:end + 1]))
+        if mdx: inline = _mdx_inline(inline)                           # `<Highlight>`'s text; `{/* */}` nothing
+        emit(inline.split('\n'), i, end)
         i, in_par = end + 1, bool(lines[end].strip())
     new = '\n'.join(out)
     return None if new == text else (new, src)
