@@ -945,7 +945,7 @@ def ocr_engine():
 
 def scanned_page(page, lines:list[_Line]) -> bool:
     "Whether a PDF page is a picture of text: under 20 letters or digits of text, and an image over a quarter of it."
-    if sum(ch.isalnum() for ln in lines for ch in ln.text) >= 20: return False
+    if sum(_alnum(ln.text) for ln in lines) >= 20: return False
     import pypdfium2.raw as pdfc
     area = page.get_width() * page.get_height()
     for obj in page.get_objects(filter=(pdfc.FPDF_PAGEOBJ_IMAGE,), max_depth=3):
@@ -1037,8 +1037,8 @@ def pdf_document(data:bytes, # the PDF's bytes
     finally: pdf.close()
     for pno, lines in ocr_lines(boxes).items(): pages[pno - 1] = lines
     _check_repeats(pages, name)
-    lines = [ln for ls, w in zip(_drop_running(pages, heights), widths) for ln in _reading_order(ls, w)]
-    if sum(ch.isalnum() for ln in lines for ch in ln.text) < 20:
+    lines = _ordered_lines(pages, heights, widths)
+    if sum(_alnum(ln.text) for ln in lines) < 20:
         if scanned and engine is None:
             raise ChunkingError(f'{name}: no text layer in {len(pages)} pages, which are scanned images; pip install '
                                 '"ragnb[ocr]" to read them by OCR (or run ocrmypdf on it)')
@@ -1061,6 +1061,10 @@ def _page_list(pages:list[int]) -> str:
         if runs and p == runs[-1][1] + 1: runs[-1][1] = p
         else: runs.append([p, p])
     return ', '.join(f'{a}-{b}' if b > a else f'{a}' for a, b in runs)
+
+def _ordered_lines(pages:list[list[_Line]], heights:list[float], widths:list[float]) -> list[_Line]:
+    "A document's lines in reading order, page by page, without running heads and footers."
+    return [ln for ls, w in zip(_drop_running(pages, heights), widths) for ln in _reading_order(ls, w)]
 
 def _lines_text(lines:list[_Line]) -> tuple[str, list[tuple[int, int]]]:
     "The markdown of a document's lines in reading order, and the pages of each of its lines."
@@ -1088,12 +1092,11 @@ def tiff_document(data:bytes, # the file's bytes
             image = np.asarray(frame.convert('RGB'))
             boxes[i + 1] = (image.shape[0] / scale, ocr_boxes(image, engine, scale))
             widths.append(image.shape[1] / scale)
+    except ChunkingError: raise
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
-        if isinstance(e, ChunkingError): raise
         raise ChunkingError(f'{name}: not a readable TIFF ({type(e).__name__}: {e}); save it again') from None
-    pages, heights = list(ocr_lines(boxes).values()), [h for h, _ in boxes.values()]
-    lines = [ln for ls, w in zip(_drop_running(pages, heights), widths) for ln in _reading_order(ls, w)]
-    if sum(ch.isalnum() for ln in lines for ch in ln.text) < 20:
+    lines = _ordered_lines(list(ocr_lines(boxes).values()), [h for h, _ in boxes.values()], widths)
+    if sum(_alnum(ln.text) for ln in lines) < 20:
         raise BinaryFileError(f'{name}: a picture with no text that OCR reads; skipped', 'images')
     text, per_line = _lines_text(lines)
     return Document(text, 'tiff', pages=per_line, ocr_pages=len(boxes))
@@ -1784,10 +1787,12 @@ def csv_document(data:bytes, # the file's bytes
 
 # %% ../nbs/01a_readers.ipynb #a941bd5f
 _QUOTED = re.compile(r'^\s*>')                                           # the replies' quotes of earlier mail
-_ATTRIBUTION = re.compile(r'^\s*(?:On|El|Am|Le|Il|Em)\b.{4,240}\b(?:wrote|escribió|schrieb|a écrit|ha scritto|escreveu)'
-                          r'\s*:\s*$', re.I)
-_HEADER_FIELD = re.compile(r'^\W{0,3}(from|de|von|da|sent|enviado(?: el)?|gesendet|envoyé|date|fecha|to|para|an|à|a|'
-                           r'subject|asunto|betreff|objet|oggetto)\W{0,3}:\W{0,3}\s', re.I)
+_ATTRIBUTION = re.compile(r'^\s*(?:On|El|Am|Le|Il|Em)\b.{4,240}\b'
+                          r'(?:wrote|escribió|schrieb|a écrit|ha scritto|escreveu)\s*:\s*$', re.I)
+_FROM_FIELD = re.compile(r'^\W{0,3}(?:from|de|von|da)\W{0,3}:\W{0,3}\s', re.I)   # a header block's first line
+_HEADER_FIELD = re.compile(r'(?:^|\s|\*)(sent|enviado(?: el)?|gesendet|envoyé|date|fecha|to|para|an|subject|asunto|'
+                           r'betreff|objet|oggetto)\W{0,3}:\W{0,3}\s')   # the fields after it, lower-cased
+_SUBJECT_FIELDS = {'subject', 'asunto', 'betreff', 'objet', 'oggetto'}
 _SEPARATOR = re.compile(r'^\s*(?:-{3,}\s*[\w ]{5,40}\s*-{3,}|_{20,})\s*$')   # -----Original Message-----, ____
 
 def unquoted(lines:list[str]) -> list[str]:
@@ -1805,16 +1810,16 @@ def history_start(lines:list[str]) -> int|None:
     (From, Sent or Date, To, Subject, in English, Spanish, German, French or Italian; on its lines, or on one), and
     the separator line just before it; None without one."""
     for k, ln in enumerate(lines):
-        m = _HEADER_FIELD.match(ln)
-        if not m or m[1].lower() not in ('from', 'de', 'von', 'da'): continue
-        block = ' '.join(lines[k:k + 6]).lower()
-        fields = {f.group(1) for f in re.finditer(r'(?:^|\s|\*)(sent|enviado(?: el)?|gesendet|envoyé|date|fecha|to|'
-                                                  r'para|an|subject|asunto|betreff|objet|oggetto)\W{0,3}:\W{0,3}\s',
-                                                  block)}
-        if len(fields & {'subject', 'asunto', 'betreff', 'objet', 'oggetto'}) and len(fields) >= 3:
+        if not _FROM_FIELD.match(ln): continue
+        fields = {f[1] for f in _HEADER_FIELD.finditer(' '.join(lines[k:k + 6]).lower())}
+        if fields & _SUBJECT_FIELDS and len(fields) >= 3:
             before = max((j for j in range(k) if lines[j].strip()), default=None)
             return before if before is not None and _SEPARATOR.match(lines[before]) else k
     return None
+
+def _decoded_html(text:str) -> bytes:
+    "A page decoded already, as bytes `html_document` reads as they are: UTF-8 with a BOM, which wins over `<meta>`."
+    return '\ufeff'.encode() + text.encode()
 
 def mail_blocks(subject:str, # the message's subject ('' without one)
                 who:list[tuple[str, str]], # `(field, value)`: From, To and Date, those the message has
@@ -1829,7 +1834,7 @@ def mail_blocks(subject:str, # the message's subject ('' without one)
     blocks = [('h', f'# {_clean(subject) or "(no subject)"}')]
     if line := ' · '.join(f'{k}: {v}' for k, v in ((k, _clean(v)) for k, v in who) if v): blocks.append(('p', line))
     if kind == 'html':
-        data = body if isinstance(body, bytes) else '\ufeff'.encode() + body.encode()  # decoded: no <meta> charset
+        data = body if isinstance(body, bytes) else _decoded_html(body)
         try: body, kind = html_document(data, name).text, 'markdown'
         except ChunkingError: body = ''
     lines = body.splitlines()
@@ -1910,7 +1915,7 @@ def mhtml_document(data:bytes, # the file's bytes: a MIME message holding the pa
         raise ChunkingError(f'{name}: no HTML page inside; not a web page saved as one file (MHTML)')
     charset = page.get_content_charset()
     if charset and not _DECLARED.search(html[:4096]):
-        try: html = '\ufeff'.encode() + html.decode(charset, 'replace').encode()        # the part's charset decides
+        try: html = _decoded_html(html.decode(charset, 'replace'))         # the part's charset decides
         except LookupError: pass
     doc = html_document(html, name)
     doc.kind = 'mhtml'
@@ -2312,8 +2317,8 @@ _RTF_SKIP = {'fonttbl', 'colortbl', 'pict', 'object', 'header', 'headerl', 'head
              'listoverridetable',
              'rsidtbl', 'generator', 'xmlnstbl', 'pntext', 'pntxta', 'pntxtb', 'revtbl', 'ftnsep', 'ftnsepc', 'aftnsep',
              'aftnsepc', 'annotation', 'atnid', 'atnauthor', 'shppict', 'nonshppict', 'listtext', 'fldtype'}
-_RTF_CHARS = {'tab': ' ', 'line': ' ', 'emdash': '—', 'endash': '–', 'bullet': '•', 'lquote': '‘', 'rquote': '’',
-              'ldblquote': '“', 'rdblquote': '”', 'emspace': ' ', 'enspace': ' ', 'qmspace': ' ',
+_RTF_CHARS = {'tab': ' ', 'line': ' ', 'emdash': '—', 'endash': '–', 'bullet': '•', 'lquote': '‘',
+              'rquote': '’', 'ldblquote': '“', 'rdblquote': '”', 'emspace': ' ', 'enspace': ' ', 'qmspace': ' ',
               '~': ' ', '_': '-', '-': '', '\\': '\\', '{': '{', '}': '}'}
 _RTF_BODY = {'par', 'pard', 's', 'outlinelevel', 'ls', 'ilvl', 'intbl', 'cell', 'nestcell', 'row', 'nestrow', 'sect',
              'page'}
@@ -2599,8 +2604,8 @@ def msg_document(data:bytes, # the file's bytes
     for ingest to read."""
     with _ole(data, name, 'Outlook', 'an .eml message', what='an Outlook item') as ole:
         try: text, attached = msg_message(ole, name)
+        except ChunkingError: raise
         except (OSError, ValueError, IndexError, OverflowError, struct.error) as e:
-            if isinstance(e, ChunkingError): raise
             raise ChunkingError(f'{name}: a damaged Outlook item ({type(e).__name__}: {e}); save it again') from None
     return Document(text, 'mail', attached=attached)
 
@@ -2670,7 +2675,7 @@ def notebook_document(data:bytes, # the file's bytes
 # %% ../nbs/01a_readers.ipynb #3fe56c67
 _CUE_TIME = re.compile(r'^\s*(?:(\d+):)?(\d{1,2}):(\d{2})[.,](\d{3})\s+-->\s+(?:(\d+):)?(\d{1,2}):(\d{2})[.,](\d{3})')
 _VOICE = re.compile(r'<v(?:\.[\w.-]+)?\s+([^>]+)>')
-_SPEAKER = re.compile(r'^([A-ZÁÉÍÓÚÑ][\w.\'-]*(?: [A-ZÁÉÍÓÚÑ][\w.\'-]*){0,3}):\s+(?=\S)')   # 'Ana Ruiz: ...'
+_SPEAKER = re.compile(r'^([A-ZÁÉÍÓÚÑ][\w.\'-]*(?: [A-ZÁÉÍÓÚÑ][\w.\'-]*){0,3}):\s+(?=\S)')   # 'Ana: ...'
 TRANSCRIPT_PAUSE = 10.0        # seconds of silence that end a paragraph, even with the same speaker
 
 def transcript_cues(text:str) -> list[tuple[float, str, str]]:
