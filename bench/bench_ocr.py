@@ -1,13 +1,15 @@
-"""Scanned PDFs: what each reader gets back from pages that are pictures of text.
+"""Scanned PDFs and screenshots in Word files: what each reader gets back from pictures of text.
 
 The pages are drawn here from the paragraphs of the bundled Spanish docs (`data/docs/es`, our own text): A4 at 150
 dpi, DejaVu Sans at 11 points (Pillow), each page an image in a PDF (fpdf2), as a scanner writes one. Per reader:
 the words of the page's text that come back in order (difflib over words), characters, and seconds a page.
 ragnb reads them with `ragnb[ocr]` installed (RapidOCR); LlamaIndex's `PDFReader` and LangChain's `PyPDFLoader` read
-the text layer, which a scan does not have.
+the text layer, which a scan does not have. The runbook is a DOCX of screenshots (900 pixels wide, DejaVu Sans at
+22 pixels, python-docx) of the first paragraphs, each after a line of its own; LlamaIndex's `DocxReader` and
+LangChain's `Docx2txtLoader` read its text, not its pictures.
 
     pip install -e '.[ocr,bench]'
-    python bench/bench_ocr.py [--pages 5]
+    python bench/bench_ocr.py [--pages 5] [--screenshots 8]
 """
 import argparse, difflib, pathlib, re, tempfile, time
 
@@ -57,6 +59,49 @@ def scanned_pdf(n_pages: int) -> tuple[bytes, str]:
     return bytes(pdf.output()), ' '.join(drawn)
 
 
+def screenshot_docx(paras: list[str]) -> bytes:
+    "A DOCX of one screenshot per paragraph of `paras` (the text drawn in it), each after a line that names it."
+    import io
+    import docx
+    from docx.shared import Inches
+    from PIL import Image, ImageDraw, ImageFont
+    font = ImageFont.truetype('DejaVuSans.ttf', 22)
+    d = docx.Document()
+    for i, text in enumerate(paras, 1):
+        lines, cur = [], ''
+        for w in text.split():
+            if cur and font.getlength(f'{cur} {w}') > 850: lines, cur = lines + [cur], w
+            else: cur = f'{cur} {w}'.strip()
+        lines.append(cur)
+        im = Image.new('RGB', (900, 70 + 32 * len(lines)), 'white')
+        draw = ImageDraw.Draw(im)
+        draw.rectangle((0, 0, 900, 36), fill=(220, 220, 220))
+        for k, ln in enumerate(lines): draw.text((24, 52 + 32 * k), ln, fill='black', font=font)
+        buf = io.BytesIO()
+        im.save(buf, 'PNG')
+        d.add_paragraph(f'Captura {i}.')
+        d.add_picture(io.BytesIO(buf.getvalue()), width=Inches(6))
+    out = io.BytesIO()
+    d.save(out)
+    return out.getvalue()
+
+
+def ragnb_docx(data: bytes) -> str:
+    from ragnb.readers import docx_document, ocr_engine
+    if ocr_engine() is None: return 'not installed (pip install -e .[ocr])'
+    return docx_document(data, 'capturas.docx').text
+
+
+def llamaindex_docx(path: pathlib.Path) -> str:
+    from llama_index.readers.file import DocxReader
+    return '\n'.join(d.text for d in DocxReader().load_data(path))
+
+
+def langchain_docx(path: pathlib.Path) -> str:
+    from langchain_community.document_loaders import Docx2txtLoader
+    return '\n'.join(d.page_content for d in Docx2txtLoader(str(path)).load())
+
+
 def ragnb_text(data: bytes) -> str:
     from ragnb.readers import ocr_engine, pdf_document
     if ocr_engine() is None: return 'not installed (pip install -e .[ocr])'
@@ -82,27 +127,36 @@ def words_right(got: str, want: str) -> int:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--pages', type=int, default=5)
+    ap.add_argument('--screenshots', type=int, default=8)
     a = ap.parse_args()
     data, want = scanned_pdf(a.pages)
+    shots = paragraphs()[:a.screenshots]
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        path = pathlib.Path(tmp) / 'escaneo.pdf'
-        path.write_bytes(data)
-        rows = []
-        for name, read in [('ragnb (ragnb[ocr]: RapidOCR)', lambda: ragnb_text(data)),
-                           ('LlamaIndex PDFReader', lambda: llamaindex_text(path)),
-                           ('LangChain PyPDFLoader', lambda: langchain_text(path))]:
+        pdf, docx = pathlib.Path(tmp) / 'escaneo.pdf', pathlib.Path(tmp) / 'capturas.docx'
+        pdf.write_bytes(data)
+        docx.write_bytes(screenshot_docx(shots))
+        pdf_in = f'{a.pages} scanned A4 pages (150 dpi)'
+        docx_in = f'DOCX of {a.screenshots} screenshots'
+        for inp, n, drawn, name, read in [
+                (pdf_in, a.pages, want, 'ragnb (ragnb[ocr]: RapidOCR)', lambda: ragnb_text(data)),
+                (pdf_in, a.pages, want, 'LlamaIndex PDFReader', lambda: llamaindex_text(pdf)),
+                (pdf_in, a.pages, want, 'LangChain PyPDFLoader', lambda: langchain_text(pdf)),
+                (docx_in, a.screenshots, ' '.join(shots), 'ragnb (ragnb[ocr]: RapidOCR)',
+                 lambda: ragnb_docx(docx.read_bytes())),
+                (docx_in, a.screenshots, ' '.join(shots), 'LlamaIndex DocxReader', lambda: llamaindex_docx(docx)),
+                (docx_in, a.screenshots, ' '.join(shots), 'LangChain Docx2txtLoader', lambda: langchain_docx(docx))]:
             t = time.perf_counter()
             try: got = read()
             except ImportError as e: got = f'not installed ({e.name})'
             dt = time.perf_counter() - t
-            text = re.sub(r'\\(?=\d)', '', got)                     # markdown's escape of a paragraph's `1.`
-            rows.append((name, words_right(text, want), len(got.strip()), dt / a.pages))
-    n = len(want.split())
-    print(f'{a.pages} scanned A4 pages, 150 dpi, {n:,} words drawn ({len(want):,} characters)\n')
-    print('| reader | words right | characters read | s a page |')
-    print('|---|---|---|---|')
-    for name, right, chars, secs in rows:
-        print(f'| {name} | {right:,} of {n:,} ({right / n:.1%}) | {chars:,} | {secs:.2f} |')
+            text = re.sub(r'\\(?=\d)|^> ', '', got, flags=re.M)     # markdown's escape of `1.`, a quote's mark
+            rows.append((inp, name, words_right(text, drawn), len(drawn.split()), len(got.strip()), dt / n))
+    print('Words drawn in pictures that each reader gives back in order (difflib over words)\n')
+    print('| input | reader | words right | characters read | s a page or picture |')
+    print('|---|---|---|---|---|')
+    for inp, name, right, n, chars, secs in rows:
+        print(f'| {inp} | {name} | {right:,} of {n:,} ({right / n:.1%}) | {chars:,} | {secs:.2f} |')
 
 
 if __name__ == '__main__': main()

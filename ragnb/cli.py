@@ -397,7 +397,7 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
         print(f'read {len(rep.recoded)} files as Windows-1252 where they are not UTF-8 (Latin-1 from older editors)'
               + ('' if verbose else '; list them with --verbose'))
     if rep.ocr:
-        print(f'read {sum(n for _, n in rep.ocr)} scanned pages of {len(rep.ocr)} files by OCR'
+        print(f'read {sum(n for _, n in rep.ocr)} scanned pages or pictures of {len(rep.ocr)} files by OCR'
               + ('' if verbose else '; list them with --verbose'))
     for f, why in rep.skipped:
         print(f'  skipped {why}' if why.startswith(f) else f'  skipped {f}: {why}', file=sys.stderr)
@@ -405,7 +405,7 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
         for f, kind in rep.binary: print(f'  binary ({kind}): {f}', file=sys.stderr)
         for f, what in rep.generated: print(f'  left out ({what}): {f}', file=sys.stderr)
         for f in rep.recoded: print(f'  read as Windows-1252: {f}', file=sys.stderr)
-        for f, n in rep.ocr: print(f'  read by OCR ({n} pages): {f}', file=sys.stderr)
+        for f, n in rep.ocr: print(f'  read by OCR ({n} pages or pictures): {f}', file=sys.stderr)
         for f in rep.git_ignored: print(f'  ignored by .gitignore: {f}', file=sys.stderr)
 
 def _git_ignored_summary(ignored:list) -> str:

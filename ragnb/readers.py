@@ -18,21 +18,21 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
            'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI',
-           'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
+           'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
            'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
            'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
            'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader', 'register_reader', 'reader_for',
            'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'text_document',
            'text_reader', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
            'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
-           'drawing_text', 'pdf_document', 'tiff_document', 'as_main_type', 'docx_text', 'note_number', 'styled_block',
-           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
-           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
-           'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'mail_document', 'mhtml_document', 'WordBinary',
-           'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records',
-           'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties',
-           'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues',
-           'transcript_document']
+           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
+           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
+           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'mail_document',
+           'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title',
+           'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader',
+           'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id',
+           'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1101,6 +1101,68 @@ def tiff_document(data:bytes, # the file's bytes
     text, per_line = _lines_text(lines)
     return Document(text, 'tiff', pages=per_line, ocr_pages=len(boxes))
 
+# %% ../nbs/01a_readers.ipynb #2d053138
+MIN_PICTURE = (100, 20)   # pixels wide and high: a smaller picture is an icon, a bullet or a rule, not read
+_AUTO_ALT = re.compile(r'generad[ao]s? automáticamente|automatically generated|générée? automatiquement', re.I)
+
+def _picture(data:bytes):
+    "A picture's pixels as PIL draws them (transparency on white), or None: too small, or not a raster PIL reads."
+    from PIL import Image
+    try:
+        im = Image.open(io.BytesIO(data))
+        if im.width < MIN_PICTURE[0] or im.height < MIN_PICTURE[1]: return None
+        im = im.convert('RGBA')
+    except Exception: return None     # EMF, WMF, SVG; a broken one raises what its plugin meets (struct.error, ...)
+    white = Image.new('RGBA', im.size, 'white')
+    white.alpha_composite(im)
+    return white.convert('RGB')
+
+def picture_lines(data:bytes, # a picture file's bytes (PNG, JPEG, GIF, BMP, TIFF...)
+                  engine, # `ocr_engine()`
+                 ) -> list[str]|None:
+    """The lines OCR reads in a picture, in reading order; [] when it holds no text (under 4 letters or digits),
+    None when it is not read (`_picture`)."""
+    import numpy as np
+    if (im := _picture(data)) is None: return None
+    image = np.asarray(im)
+    h, w = image.shape[:2]
+    lines = _ordered_lines(list(ocr_lines({1: (h, ocr_boxes(image, engine))}).values()), [h], [w])
+    return [ln.text for ln in lines] if sum(_alnum(ln.text) for ln in lines) >= 4 else []
+
+# %% ../nbs/01a_readers.ipynb #7a1ca3e9
+class Pictures:
+    """The pictures of one document, read by OCR where `ragnb[ocr]` is installed (`picture_lines`): each picture once
+    (by its part's name), at most `$RAGNB_MAX_OCR_PAGES` per file; the others are counted for the report. Not
+    thread-safe: one per document read."""
+    def __init__(self, name:str): # the file's name, for the report
+        self.name, self.engine, self.read, self.unread, self._seen = name, ocr_engine(), 0, 0, {}
+        self.cap = int(os.environ.get(MAX_OCR_ENV) or MAX_OCR_PAGES)
+
+    def block(self, key:str, # the picture's name in its file, read once however often it is drawn
+              data:bytes|None, # its bytes; None for a linked picture, which the file does not hold
+              alt:str='') -> tuple[str, str]|None: # its alt text
+        "`('p', markdown)`: a quote block of the picture's alt text and of the lines read in it; None without either."
+        if key not in self._seen: self._seen[key] = self._lines(data) if data else []
+        alt = '' if _AUTO_ALT.search(alt) else _clean(alt)
+        lines = [alt] * bool(alt) + [_clean(t) for t in self._seen[key] if _clean(t) != alt]
+        return ('p', '\n'.join('> ' + t for t in lines)) if lines else None
+
+    def _lines(self, data:bytes) -> list[str]:
+        if self.engine is None or self.read >= self.cap:
+            self.unread += _picture(data) is not None
+            return []
+        got = picture_lines(data, self.engine)
+        self.read += got is not None
+        return got or []
+
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        "The report's line for the pictures left unread, as `Document.parts_skipped` holds it."
+        if not self.unread: return []
+        fix = f'raise ${MAX_OCR_ENV} ({self.cap}) to read them' if self.engine is not None else \
+            'pip install "ragnb[ocr]" to read the text in them'
+        return [(self.name, f'{self.name}: {self.unread} pictures not read, and any text in them not indexed; {fix}')]
+
 # %% ../nbs/01a_readers.ipynb #eb8f4e37
 MAX_UNZIPPED = 200 * 2**20
 OLE_MAGIC = b'\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1'   # an OLE compound file's first bytes (Office 97-2003, encrypted)
@@ -1218,25 +1280,43 @@ def _docx_table(t) -> str:
     return _markdown_table([['\n'.join(docx_text(p) for p in c.paragraphs) for c in r.cells] for r in t.rows])
 
 # %% ../nbs/01a_readers.ipynb #1904fed1
+_A = '{http://schemas.openxmlformats.org/drawingml/2006/main}'
+_WP = '{http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing}'
+_REL = '{http://schemas.openxmlformats.org/officeDocument/2006/relationships}'
+
+def _docx_pictures(el, part, pics:Pictures) -> list[tuple[str, str]]:
+    "The blocks (`Pictures.block`) of the pictures drawn in a Word paragraph or table `el`, in their order."
+    out = []
+    for dr in el.iter(f'{_W}drawing'):
+        if any(a.tag in _DOCX_AWAY for a in dr.iterancestors()): continue
+        pr, blip = next(dr.iter(f'{_WP}docPr'), None), next(dr.iter(f'{_A}blip'), None)
+        target = part.related_parts.get(blip.get(f'{_REL}embed')) if blip is not None else None
+        key = str(target.partname) if target is not None else f'linked {len(out)}'
+        if b := pics.block(key, target.blob if target is not None else None, (pr.get('descr') or '') if pr is not None
+                           else ''): out.append(b)
+    return out
+
 def docx_document(data:bytes, # the file's bytes
                   name:str='document.docx', # for messages
                  ) -> Document:
-    """A Word file as markdown: headings, lists with their levels, tables, and footnotes and endnotes after the
-    paragraph that cites them (`[1] text`, as for ODT); each heading is an anchor for citations."""
+    """A Word file as markdown: headings, lists with their levels, tables, its pictures' alt text and the text OCR
+    reads in them (`Pictures`), and footnotes and endnotes after the paragraph that cites them (`[1] text`, as for
+    ODT); each heading is an anchor for citations."""
     import docx
     from docx.table import Table
     from docx.text.paragraph import Paragraph
     _check_zip(data, name)
     d, blocks = docx.Document(io.BytesIO(as_main_type(data))), []   # .docm, .dotx: as a .docx
-    cited = _docx_notes(d)
+    cited, pics = _docx_notes(d), Pictures(name)
     for el in d.element.body.iterchildren():
         tag = el.tag.rsplit('}', 1)[-1]
         if tag == 'p' and (b := _docx_block(Paragraph(el, d))): blocks.append(b)
         elif tag == 'tbl' and (md := _docx_table(Table(el, d))): blocks.append(('table', md))
-        blocks += cited(el)
+        blocks += _docx_pictures(el, d.part, pics) + cited(el)
     if not blocks: raise ChunkingError(f'{name}: no text in the document; nothing to index')
     text, anchors = _blocks_text(blocks)
-    return Document(text, 'docx', title=d.core_properties.title or None, anchors=anchors)
+    return Document(text, 'docx', title=d.core_properties.title or None, anchors=anchors, parts_skipped=pics.skipped,
+                    ocr_pages=pics.read)
 
 def _blocks_text(blocks:list[tuple[str, str]]) -> tuple[str, list]:
     """Blocks `(kind, markdown)` as one markdown text, a blank line between two (not between the items of a list:
@@ -1638,13 +1718,19 @@ def _slide_order(shapes) -> list:
         out += _slide_order(sh.shapes) if isinstance(sh, GroupShape) else [sh]
     return out
 
-def _slide_blocks(slide) -> list[tuple[str, str]]:
-    "`(kind, markdown)` of one slide: its title as `#`, lists, text boxes, tables, then its speaker notes."
+def _slide_blocks(slide, pics:Pictures|None=None) -> list[tuple[str, str]]:
+    """`(kind, markdown)` of one slide: its title as `#`, lists, text boxes, tables and pictures (`Pictures.block`)
+    in reading order, then its speaker notes."""
+    from pptx.shapes.picture import Picture
     blocks = []
     for sh in _slide_order(slide.shapes):
         kind = _placeholder(sh)
         if kind in _SLIDE_CHROME: continue
-        if getattr(sh, 'has_table', False) and sh.has_table:
+        if pics is not None and isinstance(sh, Picture):        # a placeholder's picture too; each image once
+            try: key, blob = sh.image.sha1, sh.image.blob
+            except (KeyError, ValueError, AttributeError): key, blob = f'linked {sh.shape_id}', None
+            if b := pics.block(key, blob, sh._element._nvXxPr.cNvPr.get('descr') or ''): blocks.append(b)
+        elif getattr(sh, 'has_table', False) and sh.has_table:
             if md := _markdown_table([[c.text for c in r.cells] for r in sh.table.rows]): blocks.append(('table', md))
         elif sh.has_text_frame and kind in _SLIDE_TITLES:
             if title := _clean(sh.text_frame.text): blocks.insert(0, ('h', '# ' + title))   # wherever it sits
@@ -1665,14 +1751,18 @@ def pptx_document(data:bytes, # the file's bytes
                  ) -> Document:
     """A PowerPoint deck as markdown, slide by slide: its title as a heading, its lists, text boxes and tables in
     reading order, and its speaker notes; a chunk cites its first slide (`deck.pptx#slide=3`). Footers, dates and slide
-    numbers are left out; pictures and charts have no text to read."""
+    numbers are left out; a picture gives its alt text and the text OCR reads in it (`Pictures`), a chart nothing."""
     from pptx import Presentation
     _check_zip(data, name, 'PPTX', 'PowerPoint')
     try: deck = Presentation(io.BytesIO(as_main_type(data)))      # .ppsx, .potx: as a .pptx
     except Exception as e:                        # python-pptx raises KeyError, ValueError... for a broken package
         raise ChunkingError(f'{name}: not a readable PPTX ({type(e).__name__}: {e}); re-save it from PowerPoint') \
             from None
-    return slides_document(map(_slide_blocks, deck.slides), 'pptx', name, title=deck.core_properties.title or None)
+    pics = Pictures(name)
+    doc = slides_document([_slide_blocks(s, pics) for s in deck.slides], 'pptx', name,
+                          title=deck.core_properties.title or None)
+    doc.parts_skipped, doc.ocr_pages = doc.parts_skipped + pics.skipped, pics.read
+    return doc
 
 # %% ../nbs/01a_readers.ipynb #6e8ad909
 SHEET_TABLE_CHARS = 1200   # rows of a sheet per markdown table, with its header: about a chunk's target
@@ -2725,15 +2815,16 @@ def transcript_document(data:bytes, # the file's bytes: WebVTT (`.vtt`) or SubRi
 
 # %% ../nbs/01a_readers.ipynb #361564d1
 register_reader(Reader('html-v4', 'html', html_document), '.html', '.htm', '.xhtml')
-register_reader(Reader('pdf-v4' + ('+ocr1' if importlib.util.find_spec('rapidocr') else ''), 'pdf', pdf_document),
+_OCR = '+ocr1' if importlib.util.find_spec('rapidocr') else ''   # readers that read pictures say so in their version
+register_reader(Reader('pdf-v4' + _OCR, 'pdf', pdf_document),
                 '.pdf')                       # v4: a line breaks at a page break; +ocr1: scanned pages read
-register_reader(Reader('docx-v2', 'docx', docx_document), '.docx',   # v2: text in insertions, controls, fields
+register_reader(Reader('docx-v3' + _OCR, 'docx', docx_document), '.docx',   # v3: pictures' alt text, +ocr: their text
                 '.docm', '.dotx', '.dotm')            # macro-enabled files and templates: the same package
 register_reader(Reader('doc-v1', 'doc', doc_document), '.doc', '.dot')
 register_reader(Reader('odt-v1', 'odt', odt_document), '.odt', '.fodt', '.ott')     # and a template: the same
 register_reader(Reader('odp-v1', 'odp', odp_document), '.odp', '.fodp', '.otp')
 register_reader(Reader('epub-v1', 'epub', epub_document), '.epub')
-register_reader(Reader('pptx-v1', 'pptx', pptx_document), '.pptx', '.pptm', '.ppsx', '.ppsm', '.potx', '.potm')
+register_reader(Reader('pptx-v2' + _OCR, 'pptx', pptx_document), '.pptx', '.pptm', '.ppsx', '.ppsm', '.potx', '.potm')
 register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm', '.xltx', '.xltm')
 register_reader(Reader('xls-v1', 'xls', xls_document), '.xls', '.xlt')
 register_reader(Reader('ppt-v1', 'ppt', ppt_document), '.ppt', '.pps', '.pot')

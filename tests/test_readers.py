@@ -500,11 +500,82 @@ def test_a_scanned_page_is_read_by_ocr_and_cited_at_its_page(tmp_path):
     pdf.output(str(tmp_path / 'kb' / 'acta.pdf'))
     r = ragnb_main('index', str(tmp_path / 'kb'), '--store', str(tmp_path / 's'), text=True)
     assert r.returncode == 0 and 'skipped' not in r.stderr, r.stderr
-    assert 'read 1 scanned pages of 1 files by OCR' in r.stdout, r.stdout
+    assert 'read 1 scanned pages or pictures of 1 files by OCR' in r.stdout, r.stdout
     r = ragnb_main('ask', '¿Quién guarda la llave del armario B3?', '--store', str(tmp_path / 's'), '--json', text=True)
     first = json.loads(r.stdout)['chunks'][0]
     assert first['cite'].startswith('kb/acta.pdf#page=') and first['page_end'] == 2, r.stdout[:500]
     assert '# Acta del comité de cambios' in first['text'] and 'la guarda el jefe de turno' in first['text']
+
+
+def _screenshot(lines: list[str]) -> bytes:
+    "A PNG of a console dialog showing `lines` (DejaVu Sans where installed)."
+    from PIL import Image, ImageDraw, ImageFont
+    im = Image.new('RGB', (900, 60 + 50 * len(lines)), 'white')
+    draw = ImageDraw.Draw(im)
+    draw.rectangle((0, 0, 900, 40), fill=(220, 220, 220))
+    for i, text in enumerate(lines):
+        try: font = ImageFont.truetype('DejaVuSans.ttf', 24)
+        except OSError: font = ImageFont.load_default(24)
+        draw.text((20, 8 + 50 * i + (10 if i else 0)), text, fill='black', font=font)
+    buf = io.BytesIO()
+    im.save(buf, 'PNG')
+    return buf.getvalue()
+
+
+def _office_with_screenshots(kb: pathlib.Path):
+    "A runbook (DOCX) and a deck (PPTX) whose answers are only in their screenshots; the DOCX also as a .docm."
+    import docx
+    from docx.shared import Inches
+    from pptx import Presentation
+    d = docx.Document()
+    d.add_heading('Réplica de la base de datos', 1)
+    d.add_paragraph('Si la réplica se detiene, la consola muestra este aviso:')
+    d.add_picture(io.BytesIO(_screenshot(['Error de replicación', 'No se puede conectar con db-02 (código E1042).',
+                                          'Compruebe que el puerto 5433 está abierto.'])), width=Inches(5))
+    d.inline_shapes[-1]._inline.docPr.set('descr', 'Aviso de la consola de réplica')
+    d.add_paragraph('Avise después al equipo de datos.')
+    broken = bytearray(_screenshot(['x', 'y']))
+    for k in range(100, len(broken) - 20, 7): broken[k] ^= 0x55             # its headers whole, its pixels not
+    d.add_picture(io.BytesIO(bytes(broken)), width=Inches(1))               # left out, no error
+    d.save(kb / 'replica.docx')
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = 'Acceso a la VPN'
+    slide.shapes.add_picture(io.BytesIO(_screenshot(['Configuración de la VPN', 'Servidor: vpn.faro.example',
+                                                     'Grupo: guardias-noche'])), Inches(1), Inches(2), Inches(7))
+    deck.save(kb / 'vpn.pptx')
+
+
+@pytest.mark.skipif(importlib.util.find_spec('rapidocr') is None, reason="OCR is the `ocr` extra")
+def test_screenshots_in_word_and_powerpoint_are_read_by_ocr(tmp_path):
+    "The text of a DOCX's and a PPTX's screenshots is found, cited to its file and slide, with the picture's alt text."
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    _office_with_screenshots(kb)
+    r = ragnb_main('index', str(kb), '--store', str(tmp_path / 's'), text=True)
+    assert r.returncode == 0 and 'skipped' not in r.stderr, r.stderr
+    assert 'read 2 scanned pages or pictures of 2 files by OCR' in r.stdout, r.stdout
+    for question, cite, said in [('¿Qué puerto hay que abrir si aparece el error E1042?', 'kb/replica.docx',
+                                  '> Aviso de la consola de réplica\n> Error de replicación'),
+                                 ('¿Cuál es el grupo de la VPN para las guardias?', 'kb/vpn.pptx#slide=1',
+                                  '> Grupo: guardias-noche')]:
+        r = ragnb_main('ask', question, '--store', str(tmp_path / 's'), '--json', text=True)
+        first = json.loads(r.stdout)['chunks'][0]
+        assert first['cite'].startswith(cite) and said in first['text'], (question, r.stdout[:600])
+
+
+def test_without_ocr_a_files_pictures_are_named_not_silently_dropped(tmp_path, monkeypatch):
+    "Without `ragnb[ocr]` the files read as before, and the report says how many pictures were not read and the fix."
+    import ragnb.readers as readers
+    monkeypatch.setattr(readers, 'ocr_engine', lambda: None)
+    _office_with_screenshots(tmp_path)
+    doc = docx_document((tmp_path / 'replica.docx').read_bytes(), 'replica.docx')
+    assert '> Aviso de la consola de réplica\n\nAvise después' in doc.text and 'E1042' not in doc.text
+    assert doc.ocr_pages == 0 and doc.parts_skipped == [('replica.docx', 'replica.docx: 1 pictures not read, and any '
+                                                         'text in them not indexed; pip install "ragnb[ocr]" to read '
+                                                         'the text in them')]
+    deck = readers.pptx_document((tmp_path / 'vpn.pptx').read_bytes(), 'vpn.pptx')
+    assert deck.text.startswith('# Acceso a la VPN') and len(deck.parts_skipped) == 1
 
 
 def test_read_document_wraps_any_converter_failure(tmp_path, monkeypatch):
