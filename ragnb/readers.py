@@ -4,7 +4,8 @@
 
 # %% ../nbs/01a_readers.ipynb #47841ec2
 from __future__ import annotations
-import bisect, datetime, functools, html as html_lib, importlib.util, io, json, os, posixpath, re, struct, threading
+import base64, bisect, datetime, functools, html as html_lib, importlib.util, io, json, os, posixpath, re, struct
+import threading
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -1103,7 +1104,8 @@ def tiff_document(data:bytes, # the file's bytes
 
 # %% ../nbs/01a_readers.ipynb #2d053138
 MIN_PICTURE = (100, 20)   # pixels wide and high: a smaller picture is an icon, a bullet or a rule, not read
-_AUTO_ALT = re.compile(r'generad[ao]s? automáticamente|automatically generated|générée? automatiquement', re.I)
+_AUTO_ALT = re.compile(r'generad[ao]s? automáticamente|automatically generated|générée? automatiquement'
+                       r'|^[\w\s.()-]+\.(?:png|jpe?g|gif|bmp|tiff?|emf|wmf|svg|webp)$', re.I)   # or a file's name
 
 def _picture(data:bytes):
     "A picture's pixels as PIL draws them (transparency on white), or None: too small, or not a raster PIL reads."
@@ -1342,7 +1344,8 @@ _ODF_SKIP = {  # what a reader of the document does not see as its text, or sees
     'text:table-of-content', 'text:alphabetical-index', 'text:illustration-index', 'text:table-index',
     'text:object-index', 'text:user-index', 'text:bibliography',                # generated indexes: navigation
     'text:sequence-decls', 'text:variable-decls', 'text:user-field-decls', 'office:forms', 'draw:image',
-    'text:note-citation', 'office:scripts', 'office:font-face-decls', 'office:automatic-styles'}
+    'text:note-citation', 'office:scripts', 'office:font-face-decls', 'office:automatic-styles',
+    'svg:title', 'svg:desc'}    # a frame's alt text: its picture's block holds it (`_odf_picture`)
 _ODF_TITLE = re.compile(r'^(?:rststyle-)?(?:title|t[ií]tulo)$', re.I)
 _ODF_SUBTITLE = re.compile(r'^(?:rststyle-)?(?:subtitle|subt[ií]tulo)$', re.I)
 _ODF_CODE = re.compile(r'preformatted|codeblock|source_20_text|^code', re.I)
@@ -1397,8 +1400,9 @@ MAX_ODF_DEPTH = 100   # sections, lists and frames nested deeper are read as pla
 
 class OdtWalker:
     "Visits an OpenDocument text's body in order and keeps its blocks: `(kind, markdown)`, as the DOCX reader does."
-    def __init__(self, styles:_OdfStyles, depth:int=0): # how deep in the body its container is
-        self.styles, self.blocks, self.depth = styles, [], depth
+    def __init__(self, styles:_OdfStyles, depth:int=0, # how deep in the body its container is
+                 picture:Callable|None=None): # a `draw:frame` → the block of its picture or None (`_odf_picture`)
+        self.styles, self.blocks, self.depth, self.picture = styles, [], depth, picture
 
     def inline(self, el, code:bool=False) -> tuple[str, list]:
         "The text of a paragraph or heading, and the blocks it holds (its notes, its frames' text) to follow it."
@@ -1412,7 +1416,7 @@ class OdtWalker:
             elif t == 'text:note':
                 after.append(('p', self.note(ch)))
                 if (ch.tail or ' ')[0] in '.,;:)?!': out = [''.join(out).rstrip()]     # `copia [1].` → `copia.`
-            elif t in ('draw:frame', 'draw:a', 'draw:text-box'): after += self.walked(ch)
+            elif t in ('draw:frame', 'draw:a', 'draw:text-box'): after += self.walked(ch) + self.pictured(ch)
             elif t not in _ODF_SKIP:
                 text, more = self.inline(ch, code)
                 out.append(text)
@@ -1429,9 +1433,14 @@ class OdtWalker:
 
     def walked(self, el) -> list:
         "The blocks of a container walked on its own, one level deeper (a frame's text box, a note, a table cell)."
-        sub = OdtWalker(self.styles, self.depth + 1)
+        sub = OdtWalker(self.styles, self.depth + 1, self.picture)
         sub.visit(el, self.depth + 1)
         return sub.blocks
+
+    def pictured(self, el) -> list:
+        "The block of the picture a `draw:frame` holds, as a list; [] for other elements or without `picture`."
+        b = self.picture(el) if self.picture is not None and _odf_tag(el) == 'draw:frame' else None
+        return [b] if b else []
 
     def flat(self, els:list) -> str:
         "The text of containers (a note's body, a table cell) on one line, whatever blocks they hold."
@@ -1453,7 +1462,9 @@ def visit(self:OdtWalker, el, depth:int|None=None): # None: the walker's own
         elif t == 'text:list': self.list_items(ch, 0, None, depth)
         elif t == 'table:table': self.table_block(ch)
         elif t == 'text:note': self.blocks.append(('p', self.note(ch)))
-        elif t and t not in _ODF_SKIP: self.visit(ch, depth + 1)     # sections, frames, text boxes, unknown ones
+        elif t and t not in _ODF_SKIP:                                # sections, frames, text boxes, unknown ones
+            self.visit(ch, depth + 1)
+            self.blocks += self.pictured(ch)
         self.loose(ch.tail)
     self.depth = outer
 
@@ -1547,27 +1558,59 @@ def _odt_parts(data:bytes, name:str, fmt:str='ODT') -> tuple:
     parts = [_odf_xml(z.read(m), name, m) if m in members else None for m in ('content.xml', 'styles.xml', 'meta.xml')]
     return tuple(parts)
 
+_RASTER = ('.png', '.jpg', '.jpeg', '.gif', '.bmp', '.tif', '.tiff', '.webp')
+_ODF['xlink'] = 'http://www.w3.org/1999/xlink'
+_ODF['svg'] = 'urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0'
+_ODF_TAG.update({f"{{{_ODF[p]}}}": p for p in ('xlink', 'svg')})
+
+def _odf_members(data:bytes) -> Callable[[str], bytes|None]:
+    "`read(path)`: a member of an ODF zip (a picture under `Pictures/`); None for a flat file, a missing or bad member."
+    flat = data.lstrip()[:5] in (b'<?xml', b'<offi')
+    z = None if flat else zipfile.ZipFile(io.BytesIO(data))
+    names = set(z.namelist()) if z is not None else set()
+    def read(path:str) -> bytes|None:
+        try: return z.read(path) if path in names else None
+        except Exception: return None          # a member that does not inflate (zlib.error, BadZipFile, CRC)
+    return read
+
+def _odf_picture(frame, read:Callable, pics:Pictures) -> tuple[str, str]|None:
+    """The `Pictures.block` of a `draw:frame` holding a picture (its raster one where it has several: LibreOffice
+    keeps an SVG with a PNG beside it), read from the file or from the base64 a flat file holds; its alt text is the
+    frame's `svg:title` and `svg:desc`."""
+    images = [c for c in frame if _odf_tag(c) == 'draw:image']
+    if not images: return None
+    img = next((c for c in images if (_odf_attr(c, 'xlink:href') or '').lower().endswith(_RASTER)), images[0])
+    href, raw = _odf_attr(img, 'xlink:href') or '', next((c.text for c in img if _odf_tag(c) == 'office:binary-data'),
+                                                         None)
+    try: data = base64.b64decode(raw) if raw else read(href)
+    except ValueError: data = None
+    alt = ' '.join(_clean(c.text) for c in frame if _odf_tag(c) in ('svg:title', 'svg:desc') and c.text)
+    return pics.block(href or f'inline {len(pics._seen)}', data, alt)
+
 def odt_document(data:bytes, # the file's bytes: an `.odt`, or a flat `.fodt`
                  name:str='document.odt', # for messages
                 ) -> Document:
-    """A LibreOffice (OpenDocument) text as markdown: headings, lists with their levels, tables, text boxes, notes;
-    each heading is an anchor for citations. Tracked deletions, comments and generated indexes are left out."""
+    """A LibreOffice (OpenDocument) text as markdown: headings, lists with their levels, tables, text boxes, notes,
+    pictures (`_odf_picture`); each heading is an anchor for citations. Tracked deletions, comments and generated
+    indexes are left out."""
     content, styles, meta = _odt_parts(data, name)
     body = content.find(f"{{{_ODF['office']}}}body")
     text_el = body.find(f"{{{_ODF['office']}}}text") if body is not None else None
     if text_el is None:
         raise ChunkingError(f'{name}: not a text document (a spreadsheet or a presentation?); export it as .odt')
-    w = OdtWalker(_OdfStyles(*[r for r in (content, styles) if r is not None]))
+    read, pics = _odf_members(data), Pictures(name)
+    w = OdtWalker(_OdfStyles(*[r for r in (content, styles) if r is not None]),
+                  picture=lambda frame: _odf_picture(frame, read, pics))
     w.visit(text_el)
     if not w.blocks: raise ChunkingError(f'{name}: no text in the document; nothing to index')
     title = meta.find(f".//{{{_ODF['dc']}}}title") if meta is not None else None
     text, anchors = _blocks_text(w.blocks)
-    return Document(text, 'odt', title=_clean(title.text or '') or None if title is not None else None, anchors=anchors)
+    return Document(text, 'odt', title=_clean(title.text or '') or None if title is not None else None, anchors=anchors,
+                    parts_skipped=pics.skipped, ocr_pages=pics.read)
 
 # %% ../nbs/01a_readers.ipynb #3bbc482e
 _ODF['presentation'] = 'urn:oasis:names:tc:opendocument:xmlns:presentation:1.0'
-_ODF['svg'] = 'urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0'
-_ODF_TAG.update({f"{{{_ODF[p]}}}": p for p in ('presentation', 'svg')})
+_ODF_TAG[f"{{{_ODF['presentation']}}}"] = 'presentation'
 _ODP_CHROME = {'page-number', 'footer', 'date-time', 'header', 'handout'}    # on every slide, not its content
 
 def _odf_length(v:str|None) -> float:
@@ -1589,15 +1632,17 @@ def _odf_place(sh) -> tuple[float, float]:
         return min((_odf_place(c) for c in sh if _odf_tag(c).startswith('draw:')), default=(0, 0))
     return _odf_length(_odf_attr(sh, 'svg:y')), _odf_length(_odf_attr(sh, 'svg:x'))
 
-def _odp_slide(page, styles:_OdfStyles) -> list[tuple[str, str]]:
-    "`(kind, markdown)` of one Impress slide: its title as `#`, then its frames' text in reading order, then its notes."
+def _odp_slide(page, styles:_OdfStyles, picture:Callable|None=None) -> list[tuple[str, str]]:
+    """`(kind, markdown)` of one Impress slide: its title as `#`, then its frames' text and pictures (`picture`, as
+    `OdtWalker` takes it) in reading order, then its notes."""
     blocks, title = [], None
     notes = [n for n in page if _odf_tag(n) == 'presentation:notes']
     for sh in _slide_frames(page) + [f for n in notes for f in n if _odf_tag(f) != 'draw:page-thumbnail']:
         kind = _odf_attr(sh, 'presentation:class')
         if kind in _ODP_CHROME: continue
-        w = OdtWalker(styles)
+        w = OdtWalker(styles, picture=picture)
         w.visit(sh)
+        w.blocks += w.pictured(sh)
         text = ' '.join(md for _, md in w.blocks)
         if kind == 'title' and title is None and text: title = ('h', '# ' + _clean(text))
         else: blocks += w.blocks
@@ -1608,15 +1653,20 @@ def odp_document(data:bytes, # the file's bytes: an `.odp`, or a flat `.fodp`
                  name:str='deck.odp', # for messages
                 ) -> Document:
     """A LibreOffice Impress deck as markdown, slide by slide: its title as a heading, its text boxes, lists and
-    tables in reading order, and its speaker notes; a chunk cites its first slide (`deck.odp#slide=3`)."""
+    tables and pictures (`_odf_picture`) in reading order, and its speaker notes; a chunk cites its first slide
+    (`deck.odp#slide=3`)."""
     content, styles, meta = _odt_parts(data, name, 'ODP')
     body = content.find(f"{{{_ODF['office']}}}body")
     deck = body.find(f"{{{_ODF['office']}}}presentation") if body is not None else None
     if deck is None: raise ChunkingError(f'{name}: not a presentation (a text or a spreadsheet?); export it as .odp')
     st = _OdfStyles(*[r for r in (content, styles) if r is not None])
     title = meta.find(f".//{{{_ODF['dc']}}}title") if meta is not None else None
-    return slides_document((_odp_slide(p, st) for p in deck if _odf_tag(p) == 'draw:page'), 'odp', name,
-                           title=(_clean(title.text or '') or None) if title is not None else None)
+    read, pics = _odf_members(data), Pictures(name)
+    doc = slides_document([_odp_slide(p, st, lambda frame: _odf_picture(frame, read, pics))
+                           for p in deck if _odf_tag(p) == 'draw:page'], 'odp', name,
+                          title=(_clean(title.text or '') or None) if title is not None else None)
+    doc.parts_skipped, doc.ocr_pages = doc.parts_skipped + pics.skipped, pics.read
+    return doc
 
 def slides_document(slides:Iterable[list], kind:str, name:str, title:str|None=None) -> Document:
     "A deck's slides (each its blocks, `(kind, markdown)`) as one document whose pages are the slides."
@@ -2821,8 +2871,8 @@ register_reader(Reader('pdf-v4' + _OCR, 'pdf', pdf_document),
 register_reader(Reader('docx-v3' + _OCR, 'docx', docx_document), '.docx',   # v3: pictures' alt text, +ocr: their text
                 '.docm', '.dotx', '.dotm')            # macro-enabled files and templates: the same package
 register_reader(Reader('doc-v1', 'doc', doc_document), '.doc', '.dot')
-register_reader(Reader('odt-v1', 'odt', odt_document), '.odt', '.fodt', '.ott')     # and a template: the same
-register_reader(Reader('odp-v1', 'odp', odp_document), '.odp', '.fodp', '.otp')
+register_reader(Reader('odt-v2' + _OCR, 'odt', odt_document), '.odt', '.fodt', '.ott')   # v2: pictures
+register_reader(Reader('odp-v2' + _OCR, 'odp', odp_document), '.odp', '.fodp', '.otp')
 register_reader(Reader('epub-v1', 'epub', epub_document), '.epub')
 register_reader(Reader('pptx-v2' + _OCR, 'pptx', pptx_document), '.pptx', '.pptm', '.ppsx', '.ppsm', '.potx', '.potm')
 register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm', '.xltx', '.xltm')

@@ -1,6 +1,6 @@
 """HTML, PDF and DOCX ingestion (issue 15): conversions as tables of (input, expected), generated documents whose
 every paragraph must reach a chunk, citations, bad files, reader versions, older stores."""
-import gzip, importlib.util, io, json, os, pathlib, re, shutil, sqlite3, struct, zipfile
+import base64, gzip, importlib.util, io, json, os, pathlib, re, shutil, sqlite3, struct, zipfile
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -523,7 +523,7 @@ def _screenshot(lines: list[str]) -> bytes:
 
 
 def _office_with_screenshots(kb: pathlib.Path):
-    "A runbook (DOCX) and a deck (PPTX) whose answers are only in their screenshots; the DOCX also as a .docm."
+    "A DOCX, a PPTX, an ODT and a flat ODP whose answers are only in their pictures."
     import docx
     from docx.shared import Inches
     from pptx import Presentation
@@ -544,21 +544,46 @@ def _office_with_screenshots(kb: pathlib.Path):
     slide.shapes.add_picture(io.BytesIO(_screenshot(['Configuración de la VPN', 'Servidor: vpn.faro.example',
                                                      'Grupo: guardias-noche'])), Inches(1), Inches(2), Inches(7))
     deck.save(kb / 'vpn.pptx')
+    ns = (ODF_NS + ' xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" '
+          'xmlns:xlink="http://www.w3.org/1999/xlink" '
+          'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"')
+    with zipfile.ZipFile(kb / 'correo.odt', 'w') as z:                  # LibreOffice's layout: the picture a member
+        z.writestr('mimetype', 'application/vnd.oasis.opendocument.text')
+        z.writestr('content.xml', f'<office:document-content {ns}><office:body><office:text><text:h '
+                   'text:outline-level="1">Servidor de correo</text:h><text:p>El panel muestra el certificado:'
+                   '<draw:frame><draw:image xlink:href="Pictures/cert.svg"/>'
+                   '<draw:image xlink:href="Pictures/cert.png"/>'
+                   '<svg:title>Panel de certificados</svg:title></draw:frame></text:p></office:text></office:body>'
+                   '</office:document-content>')
+        z.writestr('Pictures/cert.png', _screenshot(['Certificado de correo.faro.example',
+                                                     'Caduca el 14 de marzo de 2027.']))
+        z.writestr('Pictures/cert.svg', '<svg xmlns="http://www.w3.org/2000/svg"/>')
+    shot = base64.b64encode(_screenshot(['Turno de guardia de marzo', 'Responsable: Lucía Prieto, extensión 4471']))
+    (kb / 'turnos.fodp').write_text(                                       # a flat file: the picture in base64
+        f'<?xml version="1.0"?><office:document {ns}><office:body><office:presentation><draw:page><draw:frame '
+        'presentation:class="title" svg:x="1cm" svg:y="1cm"><draw:text-box><text:p>Guardias</text:p></draw:text-box>'
+        f'</draw:frame><draw:frame svg:x="1cm" svg:y="5cm"><draw:image><office:binary-data>{shot.decode()}'
+        '</office:binary-data></draw:image></draw:frame></draw:page></office:presentation></office:body>'
+        '</office:document>')
 
 
 @pytest.mark.skipif(importlib.util.find_spec('rapidocr') is None, reason="OCR is the `ocr` extra")
 def test_screenshots_in_word_and_powerpoint_are_read_by_ocr(tmp_path):
-    "The text of a DOCX's and a PPTX's screenshots is found, cited to its file and slide, with the picture's alt text."
+    "The text in office files' pictures is found, cited to its file and slide, after the picture's alt text."
     kb = tmp_path / 'kb'
     kb.mkdir()
     _office_with_screenshots(kb)
     r = ragnb_main('index', str(kb), '--store', str(tmp_path / 's'), text=True)
     assert r.returncode == 0 and 'skipped' not in r.stderr, r.stderr
-    assert 'read 2 scanned pages or pictures of 2 files by OCR' in r.stdout, r.stdout
+    assert 'read 4 scanned pages or pictures of 4 files by OCR' in r.stdout, r.stdout
     for question, cite, said in [('¿Qué puerto hay que abrir si aparece el error E1042?', 'kb/replica.docx',
                                   '> Aviso de la consola de réplica\n> Error de replicación'),
                                  ('¿Cuál es el grupo de la VPN para las guardias?', 'kb/vpn.pptx#slide=1',
-                                  '> Grupo: guardias-noche')]:
+                                  '> Grupo: guardias-noche'),
+                                 ('¿Qué día caduca el certificado del servidor de correo?', 'kb/correo.odt',
+                                  '> Panel de certificados\n> Certificado de correo.faro.example'),
+                                 ('¿Qué extensión tiene la responsable de la guardia de marzo?',
+                                  'kb/turnos.fodp#slide=1', '> Responsable: Lucía Prieto, extensión 4471')]:
         r = ragnb_main('ask', question, '--store', str(tmp_path / 's'), '--json', text=True)
         first = json.loads(r.stdout)['chunks'][0]
         assert first['cite'].startswith(cite) and said in first['text'], (question, r.stdout[:600])
@@ -576,6 +601,10 @@ def test_without_ocr_a_files_pictures_are_named_not_silently_dropped(tmp_path, m
                                                          'the text in them')]
     deck = readers.pptx_document((tmp_path / 'vpn.pptx').read_bytes(), 'vpn.pptx')
     assert deck.text.startswith('# Acceso a la VPN') and len(deck.parts_skipped) == 1
+    odt = readers.odt_document((tmp_path / 'correo.odt').read_bytes(), 'correo.odt')
+    assert '> Panel de certificados' in odt.text and len(odt.parts_skipped) == 1
+    odp = readers.odp_document((tmp_path / 'turnos.fodp').read_bytes(), 'turnos.fodp')
+    assert odp.text.startswith('# Guardias') and len(odp.parts_skipped) == 1
 
 
 def test_read_document_wraps_any_converter_failure(tmp_path, monkeypatch):
