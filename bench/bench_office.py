@@ -3,7 +3,8 @@
 The files are written here by real writers, with text of our own: a deck of 12 slides (python-pptx: a title, three
 bullets and speaker notes each), a workbook of 300 rows and a CSV export of the same rows with Excel's Spanish `;`
 (openpyxl, the csv module), a book of 8 chapters (EbookLib), a manual of 6 sections (docutils' ODT writer), a
-mail archive of 20 messages, each replying to the one before and quoting it (`email` and `mailbox`), a wiki's
+mail archive of 20 messages by two senders, each replying to the one before and quoting it, above its sender's
+signature and a legal disclaimer (`email` and `mailbox`; the two phone numbers are facts too), a wiki's
 export as a zip (10 pages with a wiki's breadcrumbs and footer, and their images; `zipfile`), and a Word manual of 6
 sections (python-docx: each section's second paragraph in a content control, its third a tracked insertion beside a
 tracked deletion, and a table of rows). Where `soffice` is installed (`apt install libreoffice-writer-nogui
@@ -84,13 +85,17 @@ def make(folder: pathlib.Path) -> dict:
     out['odt'] = (folder / 'cintas.odt', facts)
     import mailbox
     from email.message import EmailMessage
-    box, facts = mailbox.mbox(folder / 'lista.mbox'), []
+    box, facts = mailbox.mbox(folder / 'lista.mbox'), ['Tel. 910 000 123', 'Tel. 910 000 456']
+    legal = ('AVISO: este mensaje y sus anexos son confidenciales y se dirigen solo a su destinatario. Si lo ha\n'
+             'recibido por error, avise al remitente y bórrelo sin copiarlo.')
     for i in range(MESSAGES):
         m = EmailMessage()
-        m['Subject'], m['From'], m['Message-ID'] = f'Re: cinta {i}', 'ana@nubeluz.es', f'<m{i}@nubeluz.es>'
+        who, sig = [('ana', 'Ana Ruiz\nSistemas, Nubeluz\nTel. 910 000 123'),
+                    ('luis', 'Luis Gil\nRedes, Nubeluz\nTel. 910 000 456')][i % 2]
+        m['Subject'], m['From'], m['Message-ID'] = f'Re: cinta {i}', f'{who}@nubeluz.es', f'<m{i}@nubeluz.es>'
         fact = f'La cinta {i} se rota el día {i + 1} y se guarda en el armario {i % 5}.'
         quote = f'\n\n> La cinta {i - 1} se rota el día {i}.' if i else ''
-        m.set_content(fact + quote)
+        m.set_content(f'{fact}{quote}\n\n-- \n{sig}\n\n{legal}')        # a signature and a disclaimer, as sent
         box.add(m)
         facts.append(fact)
     box.close()

@@ -4,8 +4,8 @@
 
 # %% ../nbs/01a_readers.ipynb #47841ec2
 from __future__ import annotations
-import base64, bisect, datetime, functools, html as html_lib, importlib.util, io, json, os, posixpath, re, struct
-import threading
+import base64, bisect, datetime, functools, html as html_lib, importlib.util, io, itertools, json, os, posixpath, re
+import struct, threading
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -29,11 +29,11 @@ __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
            'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
            'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
            'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'mail_document',
-           'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title',
-           'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader',
-           'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id',
-           'notebook_document', 'transcript_cues', 'transcript_document']
+           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
+           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
+           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
+           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
+           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1970,7 +1970,9 @@ def mail_blocks(subject:str, # the message's subject ('' without one)
                 history:bool=True, # keep a reply's copy of the earlier messages (`history_start`); an archive's are not
                ) -> list[tuple[str, str]]:
     """`(kind, markdown)` of a message: its subject as a heading, who and when, its text (or its HTML read) without
-    the lines quoted from earlier mail (`>`) or the line that introduces them, and its attachments."""
+    the lines quoted from earlier mail (`>`) or the line that introduces them, its signature (after a `-- ` line),
+    short lines on one line, and its attachments. The blocks of its text and signature are of kind 'text'
+    (`repeated_tails`)."""
     blocks = [('h', f'# {_clean(subject) or "(no subject)"}')]
     if line := ' · '.join(f'{k}: {v}' for k, v in ((k, _clean(v)) for k, v in who) if v): blocks.append(('p', line))
     if kind == 'html':
@@ -1979,11 +1981,22 @@ def mail_blocks(subject:str, # the message's subject ('' without one)
         except ChunkingError: body = ''
     lines = body.splitlines()
     if not history and (cut := history_start(lines)) is not None: lines = lines[:cut]
-    paras = re.split(r'\n\s*\n', '\n'.join(unquoted(lines)))
-    if kind == 'markdown': blocks += [('p', p.strip('\n')) for p in paras if p.strip()]     # lists, tables kept
-    else: blocks += [('p', _paragraph(t)) for p in paras if (t := _clean(p))]
+    lines, sig = signature_split(unquoted(lines))
+    paras = re.split(r'\n\s*\n', '\n'.join(lines))
+    if kind == 'markdown': blocks += [('text', p.strip('\n')) for p in paras if p.strip()]     # lists, tables kept
+    else: blocks += [('text', _paragraph(t)) for p in paras if (t := _clean(p))]
+    for para in re.split(r'\n\s*\n', '\n'.join(sig)):          # a signature's name, role, phone on one line
+        rows = [t for ln in para.split('\n') if (t := _clean(ln))]
+        if rows: blocks.append(('text', _paragraph((' · ' if max(map(len, rows)) < 50 else ' ').join(rows))))
     if files: blocks.append(('p', 'Attachments: ' + ', '.join(files)))
     return blocks
+
+_SIG_DELIMITER = re.compile(r'^-- ?$')    # RFC 3676's signature line, `-- ` (some clients trim its space)
+
+def signature_split(lines:list[str]) -> tuple[list[str], list[str]]:
+    "A plain-text message's lines before its signature delimiter (the last `-- ` line), and the signature's after it."
+    k = max((i for i, ln in enumerate(lines) if _SIG_DELIMITER.match(ln)), default=None)
+    return (lines, []) if k is None else (lines[:k], lines[k + 1:])
 
 def _mail_blocks(msg, name:str, files:list[str], # its attachments' names
                  history:bool=True) -> list[tuple[str, str]]: # keep a reply's copy of the earlier messages
@@ -2016,26 +2029,46 @@ def _mbox_messages(data:bytes) -> list[bytes]:
     return [re.sub(rb'^From [^\n]*\n', b'', p, count=1).replace(b'\n>From ', b'\nFrom ') for p in parts if p.strip()]
 
 # %% ../nbs/01a_readers.ipynb #1122fc1c
+def repeated_tails(messages:list[list[str]]) -> list[set[int]]:
+    """Per message (its text's paragraphs, in order), the paragraphs to leave out: those at its end, after its last
+    paragraph that no other message has, that an earlier message has already given (a signature, a disclaimer, a
+    closing line), so that each is kept once, where it first comes."""
+    norm = [[' '.join(p.split()).lower() for p in ps] for ps in messages]
+    holders = Counter(p for ps in norm for p in set(ps))
+    seen, out = set(), []
+    for ps in norm:
+        k = len(ps)
+        while k and holders[ps[k - 1]] > 1: k -= 1                      # the tail that other messages repeat
+        out.append({i for i in range(k, len(ps)) if ps[i] in seen})
+        seen.update(ps)
+    return out
+
 def mail_document(data:bytes, # an `.eml` message, or an `.mbox` archive of them
                   name:str='mensaje.eml', # for messages
                  ) -> Document:
     """E-mail as markdown: each message its subject as a heading, sender, recipients and date on one line, its text
     (the plain part, else the HTML part read as a page) without the lines quoted from earlier mail, and the names of
     its attachments, whose files are in `Document.attached` for ingest to read. A message in an archive is an
-    anchor, by its `Message-ID`."""
+    anchor, by its `Message-ID`, and the signatures and disclaimers its messages repeat are kept once
+    (`repeated_tails`)."""
     from email import policy
     from email.parser import BytesParser
     raws = _mbox_messages(data) if re.search(r'\.mbox(\.\w+)?$', name, re.I) or data.startswith(b'From ') else [data]
-    lines, anchors, attached = [], [], []
+    parsed, attached = [], []
     for raw in raws:
         msg = BytesParser(policy=policy.default).parsebytes(raw)
         if not msg.keys(): continue
         files = _mail_attachments(msg, name)
         attached += files
+        mid = _clean(str(msg.get('message-id') or '')).strip('<>') if len(raws) > 1 else ''
+        parsed.append((mid, _mail_blocks(msg, name, [n for n, _ in files], history=len(raws) == 1)))  # an archive
+    drops = repeated_tails([[md for kind, md in blocks if kind == 'text'] for _, blocks in parsed])   # holds them
+    lines, anchors = [], []
+    for (mid, blocks), drop in zip(parsed, drops):
+        n = itertools.count()
+        blocks = [b for b in blocks if b[0] != 'text' or next(n) not in drop]
         if lines: lines.append('')
-        if len(raws) > 1 and (mid := _clean(str(msg.get('message-id') or '')).strip('<>')):
-            anchors.append((len(lines) + 1, mid))
-        blocks = _mail_blocks(msg, name, [n for n, _ in files], history=len(raws) == 1)   # an archive holds them
+        if mid: anchors.append((len(lines) + 1, mid))
         lines += _blocks_text(blocks)[0].rstrip('\n').split('\n')
     if not lines: raise ChunkingError(f'{name}: no message with headers; not an e-mail file')
     return Document('\n'.join(lines) + '\n', 'mail', anchors=anchors, attached=attached)
@@ -2881,7 +2914,7 @@ register_reader(Reader('ppt-v1', 'ppt', ppt_document), '.ppt', '.pps', '.pot')
 register_reader(Reader('rtf-v1', 'rtf', rtf_document), '.rtf')
 register_reader(Reader('ods-v1', 'ods', ods_document), '.ods', '.fods', '.ots')
 register_reader(Reader('csv-v1', 'csv', csv_document), '.csv', '.tsv')
-register_reader(Reader('mail-v2', 'mail', mail_document), '.eml', '.mbox')   # v2: HTML by its own charset
+register_reader(Reader('mail-v3', 'mail', mail_document), '.eml', '.mbox')   # v3: signatures once
 register_reader(Reader('msg-v1', 'mail', msg_document), '.msg')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
 register_reader(Reader('mhtml-v1', 'mhtml', mhtml_document), '.mht', '.mhtml')

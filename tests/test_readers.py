@@ -607,6 +607,20 @@ def test_without_ocr_a_files_pictures_are_named_not_silently_dropped(tmp_path, m
     assert odp.text.startswith('# Guardias') and len(odp.parts_skipped) == 1
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(['Hola.', 'hola.', 'Gracias.', 'Ana Ruiz · Tel. 910', 'AVISO legal.',
+                                          'La cinta 3.', 'La cinta 4.']), max_size=6), max_size=6))
+def test_repeated_tails_keep_every_paragraph_once_at_least(messages):
+    "Signatures and disclaimers left out of later messages: every paragraph still somewhere, only tails cut."
+    from ragnb.readers import repeated_tails
+    drops = repeated_tails(messages)
+    kept = {p.lower() for ps, d in zip(messages, drops) for i, p in enumerate(ps) if i not in d}
+    assert kept == {p.lower() for ps in messages for p in ps}
+    for k, (ps, d) in enumerate(zip(messages, drops)):     # what goes is in a tail that other messages repeat
+        others = {q.lower() for j, qs in enumerate(messages) if j != k for q in qs}
+        assert all(p.lower() in others for p in ps[min(d, default=len(ps)):])
+
+
 def test_read_document_wraps_any_converter_failure(tmp_path, monkeypatch):
     def boom(*_): raise RecursionError('too deep')
     monkeypatch.setitem(READERS, '.html', Reader('html-v1', 'html', boom))
