@@ -388,6 +388,9 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
     if rep.kind_summary(): print('by kind: ' + rep.kind_summary(indexed))
     if rep.binary: print(rep.binary_summary() + ('' if verbose else ' (list them with --verbose)'))
     if rep.generated: print(rep.generated_summary() + ('' if verbose else ' (list them with --verbose)'))
+    if rep.logs:
+        print(f"left out {len(rep.logs)} log files, machine output rather than documents (index one by giving its own "
+              f"path){'' if verbose else '; list them with --verbose'}")
     if rep.chrome: print(rep.chrome_summary())
     if rep.folders:
         kinds = ', '.join(f'{k} {n}' for k, n in Counter(k for _, k in rep.folders).most_common())
@@ -404,6 +407,7 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
     if verbose:
         for f, kind in rep.binary: print(f'  binary ({kind}): {f}', file=sys.stderr)
         for f, what in rep.generated: print(f'  left out ({what}): {f}', file=sys.stderr)
+        for f in rep.logs: print(f'  left out (log): {f}', file=sys.stderr)
         for f in rep.recoded: print(f'  read as Windows-1252: {f}', file=sys.stderr)
         for f, n in rep.ocr: print(f'  read by OCR ({n} pages or pictures): {f}', file=sys.stderr)
         for f in rep.git_ignored: print(f'  ignored by .gitignore: {f}', file=sys.stderr)

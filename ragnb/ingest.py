@@ -31,18 +31,18 @@ from .readers import (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, REA
 
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES',
-           'CHUNKING', 'LONG_DOCUMENT', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'SOURCE_BUILDS',
-           'PAGE_COPIES', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER', 'SAMPLE_SLOW',
-           'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files', 'KeptReason',
-           'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking',
-           'store_chunking', 'SourceFile', 'not_text', 'site_kind', 'site_machinery', 'source_machinery',
-           'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size',
-           'changed_source', 'missing_sources', 'member_path', 'member_role', 'archive_members', 'unpack_archive',
-           'archive_parts', 'part_anchors', 'joined_parts', 'archive_document', 'attachment_names', 'attached_document',
-           'document_chunks', 'placed_after', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages',
-           'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup',
-           'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
-           'open_for_indexing', 'open_default_store']
+           'CHUNKING', 'LONG_DOCUMENT', 'LOG_NAME', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX',
+           'SOURCE_BUILDS', 'PAGE_COPIES', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER',
+           'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files',
+           'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies',
+           'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'log_file', 'site_kind', 'site_machinery',
+           'source_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
+           'page_copies', 'file_size', 'changed_source', 'missing_sources', 'member_path', 'member_role',
+           'archive_members', 'unpack_archive', 'archive_parts', 'part_anchors', 'joined_parts', 'archive_document',
+           'attachment_names', 'attached_document', 'document_chunks', 'placed_after', 'metadata_json', 'chunk_sources',
+           'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
+           'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
+           'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -62,13 +62,14 @@ class IndexReport:
     refused: list = field(default_factory=list)     # (folder, reason): not indexed until the user fixes it
     chrome: list = field(default_factory=list)      # (path, characters dropped as chrome, visible characters)
     generated: list = field(default_factory=list)   # (path, what): a documentation site's machinery, not its pages
+    logs: list = field(default_factory=list)        # paths of logs in the folders given (`log_file`), not read
     missing: list = field(default_factory=list)     # (folder or file, files): indexed before, gone from disk since
     recoded: list = field(default_factory=list)     # paths read with bytes that were not UTF-8 as Windows-1252
     ocr: list = field(default_factory=list)         # (path, pages): scanned pages read by OCR
     folders: list = field(default_factory=list)     # (folder, what): never walked into, e.g. a Python environment
     git_ignored: list = field(default_factory=list) # folders (with a trailing /) and files that .gitignore left out
     def counts(self):
-        keys = ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary', 'generated')
+        keys = ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary', 'generated', 'logs')
         return {k: len(getattr(self, k)) for k in keys}
     def __repr__(self): return f'IndexReport({self.counts()}, chunks={self.chunks}, {self.seconds:.1f}s)'
 
@@ -357,6 +358,13 @@ def not_text(f:Path) -> str|None:
     if not head: return None
     return (None if known else sniffed_kind(head)) or minified_head(f, head)
 
+# %% ../nbs/03a_ingest.ipynb #72df3d2f
+LOG_NAME = re.compile(r'.+\.log(?:[.-]\d+)*', re.I)   # app.log, app.log.1, app.log-20261205; compressed: as inside
+
+def log_file(f:Path, p:Path) -> bool:
+    "Whether `f`, listed under the path `p` given, is a log (machine output, not a document); one given alone is not."
+    return f != p and bool(LOG_NAME.fullmatch(inner_path(f).name))
+
 # %% ../nbs/03a_ingest.ipynb #f6534881
 SITE_MARKERS = {'sphinx': ('searchindex.js', '_static'), 'mkdocs': ('search/search_index.json', 'sitemap.xml'),
                 'doxygen': ('doxygen.css', 'tabs.css'), 'javadoc': ('help-doc.html', 'script.js'),
@@ -467,8 +475,8 @@ def changed_sources(listed:list[tuple[Path, Path]], rep:IndexReport, known:dict[
 
 def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
                max_bytes:int=MAX_FILE_BYTES) -> tuple[list[Path], list[str]]:
-    """The files under `p` worth reading (the rest go to `rep.skipped`, `.binary` or `.generated`), and the `known`
-    sources gone from it."""
+    """The files under `p` worth reading (the rest go to `rep.skipped`, `.binary`, `.generated` or `.logs`), and the
+    `known` sources gone from it."""
     root, files, seen, unreadable, sites = (p.resolve().as_posix() if p.is_dir() else ''), [], set(), [], {}
     for f in walk_files(p, rep, unreadable):
         why = unreadable_reason(f, p, max_bytes) or eval_data_reason(f, p)
@@ -477,6 +485,9 @@ def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
             continue
         if not why and (what := generated_reason(f, p, sites)):     # a documentation site's machinery: the same
             rep.generated.append((os.fsdecode(f), what))
+            continue
+        if not why and log_file(f, p):                                 # and a log: machine output
+            rep.logs.append(os.fsdecode(f))
             continue
         if why: rep.skipped.append((os.fsdecode(f), why))
         if isinstance(why, KeptReason): seen.add(source_key(f, p))     # not known to be gone: nothing is removed

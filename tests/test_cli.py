@@ -357,3 +357,21 @@ def test_a_new_store_gets_the_model_of_its_corpus_languages(tmp_path, capsys):
                  '--model', 'sentence-transformers/all-MiniLM-L6-v2']) == 0
     assert 'model for the new store' not in capsys.readouterr().err
     assert store_model(tmp_path / 'chosen') == 'sentence-transformers/all-MiniLM-L6-v2'
+
+
+def test_logs_in_a_folder_are_left_out_and_counted_and_one_given_alone_is_read(tmp_path):
+    "A test suite's log beside the docs (gdb's check.log.gz in /usr/share/doc) floods a store; asked for, it is read."
+    import gzip
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    (kb / 'guia.md').write_text('# Copias\n\nLa copia nocturna se guarda en la cinta del armario B3.\n')
+    (kb / 'check.log.gz').write_bytes(gzip.compress(b''.join(b'PASS: gdb.base/t%d.exp: copia cinta armario\n' % i
+                                                            for i in range(3000))))
+    (kb / 'app.log.1').write_text('2026-12-05 10:00:01 INFO copia iniciada\n')
+    r = ragnb('index', str(kb), '--store', str(tmp_path / 's'), '--verbose', text=True)
+    assert r.returncode == 0 and 'left out 2 log files, machine output rather than documents' in r.stdout, r.stdout
+    assert 'left out (log): ' in r.stderr and 'check.log.gz' in r.stderr
+    r = ragnb('ask', '¿Dónde se guarda la copia nocturna?', '--store', str(tmp_path / 's'), '--json', text=True)
+    assert {c['cite'].split(':')[0] for c in json.loads(r.stdout)['chunks']} == {'kb/guia.md'}, r.stdout[:400]
+    r = ragnb('index', str(kb / 'app.log.1'), '--store', str(tmp_path / 's'), text=True)
+    assert r.returncode == 0 and 'log files' not in r.stdout and 'added 1' in r.stdout, r.stdout
