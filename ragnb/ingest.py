@@ -32,12 +32,12 @@ from .readers import (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, REA
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES',
            'CHUNKING', 'LONG_DOCUMENT', 'LOG_NAME', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX',
-           'SOURCE_BUILDS', 'PAGE_COPIES', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER',
-           'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files',
-           'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies',
-           'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'log_file', 'site_kind', 'site_machinery',
-           'source_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
-           'page_copies', 'file_size', 'changed_source', 'missing_sources', 'member_path', 'member_role',
+           'SOURCE_BUILDS', 'PAGE_COPIES', 'PAGE_SIZE_SHARE', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS',
+           'ARCHIVE_READER', 'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind',
+           'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path',
+           'chunking_strategies', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'log_file', 'site_kind',
+           'site_machinery', 'source_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources',
+           'list_files', 'page_copies', 'file_size', 'changed_source', 'missing_sources', 'member_path', 'member_role',
            'archive_members', 'unpack_archive', 'archive_parts', 'part_anchors', 'joined_parts', 'archive_document',
            'attachment_names', 'attached_document', 'document_chunks', 'placed_after', 'metadata_json', 'chunk_sources',
            'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
@@ -503,17 +503,22 @@ def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
     return files, _gone(known, root, seen, [source_key(u, p) for u in unreadable])
 
 PAGE_COPIES = {'.md': 'page sources', '.markdown': 'page sources', '.rst': 'page sources', '.txt': 'page sources',
-               '.json': 'page data'}     # what a file beside an HTML page of its name is: the page, in another form
+               '.texi': 'page sources', '.texinfo': 'page sources', '.json': 'page data',
+               '.pdf': 'PDF copies'}     # what a file beside an HTML page of its name is: the page, in another form
+PAGE_SIZE_SHARE = {'.pdf': 8}   # a page this many times smaller than the file (else 2) is not the same document
 
 def page_copies(files:list[Path]) -> list[tuple[Path, str]]:
-    """`(file, what)` for the listed files that are an HTML page's source or data, listed beside it under its name
-    (`api/fs.md` and `api/fs.json.gz` beside `api/fs.html`, as Node's docs ship each page three times). A page much
-    smaller than its source (a redirect) leaves the source alone."""
+    """`(file, what)` for the listed files that are an HTML page's source, data or PDF, listed beside it under its
+    name (`api/fs.md` and `api/fs.json.gz` beside `api/fs.html`, as Node's docs ship each page three times; bzip2's
+    `manual.texi.gz` and `manual.pdf.gz` beside `manual.html`). A page much smaller than the file (a redirect, a
+    download page, a summary: `PAGE_SIZE_SHARE`) leaves the file alone."""
     pages = {(f.parent, inner_path(f).stem): f for f in files if inner_path(f).suffix.lower() in ('.html', '.htm')}
     out = []
     for f in files:
-        page, what = pages.get((f.parent, inner_path(f).stem)), PAGE_COPIES.get(inner_path(f).suffix.lower())
-        if page is not None and what and file_size(page) * 2 >= file_size(f): out.append((f, what))
+        ext = inner_path(f).suffix.lower()
+        page, what = pages.get((f.parent, inner_path(f).stem)), PAGE_COPIES.get(ext)
+        if page is not None and what and file_size(page) * PAGE_SIZE_SHARE.get(ext, 2) >= file_size(f):
+            out.append((f, what))
     return out
 
 def file_size(f:Path) -> int:
