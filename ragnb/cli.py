@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_cli.ipynb #a59509a7
 from __future__ import annotations
-import argparse, contextlib, json, os, shlex, shutil, sys
+import argparse, contextlib, functools, json, os, shlex, shutil, sys, warnings
 from collections import Counter
 from pathlib import Path
 
@@ -197,12 +197,18 @@ def _env_overrides(args) -> dict:
     return env
 
 # %% ../nbs/09_cli.ipynb #cc4d9940
+def _one_line_warning(command:str, message, *_, **__):
+    "A warning as one line of stderr (`ragnb index: warning: ...`), not Python's file, line and source."
+    print(f'ragnb {command}: warning: {message}', file=sys.stderr)
+
 def main(argv:list[str]|None=None) -> int:
-    "Entry point of the `ragnb` console command: `cmd_<subcommand>(args)` runs it."
+    "Entry point of the `ragnb` console command: `cmd_<subcommand>(args)` runs it; warnings as one line each."
     from fastcore.xtras import modified_env
     args = build_parser().parse_args(argv)
     try:
-        with modified_env(**_env_overrides(args)): rc = globals()[f'cmd_{args.command}'](args)
+        with modified_env(**_env_overrides(args)), warnings.catch_warnings():
+            warnings.showwarning = functools.partial(_one_line_warning, args.command)
+            rc = globals()[f'cmd_{args.command}'](args)
     except UserError as e:
         print(f'ragnb {args.command}: error: {e}', file=sys.stderr)
         rc = 2

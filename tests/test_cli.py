@@ -375,3 +375,15 @@ def test_logs_in_a_folder_are_left_out_and_counted_and_one_given_alone_is_read(t
     assert {c['cite'].split(':')[0] for c in json.loads(r.stdout)['chunks']} == {'kb/guia.md'}, r.stdout[:400]
     r = ragnb('index', str(kb / 'app.log.1'), '--store', str(tmp_path / 's'), text=True)
     assert r.returncode == 0 and 'log files' not in r.stdout and 'added 1' in r.stdout, r.stdout
+
+
+def test_a_warning_is_one_line_naming_the_file(tmp_path):
+    "A Python 2 script in a docs folder (git's contrib): chunked by lines, said in one line, not Python's warning."
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    (kb / 'import-zips.py').write_text('import sys\nprint "importing", sys.argv[1]\n')
+    r = ragnb('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', text=True)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r'^ragnb index: warning: \S*import-zips\.py: could not parse as python; chunked by line windows '
+                     r'instead$', r.stderr, re.M), r.stderr
+    assert 'UserWarning' not in r.stderr and 'warnings.warn' not in r.stderr
