@@ -25,9 +25,9 @@ from .stores import StoreAPI, open_store, store_exists
 from .shards import SHARDS_FILE
 from .embed import Embedder, bundled_data_dir, model_for_languages, resolve_model, shows_progress
 from .lexical import text_language
-from .readers import (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, READERS, TARBALLS, Document, Reader,
-                           document_version, file_kind, locate_chunks, read_document, reader_for, reader_version,
-                           register_reader, text_document)
+from .readers import (DATA_URI_READER, FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, READERS, TARBALLS,
+                           Document, Reader, document_version, file_kind, locate_chunks, read_document, reader_for,
+                           reader_version, register_reader, text_document)
 
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES',
@@ -702,7 +702,8 @@ def archive_document(data:bytes, # the archive's bytes
 
 ARCHIVE_READER = register_reader(Reader(   # its version names every reader and chunker: a better one re-reads archives
     'archive-v1.' + hashlib.sha1(' '.join(sorted({r.name for r in READERS.values()} | set(CHUNKERS)
-                                                 | {FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER}))
+                                                 | {FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER,
+                                                    DATA_URI_READER}))
                                  .encode())
     .hexdigest()[:8], 'archive', archive_document), *ARCHIVE_EXTS)
 

@@ -161,6 +161,24 @@ def test_a_docs_folder_indexes_documents_not_drawings_styles_icons_or_makefiles(
         assert old.chrome_summary().startswith('dropped as page chrome (navigation, banners, footers): ')
 
 
+def test_a_picture_pasted_into_markdown_is_not_chunked_as_base64(tmp_path):
+    "A Typora note and a Google Docs export with pictures as data: URIs: their text, alt text and lines, no base64."
+    import base64, os
+    blob = base64.b64encode(os.urandom(60000)).decode()
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    (kb / 'nota.md').write_text(f'# Nota\n\nEl servidor de copias es bk-01.\n\n![captura de la consola](data:image/png;'
+                                f'base64,{blob})\n\nLa copia empieza a las dos.\n')
+    (kb / 'export.md').write_text(f'# Guía\n\nEl proxy es px-02.\n\n![][image1]\n\n'
+                                  f'[image1]: <data:image/png;base64,{blob}>\n')
+    with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
+        rep = index_paths(s, [kb])
+        chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
+    assert len(rep.added) == 2 and len(chunks) == 2 and not any(blob[:40] in c.text for c in chunks)
+    note = next(c for c in chunks if c.source.endswith('nota.md'))
+    assert '![captura de la consola](data:image/png)' in note.text and (note.start_line, note.end_line) == (1, 7)
+
+
 @pytest.mark.parametrize('compound,joined,text', [   # (hyphen kept, hyphen dropped) when the document does not say
     ('comma-separated', None, 'Use a comma. Values are separated. The list is comma-\nseparated here.'),
     (None, 'configuration', 'The configu-\nration is kept.'),
