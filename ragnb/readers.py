@@ -1148,8 +1148,13 @@ class Pictures:
     (by its part's name), at most `$RAGNB_MAX_OCR_PAGES` per file; the others are counted for the report. Not
     thread-safe: one per document read."""
     def __init__(self, name:str): # the file's name, for the report
-        self.name, self.engine, self.read, self.unread, self._seen = name, ocr_engine(), 0, 0, {}
+        self.name, self.read, self.unread, self._seen = name, 0, 0, {}
         self.cap = int(os.environ.get(MAX_OCR_ENV) or MAX_OCR_PAGES)
+
+    @property
+    def engine(self):
+        "`ocr_engine()`, loaded at the first picture to read (0.7 s), so a file without pictures never waits for it."
+        return ocr_engine()
 
     def block(self, key:str, # the picture's name in its file, read once however often it is drawn
               data:bytes|None, # its bytes; None for a linked picture, which the file does not hold
