@@ -24,17 +24,17 @@ __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
            'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
            'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
            'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
-           'front_matter', 'data_uris_dropped', 'text_document', 'text_reader', 'read_document', 'locate_chunks',
-           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine',
-           'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document',
-           'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document',
-           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
-           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
-           'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document',
-           'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title',
-           'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader',
-           'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id',
-           'notebook_document', 'transcript_cues', 'transcript_document']
+           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'text_document', 'text_reader',
+           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
+           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
+           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
+           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
+           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
+           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
+           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
+           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
+           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
+           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -136,27 +136,54 @@ def _front_fields(block:str, toml:bool) -> dict:
     return {k: v for k, v in plain.items() if v}
 
 # %% ../nbs/01a_readers.ipynb #b37534ee
-DATA_URI_READER = 'datauri-v1'    # ... and of one with pictures pasted in as `data:` URIs (`data_uris_dropped`)
+DATA_URI_READER = 'datauri-v1'    # ... and of one with pictures pasted in as `data:` URIs (`pasted_pictures`)
+_URI = r'data:[\w.+-]+/[\w.+-]+(?:;[\w.+=-]+)*;base64,[A-Za-z0-9+/]{16,}={0,2}'
 _DATA_URI = re.compile(r'(data:[\w.+-]+/[\w.+-]+(?:;[\w.+=-]+)*);base64,[A-Za-z0-9+/]{16,}={0,2}')
+_PASTED = re.compile(rf'!\[([^\]\n]*)\]\(({_URI})\)')                              # ![alt](data:...)
+_PASTED_REF = re.compile(rf'^ {{0,3}}\[([^\]\n]+)\]:[ \t]*<?({_URI})>?', re.M)        # [image1]: <data:...>
+_SHOWN_REF = re.compile(r'!\[([^\]\n]*)\]\[([^\]\n]+)\]')                              # ![alt][image1]
+
+@functools.lru_cache(maxsize=1)
+def ocr_suffix() -> str:
+    "'+ocr1' where `ragnb[ocr]` is installed, else '': readers that read pictures say so in their version."
+    return '+ocr1' if importlib.util.find_spec('rapidocr') else ''
 
 def data_uris_dropped(text:str) -> str:
     "`text` with the base64 bytes of each `data:` URI left out, its media type kept (`data:image/png`)."
     return _DATA_URI.sub(r'\1', text)
+
+def _decoded(uri:str) -> bytes|None:
+    try: return base64.b64decode(uri.split(';base64,', 1)[1])
+    except ValueError: return None
+
+def pasted_pictures(text:str, pics=None) -> str: # `pics`: a `Pictures`, to read their text by OCR
+    """`text` with each `data:` URI's base64 left out (`data_uris_dropped`); with `pics`, the lines OCR reads in each
+    pasted picture join its alt text where it is shown: `![alt · line · line](data:image/png)`, or
+    `![alt · line][image1]` for a picture defined at the end, as a Google Docs export writes it. Lines stay lines."""
+    if pics is not None:
+        alt = lambda a, got: ' · '.join([a.strip()] * bool(a.strip()) + [t.replace('[', '(').replace(']', ')')
+                                                                          for t in got])
+        refs = {m[1].lower(): pics.lines(m[2], _decoded(m[2])) for m in _PASTED_REF.finditer(text)}
+        text = _PASTED.sub(lambda m: f'![{alt(m[1], pics.lines(m[2], _decoded(m[2])))}]({m[2]})', text)
+        text = _SHOWN_REF.sub(lambda m: f'![{alt(m[1], refs.get(m[2].lower(), []))}][{m[2]}]', text)
+    return data_uris_dropped(text)
 
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
     """A text file as a `Document`: as it is, or, for markdown, read by `FRONT_MATTER_READER` when front matter opens
     it (`front_matter`: titled by its `title`, the rest of its block left out), by `DATA_URI_READER` when pictures
-    are pasted in it (`data_uris_dropped`), and by `MARKDOWN_HTML_READER` when HTML is in it (`markdown_html`:
+    are pasted in it (`pasted_pictures`), and by `MARKDOWN_HTML_READER` when HTML is in it (`markdown_html`:
     comments left out, the rest as markdown; `Document.lines` leads back to the file's lines)."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     fields, body = front_matter(text)
-    if DATA_URI_READER in reader: body = data_uris_dropped(body)
+    pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
+    if pics is not None: body = pasted_pictures(body, pics)
     html = markdown_html(body, inner_path(path).suffix.lower() == '.mdx') if MARKDOWN_HTML_READER in reader else None
     return Document(html[0] if html else body, kind, reader=reader, title=fields.get('title'), recoded=recoded,
-                    lines=html[1] if html else None)
+                    lines=html[1] if html else None, parts_skipped=pics.skipped if pics else [],
+                    ocr_pages=pics.read if pics else 0)
 
 def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
@@ -166,7 +193,7 @@ def text_reader(path:str|Path, text:str) -> str:
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))
     pasted = ';base64,' in text and _DATA_URI.search(text) is not None
-    return '.'.join(names + [MDX_READER] * mdx + [DATA_URI_READER] * pasted)
+    return '.'.join(names + [MDX_READER] * mdx + [DATA_URI_READER + ocr_suffix()] * pasted)
 
 # %% ../nbs/01a_readers.ipynb #f9bf8da4
 def read_document(path:str|Path, # the file
@@ -1156,13 +1183,17 @@ class Pictures:
         "`ocr_engine()`, loaded at the first picture to read (0.7 s), so a file without pictures never waits for it."
         return ocr_engine()
 
-    def block(self, key:str, # the picture's name in its file, read once however often it is drawn
-              data:bytes|None, # its bytes; None for a linked picture, which the file does not hold
+    def lines(self, key:str, # the picture's name in its file, read once however often it is drawn
+              data:bytes|None) -> list[str]: # its bytes; None for a linked picture, which the file does not hold
+        "The lines OCR reads in the picture (`picture_lines`); [] when it is not read."
+        if key not in self._seen: self._seen[key] = self._lines(data) if data else []
+        return self._seen[key]
+
+    def block(self, key:str, data:bytes|None, # as `lines` takes them
               alt:str='') -> tuple[str, str]|None: # its alt text
         "`('p', markdown)`: a quote block of the picture's alt text and of the lines read in it; None without either."
-        if key not in self._seen: self._seen[key] = self._lines(data) if data else []
         alt = '' if _AUTO_ALT.search(alt) else _clean(alt)
-        lines = [alt] * bool(alt) + [_clean(t) for t in self._seen[key] if _clean(t) != alt]
+        lines = [alt] * bool(alt) + [_clean(t) for t in self.lines(key, data) if _clean(t) != alt]
         return ('p', '\n'.join('> ' + t for t in lines)) if lines else None
 
     def _lines(self, data:bytes) -> list[str]:
@@ -2914,7 +2945,7 @@ def transcript_document(data:bytes, # the file's bytes: WebVTT (`.vtt`) or SubRi
 
 # %% ../nbs/01a_readers.ipynb #361564d1
 register_reader(Reader('html-v4', 'html', html_document), '.html', '.htm', '.xhtml')
-_OCR = '+ocr1' if importlib.util.find_spec('rapidocr') else ''   # readers that read pictures say so in their version
+_OCR = ocr_suffix()   # readers that read pictures say so in their version
 register_reader(Reader('pdf-v4' + _OCR, 'pdf', pdf_document),
                 '.pdf')                       # v4: a line breaks at a page break; +ocr1: scanned pages read
 register_reader(Reader('docx-v3' + _OCR, 'docx', docx_document), '.docx',   # v3: pictures' alt text, +ocr: their text
