@@ -86,36 +86,23 @@ def screenshot_docx(paras: list[str]) -> bytes:
     return out.getvalue()
 
 
-def ragnb_docx(data: bytes) -> str:
-    from ragnb.readers import docx_document, ocr_engine
-    if ocr_engine() is None: return 'not installed (pip install -e .[ocr])'
-    return docx_document(data, 'capturas.docx').text
+def ragnb_read(reader: str, data: bytes, name: str) -> str:
+    "The text ragnb's `reader` (`pdf_document`, `docx_document`) gives, with `ragnb[ocr]` installed."
+    from ragnb import readers
+    if readers.ocr_engine() is None: return 'not installed (pip install -e .[ocr])'
+    return getattr(readers, reader)(data, name).text
 
 
-def llamaindex_docx(path: pathlib.Path) -> str:
-    from llama_index.readers.file import DocxReader
-    return '\n'.join(d.text for d in DocxReader().load_data(path))
+def llamaindex_read(reader: str, path: pathlib.Path) -> str:
+    "The text LlamaIndex's file reader `reader` (`PDFReader`, `DocxReader`) gives."
+    from llama_index.readers import file
+    return '\n'.join(d.text for d in getattr(file, reader)().load_data(path))
 
 
-def langchain_docx(path: pathlib.Path) -> str:
-    from langchain_community.document_loaders import Docx2txtLoader
-    return '\n'.join(d.page_content for d in Docx2txtLoader(str(path)).load())
-
-
-def ragnb_text(data: bytes) -> str:
-    from ragnb.readers import ocr_engine, pdf_document
-    if ocr_engine() is None: return 'not installed (pip install -e .[ocr])'
-    return pdf_document(data, 'escaneo.pdf').text
-
-
-def llamaindex_text(path: pathlib.Path) -> str:
-    from llama_index.readers.file import PDFReader
-    return '\n'.join(d.text for d in PDFReader().load_data(path))
-
-
-def langchain_text(path: pathlib.Path) -> str:
-    from langchain_community.document_loaders import PyPDFLoader
-    return '\n'.join(d.page_content for d in PyPDFLoader(str(path)).load())
+def langchain_read(loader: str, path: pathlib.Path) -> str:
+    "The text LangChain's document loader `loader` (`PyPDFLoader`, `Docx2txtLoader`) gives."
+    from langchain_community import document_loaders
+    return '\n'.join(d.page_content for d in getattr(document_loaders, loader)(str(path)).load())
 
 
 def words_right(got: str, want: str) -> int:
@@ -139,13 +126,16 @@ def main():
         pdf_in = f'{a.pages} scanned A4 pages (150 dpi)'
         docx_in = f'DOCX of {a.screenshots} screenshots'
         for inp, n, drawn, name, read in [
-                (pdf_in, a.pages, want, 'ragnb (ragnb[ocr]: RapidOCR)', lambda: ragnb_text(data)),
-                (pdf_in, a.pages, want, 'LlamaIndex PDFReader', lambda: llamaindex_text(pdf)),
-                (pdf_in, a.pages, want, 'LangChain PyPDFLoader', lambda: langchain_text(pdf)),
+                (pdf_in, a.pages, want, 'ragnb (ragnb[ocr]: RapidOCR)',
+                 lambda: ragnb_read('pdf_document', data, 'escaneo.pdf')),
+                (pdf_in, a.pages, want, 'LlamaIndex PDFReader', lambda: llamaindex_read('PDFReader', pdf)),
+                (pdf_in, a.pages, want, 'LangChain PyPDFLoader', lambda: langchain_read('PyPDFLoader', pdf)),
                 (docx_in, a.screenshots, ' '.join(shots), 'ragnb (ragnb[ocr]: RapidOCR)',
-                 lambda: ragnb_docx(docx.read_bytes())),
-                (docx_in, a.screenshots, ' '.join(shots), 'LlamaIndex DocxReader', lambda: llamaindex_docx(docx)),
-                (docx_in, a.screenshots, ' '.join(shots), 'LangChain Docx2txtLoader', lambda: langchain_docx(docx))]:
+                 lambda: ragnb_read('docx_document', docx.read_bytes(), 'capturas.docx')),
+                (docx_in, a.screenshots, ' '.join(shots), 'LlamaIndex DocxReader',
+                 lambda: llamaindex_read('DocxReader', docx)),
+                (docx_in, a.screenshots, ' '.join(shots), 'LangChain Docx2txtLoader',
+                 lambda: langchain_read('Docx2txtLoader', docx))]:
             t = time.perf_counter()
             try: got = read()
             except ImportError as e: got = f'not installed ({e.name})'
