@@ -137,8 +137,8 @@ def _front_fields(block:str, toml:bool) -> dict:
 
 # %% ../nbs/01a_readers.ipynb #b37534ee
 DATA_URI_READER = 'datauri-v1'    # ... and of one with pictures pasted in as `data:` URIs (`pasted_pictures`)
-_URI = r'data:[\w.+-]+/[\w.+-]+(?:;[\w.+=-]+)*;base64,[A-Za-z0-9+/]{16,}={0,2}'
-_DATA_URI = re.compile(r'(data:[\w.+-]+/[\w.+-]+(?:;[\w.+=-]+)*);base64,[A-Za-z0-9+/]{16,}={0,2}')
+_MEDIA, _BYTES = r'data:[\w.+-]+/[\w.+-]+(?:;[\w.+=-]+)*', r';base64,[A-Za-z0-9+/]{16,}={0,2}'   # a data: URI's parts
+_URI, _DATA_URI = _MEDIA + _BYTES, re.compile(f'({_MEDIA}){_BYTES}')
 _PASTED = re.compile(rf'!\[([^\]\n]*)\]\(({_URI})\)')                              # ![alt](data:...)
 _PASTED_REF = re.compile(rf'^ {{0,3}}\[([^\]\n]+)\]:[ \t]*<?({_URI})>?', re.M)        # [image1]: <data:...>
 _SHOWN_REF = re.compile(r'!\[([^\]\n]*)\]\[([^\]\n]+)\]')                              # ![alt][image1]
@@ -181,9 +181,9 @@ def text_document(path:str|Path, # the file, by which its kind is known
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
     html = markdown_html(body, inner_path(path).suffix.lower() == '.mdx') if MARKDOWN_HTML_READER in reader else None
-    return Document(html[0] if html else body, kind, reader=reader, title=fields.get('title'), recoded=recoded,
-                    lines=html[1] if html else None, parts_skipped=pics.skipped if pics else [],
-                    ocr_pages=pics.read if pics else 0)
+    doc = Document(html[0] if html else body, kind, reader=reader, title=fields.get('title'), recoded=recoded,
+                   lines=html[1] if html else None)
+    return pics.noted(doc) if pics else doc
 
 def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
@@ -1186,14 +1186,21 @@ class Pictures:
     def lines(self, key:str, # the picture's name in its file, read once however often it is drawn
               data:bytes|None) -> list[str]: # its bytes; None for a linked picture, which the file does not hold
         "The lines OCR reads in the picture (`picture_lines`); [] when it is not read."
-        if key not in self._seen: self._seen[key] = self._lines(data) if data else []
+        if key not in self._seen:
+            if not data: return []
+            self._seen[key] = self._lines(data)
         return self._seen[key]
+
+    def noted(self, doc:Document) -> Document:
+        "`doc`, read with these pictures: the pictures left unread in its `parts_skipped`, those read in `ocr_pages`."
+        doc.parts_skipped, doc.ocr_pages = doc.parts_skipped + self.skipped, doc.ocr_pages + self.read
+        return doc
 
     def block(self, key:str, data:bytes|None, # as `lines` takes them
               alt:str='') -> tuple[str, str]|None: # its alt text
         "`('p', markdown)`: a quote block of the picture's alt text and of the lines read in it; None without either."
         alt = '' if _AUTO_ALT.search(alt) else _clean(alt)
-        lines = [alt] * bool(alt) + [_clean(t) for t in self.lines(key, data) if _clean(t) != alt]
+        lines = [alt] * bool(alt) + [t for t in map(_clean, self.lines(key, data)) if t != alt]
         return ('p', '\n'.join('> ' + t for t in lines)) if lines else None
 
     def _lines(self, data:bytes) -> list[str]:
@@ -1340,9 +1347,8 @@ def _docx_pictures(el, part, pics:Pictures) -> list[tuple[str, str]]:
         if any(a.tag in _DOCX_AWAY for a in dr.iterancestors()): continue
         pr, blip = next(dr.iter(f'{_WP}docPr'), None), next(dr.iter(f'{_A}blip'), None)
         target = part.related_parts.get(blip.get(f'{_REL}embed')) if blip is not None else None
-        key = str(target.partname) if target is not None else f'linked {len(out)}'
-        if b := pics.block(key, target.blob if target is not None else None, (pr.get('descr') or '') if pr is not None
-                           else ''): out.append(b)
+        key, data = (str(target.partname), target.blob) if target is not None else ('', None)   # '': a linked one
+        if b := pics.block(key, data, (pr.get('descr') or '') if pr is not None else ''): out.append(b)
     return out
 
 def docx_document(data:bytes, # the file's bytes
@@ -1364,8 +1370,7 @@ def docx_document(data:bytes, # the file's bytes
         blocks += _docx_pictures(el, d.part, pics) + cited(el)
     if not blocks: raise ChunkingError(f'{name}: no text in the document; nothing to index')
     text, anchors = _blocks_text(blocks)
-    return Document(text, 'docx', title=d.core_properties.title or None, anchors=anchors, parts_skipped=pics.skipped,
-                    ocr_pages=pics.read)
+    return pics.noted(Document(text, 'docx', title=d.core_properties.title or None, anchors=anchors))
 
 def _blocks_text(blocks:list[tuple[str, str]]) -> tuple[str, list]:
     """Blocks `(kind, markdown)` as one markdown text, a blank line between two (not between the items of a list:
@@ -1632,7 +1637,7 @@ def _odf_picture(frame, read:Callable, pics:Pictures) -> tuple[str, str]|None:
     try: data = base64.b64decode(raw) if raw else read(href)
     except ValueError: data = None
     alt = ' '.join(_clean(c.text) for c in frame if _odf_tag(c) in ('svg:title', 'svg:desc') and c.text)
-    return pics.block(href or f'inline {len(pics._seen)}', data, alt)
+    return pics.block(href or raw or '', data, alt)
 
 def odt_document(data:bytes, # the file's bytes: an `.odt`, or a flat `.fodt`
                  name:str='document.odt', # for messages
@@ -1652,8 +1657,8 @@ def odt_document(data:bytes, # the file's bytes: an `.odt`, or a flat `.fodt`
     if not w.blocks: raise ChunkingError(f'{name}: no text in the document; nothing to index')
     title = meta.find(f".//{{{_ODF['dc']}}}title") if meta is not None else None
     text, anchors = _blocks_text(w.blocks)
-    return Document(text, 'odt', title=_clean(title.text or '') or None if title is not None else None, anchors=anchors,
-                    parts_skipped=pics.skipped, ocr_pages=pics.read)
+    return pics.noted(Document(text, 'odt', title=_clean(title.text or '') or None if title is not None else None,
+                               anchors=anchors))
 
 # %% ../nbs/01a_readers.ipynb #3bbc482e
 _ODF['presentation'] = 'urn:oasis:names:tc:opendocument:xmlns:presentation:1.0'
@@ -1709,11 +1714,9 @@ def odp_document(data:bytes, # the file's bytes: an `.odp`, or a flat `.fodp`
     st = _OdfStyles(*[r for r in (content, styles) if r is not None])
     title = meta.find(f".//{{{_ODF['dc']}}}title") if meta is not None else None
     read, pics = _odf_members(data), Pictures(name)
-    doc = slides_document([_odp_slide(p, st, lambda frame: _odf_picture(frame, read, pics))
-                           for p in deck if _odf_tag(p) == 'draw:page'], 'odp', name,
-                          title=(_clean(title.text or '') or None) if title is not None else None)
-    doc.parts_skipped, doc.ocr_pages = doc.parts_skipped + pics.skipped, pics.read
-    return doc
+    return pics.noted(slides_document([_odp_slide(p, st, lambda frame: _odf_picture(frame, read, pics))
+                                       for p in deck if _odf_tag(p) == 'draw:page'], 'odp', name,
+                                      title=(_clean(title.text or '') or None) if title is not None else None))
 
 def slides_document(slides:Iterable[list], kind:str, name:str, title:str|None=None) -> Document:
     "A deck's slides (each its blocks, `(kind, markdown)`) as one document whose pages are the slides."
@@ -1825,7 +1828,7 @@ def _slide_blocks(slide, pics:Pictures|None=None) -> list[tuple[str, str]]:
         if kind in _SLIDE_CHROME: continue
         if pics is not None and isinstance(sh, Picture):        # a placeholder's picture too; each image once
             try: key, blob = sh.image.sha1, sh.image.blob
-            except (KeyError, ValueError, AttributeError): key, blob = f'linked {sh.shape_id}', None
+            except (KeyError, ValueError, AttributeError): key, blob = '', None     # a linked picture
             if b := pics.block(key, blob, sh._element._nvXxPr.cNvPr.get('descr') or ''): blocks.append(b)
         elif getattr(sh, 'has_table', False) and sh.has_table:
             if md := _markdown_table([[c.text for c in r.cells] for r in sh.table.rows]): blocks.append(('table', md))
@@ -1856,10 +1859,8 @@ def pptx_document(data:bytes, # the file's bytes
         raise ChunkingError(f'{name}: not a readable PPTX ({type(e).__name__}: {e}); re-save it from PowerPoint') \
             from None
     pics = Pictures(name)
-    doc = slides_document([_slide_blocks(s, pics) for s in deck.slides], 'pptx', name,
-                          title=deck.core_properties.title or None)
-    doc.parts_skipped, doc.ocr_pages = doc.parts_skipped + pics.skipped, pics.read
-    return doc
+    return pics.noted(slides_document([_slide_blocks(s, pics) for s in deck.slides], 'pptx', name,
+                                      title=deck.core_properties.title or None))
 
 # %% ../nbs/01a_readers.ipynb #6e8ad909
 SHEET_TABLE_CHARS = 1200   # rows of a sheet per markdown table, with its header: about a chunk's target

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_retrieve.ipynb #b050b26f
 from __future__ import annotations
-import numbers, os, re, threading, time
+import numbers, os, threading, time
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
@@ -24,7 +24,7 @@ from .lexical import cheap_language, detect_language, span_languages
 # %% auto #0
 __all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'resolve_trim_threshold',
            'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse', 'detects_question_language',
-           'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages', 'copy_key', 'retrieve']
+           'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages', 'retrieve']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -273,18 +273,12 @@ def _query_vectors(store:Store, query, opts:RetrieveOpts, info:dict, timings:dic
 # %% ../nbs/06_retrieve.ipynb #9c0802f0
 SCORE_KINDS = dict(dense='cosine', lexical='bm25', hybrid='rrf')   # what a chunk's score is, by search mode
 
-_DOC_LINE = re.compile(r'\[Doc: [^\n]*\]\n')
-
-def copy_key(text:str) -> str:
-    "What makes two chunks copies: their text after the `[Doc: title > section]` line, which a file's name may set."
-    return _DOC_LINE.sub('', text, count=1) if text.startswith('[Doc: ') else text
-
 def _distinct_chunks(store:Store, ranked:list[tuple], # `(id, score, ranks)`, best first
                      top_k:int, fold:bool=True) -> tuple[list[Chunk], list[tuple]]:
-    """The chunks of the first `top_k` entries of `ranked`, and those entries. With `fold`, a chunk whose text
-    (`copy_key`) a better-ranked one has (the same page in two folders, one changelog in four packages, one file
-    under two names) is left out, and its citation goes to that chunk's `copies`; the next ones come in. A chunk a
-    writer removed since is skipped."""
+    """The chunks of the first `top_k` entries of `ranked`, and those entries. With `fold`, a chunk whose body
+    (`Chunk.body`: its text after the `[Doc: ...]` line, which a file's name may set) a better-ranked one has (the
+    same page in two folders, one changelog in four packages, one file under two names) is left out, and its
+    citation goes to that chunk's `copies`; the next ones come in. A chunk a writer removed since is skipped."""
     chunks, kept, first, at = [], [], {}, 0
     while len(chunks) < top_k and at < len(ranked):
         part, at = ranked[at:at + top_k], at + top_k
@@ -292,12 +286,12 @@ def _distinct_chunks(store:Store, ranked:list[tuple], # `(id, score, ranks)`, be
         for e in part:
             c = have.get(e[0])
             if c is None: continue
-            if fold and copy_key(c.text) in first:
-                first[copy_key(c.text)].copies += (c.cite,)
+            if fold and (body := c.body) in first:
+                first[body].copies += (c.cite,)
                 continue
             if len(chunks) == top_k: break
             c = replace(c, score=e[1], copies=())
-            if fold: first[copy_key(c.text)] = c
+            if fold: first[body] = c
             chunks.append(c)
             kept.append(e)
         if not fold: break
