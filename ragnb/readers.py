@@ -14,27 +14,28 @@ from typing import Callable, Iterable
 
 from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer
 from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decode_text, inner_path, legacy_text,
-                            mode_for, read_file_bytes, read_text_file, runs_of, strategy_version, _source_line)
+                            markup_syntax, mode_for, read_file_bytes, read_text_file, runs_of, strategy_version,
+                            _source_line)
 
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
-           'DATA_URI_READER', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES',
-           'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED',
-           'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST',
-           'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
-           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
+           'DATA_URI_READER', 'PLAIN_TEXT_READER', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH',
+           'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE',
+           'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END',
+           'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED',
+           'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
            'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
-           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'text_document', 'text_reader',
-           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
-           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
-           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
-           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
-           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
-           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
-           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
-           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
-           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
-           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
+           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'text_document',
+           'text_reader', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
+           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
+           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
+           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
+           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
+           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
+           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
+           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
+           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -168,15 +169,59 @@ def pasted_pictures(text:str, pics=None) -> str: # `pics`: a `Pictures`, to read
         text = _SHOWN_REF.sub(lambda m: f'![{alt(m[1], refs.get(m[2].lower(), []))}][{m[2]}]', text)
     return data_uris_dropped(text)
 
+# %% ../nbs/01a_readers.ipynb #bf01f583
+PLAIN_TEXT_READER = 'plaintext-v1'   # a text file that is not markdown, with `#` lines that are not titles
+_HASH_LINE = re.compile(r'^ {0,3}#{1,6}(?:[ \t]|$)', re.M)        # a line markdown may read as a heading
+_PLAIN_TITLE = re.compile(r'#{1,6}(?=[ \t]+\S)')                   # ... and one plain text may mean as one
+
+def _plain_titles(lines:list[str]) -> bool:
+    """Do the `#` lines `lines`, one run, stand as titles: each at the line's start with words after its `#`s, and each
+    one level below the one above it (`## 2.1` over `### Added`), as no comment block is written?"""
+    levels = [len(m[0]) if (m := _PLAIN_TITLE.match(ln)) else 0 for ln in lines]
+    return all(levels) and all(a < b for a, b in itertools.pairwise(levels))
+
+def plain_text_titles(text:str) -> str:
+    """`text`, a plain text file, with each `#` line that markdown would take for a heading escaped as `\\#`, unless
+    its run of `#` lines stands below a blank line and as titles (`_plain_titles`); lines inside code fences are left
+    alone, and the lines stay the lines."""
+    if not _HASH_LINE.search(text): return text
+    lines, closer, run = text.split('\n'), None, []
+    out = list(lines)
+    def close():
+        below_text = run and run[0] and lines[run[0] - 1].strip()
+        if run and (below_text or not _plain_titles([lines[i] for i in run])):
+            for i in run:
+                if ATX_HEADING.match(lines[i]) and len(lines[i]) <= MAX_HEADING_CHARS:
+                    out[i] = lines[i].replace('#', '\\#', 1)
+        run.clear()
+    for i, ln in enumerate(lines):
+        if closer is not None:
+            if closer.match(ln): closer = None
+        elif m := FENCE_OPEN.match(ln):
+            close()
+            closer = fence_closer(m[1])
+        elif _HASH_LINE.match(ln): run.append(i)
+        else: close()
+    close()
+    return '\n'.join(out)
+
+def _plain_titles_escaped(path:str|Path, text:str) -> bool:
+    "Is `path` plain text (not markdown, reST, AsciiDoc or code) with `#` lines that `plain_text_titles` escapes?"
+    if not _HASH_LINE.search(text) or text.startswith('#!') or file_kind(path) != 'text': return False
+    return markup_syntax(inner_path(path).name) == 'markdown' and plain_text_titles(text) != text
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
     """A text file as a `Document`: as it is, or, for markdown, read by `FRONT_MATTER_READER` when front matter opens
     it (`front_matter`: titled by its `title`, the rest of its block left out), by `DATA_URI_READER` when pictures
     are pasted in it (`pasted_pictures`), and by `MARKDOWN_HTML_READER` when HTML is in it (`markdown_html`:
-    comments left out, the rest as markdown; `Document.lines` leads back to the file's lines)."""
+    comments left out, the rest as markdown; `Document.lines` leads back to the file's lines). A text file that is
+    not markdown by its name (`.txt`, `NEWS`, `copyright`) is read by `PLAIN_TEXT_READER` when it holds a `#` line
+    that markdown would take for a heading and plain text does not mean as one (`plain_text_titles`)."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
+    if reader == PLAIN_TEXT_READER: return Document(plain_text_titles(text), kind, reader=reader, recoded=recoded)
     fields, body = front_matter(text)
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
@@ -189,7 +234,7 @@ def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
     parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
     ext = inner_path(path).suffix.lower()
-    if ext not in FRONT_MATTER_EXTS: return ''
+    if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_titles_escaped(path, text) else ''
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))
     pasted = ';base64,' in text and _DATA_URI.search(text) is not None
