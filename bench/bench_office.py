@@ -7,13 +7,17 @@ mail archive of 20 messages by two senders, each replying to the one before and 
 signature and a legal disclaimer (`email` and `mailbox`; the two phone numbers are facts too), a wiki's
 export as a zip (10 pages with a wiki's breadcrumbs and footer, and their images; `zipfile`), and a Word manual of 6
 sections (python-docx: each section's second paragraph in a content control, its third a tracked insertion beside a
-tracked deletion, and a table of rows). Where `soffice` is installed (`apt install libreoffice-writer-nogui
-libreoffice-calc-nogui libreoffice-impress-nogui`), LibreOffice saves the Word manual, the workbook and the deck again
+tracked deletion, and a table of rows), and a MediaWiki export (10 service pages, each with an infobox, steps, a
+preformatted command, a table of ports and a captioned picture, plus their talk pages, a redirect and a template).
+Where `soffice` is installed (`apt install libreoffice-writer-nogui libreoffice-calc-nogui
+libreoffice-impress-nogui`), LibreOffice saves the Word manual, the workbook and the deck again
 as Word, Excel and PowerPoint 97-2003 (`.doc`, `.xls`, `.ppt`), and the manual as RTF.
 ragnb reads them with its readers and cuts them with its documental chunker; LlamaIndex with its file readers
 (`PptxReader`, `PandasExcelReader`, `PagedCSVReader`, `EpubReader`, `MboxReader`, `DocxReader`, `RTFReader`; none for
 ODT, DOC or PPT; `antiword`, which textract calls for DOC, where it is installed) and its `SentenceSplitter` at its
-defaults; the zip through `SimpleDirectoryReader`, as given and unpacked. Per format and tool:
+defaults; the zip and the MediaWiki export through `SimpleDirectoryReader`. LangChain reads the export with
+`MWDumpLoader` (main namespace, redirects skipped) and cuts it with `RecursiveCharacterTextSplitter` (1,500 / 200).
+Per format and tool:
 
 - facts: the bullets, notes, paragraphs and rows written that reach one chunk whole (a row: all its cells);
 - placed: chunks whose metadata says where in the file they are (slide, sheet and row, chapter, heading, message);
@@ -102,6 +106,7 @@ def make(folder: pathlib.Path) -> dict:
     out['mbox'] = (folder / 'lista.mbox', facts)
     out['zip'] = wiki_export(folder / 'wiki.zip')
     out['docx'] = word_manual(folder / 'manual.docx')
+    out['mediawiki'] = mediawiki_export(folder / 'wiki.xml')
     if shutil.which('soffice'):                        # the same files as Word and Excel 97-2003
         for fmt, src in (('doc', 'docx'), ('xls', 'xlsx'), ('ppt', 'pptx'), ('rtf', 'docx')):
             subprocess.run(['soffice', '--headless', '--convert-to', fmt, '--outdir', str(folder), str(out[src][0])],
@@ -156,6 +161,70 @@ def wiki_export(path: pathlib.Path) -> tuple:
     return path, facts
 
 
+WIKI_PAGE = """{{{{Infobox servicio
+ | nombre = faro-{i}
+ | ip = 10.0.{i}.1
+ | responsable = equipo {i}
+}}}}
+'''faro-{i}''' es el servicio {i} del grupo de operaciones.<ref>Inventario 2026</ref>
+
+== Reinicio ==
+El servicio {i} se reinicia con la orden faro-{i} restart tras avisar al equipo {i}.
+# Avisar al equipo de guardia {i}.
+# Vaciar la cola {i} con <code>faro-{i} drain</code>.
+
+ systemctl restart faro-{i}
+
+== Puertos ==
+{{| class="wikitable"
+! Puerto !! Uso
+|-
+| 80{i:02} || HTTP del servicio {i}
+|-
+| 90{i:02} || métricas del servicio {i}
+|}}
+
+[[Archivo:faro-{i}.png|thumb|Esquema del servicio {i} con su balanceador]]
+[[Categoría:Servicios]]"""
+
+
+def mediawiki_export(path: pathlib.Path) -> tuple:
+    """A MediaWiki export (`Special:Export`'s XML) of PAGES service pages and, as a wiki holds them, their talk
+    pages, a redirect and a template: the facts are in the service pages' prose, steps, command, infobox, table rows
+    and picture captions."""
+    from xml.sax.saxutils import escape
+    pages, facts = [], []
+
+    def page(title, ns, text, redirect=''):
+        pages.append(f'  <page>\n    <title>{escape(title)}</title>\n    <ns>{ns}</ns>\n{redirect}    <revision>\n'
+                     f'      <model>wikitext</model>\n      <format>text/x-wiki</format>\n'
+                     f'      <text xml:space="preserve">{escape(text)}</text>\n    </revision>\n  </page>')
+    for i in range(PAGES):
+        page(f'Servicio {i}', 0, WIKI_PAGE.format(i=i))
+        page(f'Discusión:Servicio {i}', 1, f'¿Hace falta avisar antes de reiniciar faro-{i}? --~~~~')
+        facts += [f'El servicio {i} se reinicia con la orden faro-{i} restart tras avisar al equipo {i}.',
+                  f'Avisar al equipo de guardia {i}.', f'systemctl restart faro-{i}', ('ip', f'10.0.{i}.1'),
+                  (f'80{i:02}', f'HTTP del servicio {i}'), f'Esquema del servicio {i} con su balanceador']
+    page('Faro', 0, '#REDIRECCIÓN [[Servicio 0]]', '    <redirect title="Servicio 0" />\n')
+    page('Plantilla:Infobox servicio', 10, '{| class="infobox"\n! Nombre\n| {{{nombre}}}\n|}')
+    path.write_text('<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="es">\n'
+                    '  <siteinfo>\n    <sitename>Wiki de Operaciones</sitename>\n  </siteinfo>\n'
+                    + '\n'.join(pages) + '\n</mediawiki>\n', encoding='utf-8')
+    return path, facts
+
+
+def langchain_wiki(path: pathlib.Path) -> list[tuple[str, str | None]]:
+    "LangChain's `MWDumpLoader` (main namespace, no redirects) cut by its recursive splitter; a place: its page."
+    import warnings
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')                  # langchain-community's notice that it is being sunset
+        from langchain_community.document_loaders import MWDumpLoader
+        docs = MWDumpLoader(str(path), namespaces=[0], skip_redirects=True).load()
+    chunks = RecursiveCharacterTextSplitter(chunk_size=1500, chunk_overlap=200).split_documents(docs)
+    return [(c.page_content, c.metadata.get('source')) for c in chunks]
+
+
 def ragnb_chunks(path: pathlib.Path) -> list[tuple[str, str | None]]:
     "`(text, place)` of ragnb's chunks of one file: its citation when it names a place in the file."
     from ragnb.ingest import SourceFile, document_chunks
@@ -171,7 +240,7 @@ LI_PLACES = ('page_label', 'sheet_name', 'row', 'chapter', 'title', 'section', '
 def llamaindex_chunks(fmt: str, path: pathlib.Path) -> list[tuple[str, str | None]] | None:
     "`(text, place)` of LlamaIndex's nodes of one file (None: no reader for the format)."
     from llama_index.core.node_parser import SentenceSplitter
-    if fmt == 'zip': return llamaindex_zip(path, unpacked=False)
+    if fmt in ('zip', 'mediawiki'): return llamaindex_zip(path, unpacked=False)
     from llama_index.readers.file import (DocxReader, EpubReader, MboxReader, PagedCSVReader, PandasExcelReader,
                                           PptxReader, RTFReader)
     reader = dict(pptx=PptxReader, xlsx=PandasExcelReader, xls=PandasExcelReader, csv=PagedCSVReader, epub=EpubReader,
@@ -219,7 +288,8 @@ def antiword_chunks(path: pathlib.Path) -> list[tuple[str, str | None]]:
 def measure(fmt: str, path: pathlib.Path, facts: list, tool: str) -> dict | None:
     t = time.perf_counter()
     chunks = (ragnb_chunks(path) if tool == 'ragnb' else llamaindex_zip(path, True) if tool == UNPACKED
-              else antiword_chunks(path) if tool == 'antiword' else llamaindex_chunks(fmt, path))
+              else antiword_chunks(path) if tool == 'antiword' else langchain_wiki(path) if tool == 'LangChain'
+              else llamaindex_chunks(fmt, path))
     ms = (time.perf_counter() - t) * 1e3
     if chunks is None: return None
     texts = [t for t, _ in chunks]
@@ -237,7 +307,8 @@ def main():
         print('|---|---|---|---|---|---|---|---|---|')
         for fmt, (path, facts) in files.items():
             for tool in ('ragnb', 'LlamaIndex') + ((UNPACKED,) if fmt == 'zip' else ()) + \
-                    (('antiword',) if fmt == 'doc' and shutil.which('antiword') else ()):
+                    (('antiword',) if fmt == 'doc' and shutil.which('antiword') else ()) + \
+                    (('LangChain',) if fmt == 'mediawiki' else ()):
                 m = measure(fmt, path, facts, tool)
                 if m is None:
                     print(f'| {fmt} | {tool} | not read | | | | | | |')

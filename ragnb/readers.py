@@ -8,7 +8,7 @@ import base64, bisect, datetime, functools, html as html_lib, importlib.util, io
 import struct, threading
 import zipfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -19,23 +19,25 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
-           'DATA_URI_READER', 'PLAIN_TEXT_READER', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH',
-           'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE',
-           'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END',
-           'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED',
-           'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
-           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
-           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'text_document',
-           'text_reader', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
-           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
-           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
-           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
-           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
-           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
-           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
-           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
+           'DATA_URI_READER', 'PLAIN_TEXT_READER', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'GENERATOR_CHROME',
+           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE',
+           'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
+           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
+           'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
+           'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader', 'register_reader', 'reader_for',
+           'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'ocr_suffix',
+           'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
+           'mediawiki_pages', 'wiki_document', 'text_document', 'text_reader', 'read_document', 'locate_chunks',
+           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine',
+           'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document',
+           'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document',
+           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
+           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
+           'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document',
+           'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title',
+           'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader',
+           'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id',
+           'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -210,6 +212,234 @@ def _plain_titles_escaped(path:str|Path, text:str) -> bool:
     if not _HASH_LINE.search(text) or text.startswith('#!') or file_kind(path) != 'text': return False
     return markup_syntax(inner_path(path).name) == 'markdown' and plain_text_titles(text) != text
 
+# %% ../nbs/01a_readers.ipynb #fbd8c36d
+MEDIAWIKI_READER = 'mediawiki-v1'        # a MediaWiki export (`.xml`) or page (`.wiki`): wikitext read as markdown
+WIKI_EXTS = ('.wiki', '.mediawiki', '.wikitext')
+WIKI_SKIP_NS = {2, 6, 8, 10, 14, 828}   # User, File, MediaWiki, Template, Category, Module (odd ones: talk pages)
+_WIKI_DROPPED = {'ref', 'references', 'gallery', 'templatedata', 'indicator', 'categorytree', 'inputbox', 'graph',
+                 'timeline', 'score', 'mapframe', 'maplink', 'imagemap'}
+_WIKI_CODE, _WIKI_INLINE_CODE = {'pre', 'syntaxhighlight', 'source'}, {'code', 'tt', 'kbd', 'samp', 'var'}
+_WIKI_FILE_NS = {'file', 'image', 'media', 'archivo', 'imagen', 'fichier', 'datei'}
+_WIKI_CATEGORY_NS = {'category', 'categoría', 'categoria', 'catégorie', 'kategorie'}
+_WIKI_MEDIA_OPTION = re.compile(r'(thumb|thumbnail|frame|frameless|border|left|right|center|centre|none|upright[ =\d.]*'
+                                r'|miniatura|mini|izquierda|derecha|centro|\d*x?\d+ ?px|(alt|link|page|class|lang)=.*'
+                                r'|baseline|middle|sub|super|top|text-top|bottom|text-bottom)$', re.I)
+_WIKI_MAGIC = re.compile(r'__[A-Z]+__')     # __TOC__, __NOTOC__...
+_WIKI_LIST_TAGS = {'li', 'dt', 'dd'}
+
+def _one_line(s:str) -> str: return ' '.join(s.split())
+
+def _wiki_pieces(nodes) -> list[tuple[int, str]]:
+    "`(index of its first node, markdown)` for the nodes of a wikitext, a run of list markers as one (`_wiki_bullet`)."
+    out, i = [], 0
+    marker = lambda n: type(n).__name__ == 'Tag' and str(n.tag) in _WIKI_LIST_TAGS and n.wiki_markup
+    while i < len(nodes):
+        if marker(nodes[i]):
+            j = i
+            while j < len(nodes) and marker(nodes[j]): j += 1
+            start = not out or out[-1][1].endswith('\n')
+            out.append((i, _wiki_bullet(''.join(str(m.wiki_markup) for m in nodes[i:j]), start)))
+            i = j
+            continue
+        out.append((i, _wiki_node(nodes[i])))
+        i += 1
+    return out
+
+def _wiki(code) -> str:
+    "Parsed wikitext (mwparserfromhell's `Wikicode`) as markdown."
+    return ''.join(p for _, p in _wiki_pieces(code.nodes))
+
+def _wiki_bullet(markers:str, # a list line's markers: `*`, `#`, `:`, `;`, nested by their count
+                 start:bool, # at the line's start (else a `:` after a term)
+                ) -> str:
+    "A list line's markers as markdown: `*` a bullet, `#` a numbered item; a term (`;`) or an indent (`:`) nothing."
+    if not start: return ':'
+    return '  ' * (len(markers) - 1) + {'*': '- ', '#': '1. '}.get(markers[-1], '')
+
+def _wiki_node(n) -> str:
+    "One node of parsed wikitext as markdown, by its kind."
+    kind = type(n).__name__
+    if kind == 'Text': return _WIKI_MAGIC.sub('', str(n.value))
+    if kind == 'HTMLEntity': return n.normalize()
+    if kind == 'Heading': return '#' * n.level + ' ' + _one_line(_wiki(n.title))
+    if kind == 'Wikilink': return _wiki_link(n)
+    if kind == 'ExternalLink': return _one_line(_wiki(n.title)) if n.title else str(n.url)
+    if kind == 'Template': return _wiki_template(n)
+    if kind == 'Tag': return _wiki_tag(n)
+    return ''                                   # comments, a template's {{{arguments}}}
+
+def _wiki_link(n) -> str:
+    "A link as its text (or its target); a picture as its caption; a category nothing."
+    import mwparserfromhell
+    target = str(n.title).strip()
+    ns = target.split(':', 1)[0].strip().lower() if ':' in target[1:] else ''
+    if ns in _WIKI_CATEGORY_NS: return ''
+    if ns in _WIKI_FILE_NS:
+        said = [p for p in str(n.text or '').split('|') if p.strip() and not _WIKI_MEDIA_OPTION.match(p.strip())]
+        return _one_line(_wiki(mwparserfromhell.parse(said[-1]))) if said else ''
+    return _one_line(_wiki(n.text)) if n.text else target.lstrip(':')
+
+def _wiki_template(n) -> str:
+    "A template by its values: named ones as a list of `key: value` (an infobox), else its values as text."
+    name = str(n.name).strip()
+    if not name or name.startswith('#') or ':' in name or name.isupper(): return ''   # parser functions, magic words
+    values = [(str(p.name).strip() if p.showkey else '', _one_line(_wiki(p.value))) for p in n.params]
+    named = [(k, v) for k, v in values if k and v]
+    if named: return '\n' + '\n'.join(f'- {k}: {v}' for k, v in named) + '\n'
+    return ' '.join(v for _, v in values if v)
+
+def _wiki_tag(n) -> str:
+    "An HTML or wikitext tag: code as fences or backticks, a table as a table, references left out, the rest its text."
+    tag, body = str(n.tag).lower().strip(), n.contents
+    if tag in _WIKI_DROPPED: return ''
+    if tag in _WIKI_CODE:
+        lang = str(n.get('lang').value).strip() if n.has('lang') else ''
+        return f"\n```{lang}\n{html_lib.unescape(str(body or '')).strip(chr(10))}\n```\n"
+    if tag == 'nowiki': return html_lib.unescape(str(body or ''))
+    if tag in ('br', 'hr'): return '\n'
+    if tag == 'table': return _wiki_table(n)
+    text = _wiki(body) if body is not None else ''
+    if tag in _WIKI_INLINE_CODE: return f'`{_one_line(text)}`' if text.strip() else ''
+    if tag == 'math': return f"${_one_line(str(body or ''))}$"
+    return text
+
+def _wiki_table(n) -> str:
+    "A wikitext table (`{| ... |}`) as a markdown table, its first row the header and its caption (`|+`) above it."
+    rows, cur, caption = [], [], ''
+    cell = lambda c: _one_line(_wiki(c.contents)).replace('|', '\\|') if c.contents is not None else ''
+    for c in n.contents.nodes if n.contents is not None else []:
+        if type(c).__name__ != 'Tag': continue
+        t = str(c.tag).lower()
+        if t == 'tr':
+            rows += [cur] * bool(cur) + [[cell(x) for x in (c.contents.nodes if c.contents is not None else [])
+                                          if type(x).__name__ == 'Tag' and str(x.tag).lower() in ('td', 'th')]]
+            cur = []
+        elif str(c).startswith('|+'): caption = cell(c).lstrip('+ ')
+        elif t in ('td', 'th'): cur.append(cell(c))
+    rows = [r for r in rows + [cur] if any(r)]
+    if not rows: return ''
+    width = max(map(len, rows))
+    lines = ['| ' + ' | '.join(r + [''] * (width - len(r))) + ' |' for r in rows]
+    return '\n' + caption + '\n\n' * bool(caption) + '\n'.join(lines[:1] + ['|' + '---|' * width] + lines[1:]) + '\n'
+
+# %% ../nbs/01a_readers.ipynb #9888717c
+_WIKI_PRE_OPEN = re.compile(r'<(pre|syntaxhighlight|source|nowiki)\b[^>]*(?<!/)>', re.I)
+
+def _space_pre(text:str) -> str:
+    """Wikitext with each run of lines that start with a space (MediaWiki's preformatted text) in a `<pre>` block,
+    outside templates, tables and code tags; same lines."""
+    lines, depth, inside, run = text.split('\n'), 0, None, []
+    out = list(lines)
+    def close():
+        if run:
+            out[run[0]] = '<pre>' + out[run[0]][1:]
+            for k in run[1:]: out[k] = out[k][1:]
+            out[run[-1]] += '</pre>'
+        run.clear()
+    for i, ln in enumerate(lines):
+        if inside:
+            if re.search(rf'</{inside}\s*>', ln, re.I): inside = None
+            continue
+        if depth == 0 and ln.startswith(' ') and ln.strip() and not ln.lstrip().startswith(('{|', '|', '!')):
+            run.append(i)
+        else: close()
+        depth = max(0, depth + ln.count('{{') - ln.count('}}') + ln.count('{|') - ln.count('|}'))
+        if (m := _WIKI_PRE_OPEN.search(ln)) and not re.search(rf'</{m[1]}\s*>', ln[m.end():], re.I): inside = m[1]
+    close()
+    return '\n'.join(out)
+
+# %% ../nbs/01a_readers.ipynb #e50e3ff7
+_WIKI_BULLET = re.compile(r'\s*(?:- |1\. )')
+_WIKI_BULLET_GAP = re.compile(r'^(\s*(?:- |1\. ))\s+')
+
+def wiki_markdown(wikitext:str) -> tuple[str, list[int]]:
+    """MediaWiki wikitext as markdown (`_wiki_node` for each node), and the line of the wikitext (0-based) that each
+    of its lines comes from: lines outside code trimmed, blank lines run together."""
+    import mwparserfromhell
+    try:
+        nodes = mwparserfromhell.parse(_space_pre(wikitext)).nodes
+        pieces = _wiki_pieces(nodes)
+    except RecursionError:        # nested past Python's stack (a thousand templates): the page as its wikitext
+        lead, text = len(wikitext) - len(wikitext.lstrip('\n')), wikitext.strip('\n')
+        return text, list(range(lead, lead + text.count('\n') + 1))
+    starts, at = [], 0
+    for n in nodes:
+        starts.append(at)
+        at += str(n).count('\n')
+    lines, src = [''], [0]
+    for i, piece in pieces:
+        first, *rest = piece.split('\n')
+        lines[-1] += first
+        for k, ln in enumerate(rest, 1):
+            lines.append(ln)
+            src.append(starts[i] + min(k, str(nodes[i]).count('\n')))
+    out, out_src, fenced = [], [], False
+    for ln, at in zip(lines, src):
+        fence = ln.startswith('```')
+        if not fenced and not fence:
+            ln = ln.rstrip()
+            ln = _WIKI_BULLET_GAP.sub(r'\1', ln) if _WIKI_BULLET.match(ln) else ln.lstrip()
+            if not ln and (not out or not out[-1]): continue
+        fenced ^= fence
+        out.append(ln)
+        out_src.append(at)
+    while out and not out[-1]:
+        out.pop()
+        out_src.pop()
+    return '\n'.join(out), out_src
+
+# %% ../nbs/01a_readers.ipynb #49edcdbb
+def is_mediawiki_export(text:str) -> bool:
+    "Does `text` open as a MediaWiki export (`<mediawiki xmlns=\"http://www.mediawiki.org/xml/export-...\">`)?"
+    head = text[:4000]
+    return '<mediawiki' in head and 'mediawiki.org/xml/export' in head
+
+_WIKI_REDIRECT = re.compile(r'\s*#\s*(redirect|redirecci[oó]n|weiterleitung|redirection)\b', re.I)
+
+def mediawiki_pages(data:bytes, # the export's bytes
+                    name:str='wiki.xml', # its path, for messages
+                   ) -> list[tuple[str, int, str, int]]:
+    """`(title, namespace, wikitext, line)` of each page's last revision in a MediaWiki export, `line` being the
+    file's line where its wikitext starts; redirects and pages whose text is not wikitext (CSS, JSON, Lua) are not
+    pages to read. `ChunkingError` names a file that is not well-formed XML."""
+    from lxml import etree
+    pages = []
+    try:
+        for _, el in etree.iterparse(io.BytesIO(data), tag='{*}page', huge_tree=True, resolve_entities=False,
+                                     no_network=True):
+            revs, title = el.findall('{*}revision'), (el.findtext('{*}title') or '').strip()
+            text = revs[-1].find('{*}text') if revs else None
+            model = (revs[-1].findtext('{*}model') or 'wikitext') if revs else ''
+            if (text is not None and text.text and model == 'wikitext' and el.find('{*}redirect') is None
+                    and not _WIKI_REDIRECT.match(text.text)):
+                pages.append((title, int(el.findtext('{*}ns') or 0), text.text, text.sourceline))
+            el.clear()
+    except etree.XMLSyntaxError as e:
+        raise ChunkingError(f'{name}: not a well-formed MediaWiki export ({e}); export it again (Special:Export or '
+                            'dumpBackup.php), or add it to .ragnbignore') from None
+    return pages
+
+def wiki_document(text:str, # a MediaWiki export's text, or one page's wikitext (`.wiki`)
+                  name:str='wiki.xml', # its path, for messages
+                 ) -> Document:
+    """A MediaWiki export as its content pages (`mediawiki_pages`, less `WIKI_SKIP_NS` and talk pages), each under
+    its title as a part of its own (`Document.parts`), cited by its title (`wiki.xml#Copias_de_seguridad`) and the
+    export's lines; or one page of wikitext, cited by its lines."""
+    if not is_mediawiki_export(text):
+        md, src = wiki_markdown(text)
+        return Document(md, 'text', reader=MEDIAWIKI_READER, lines=[s + 1 for s in src])
+    site = re.search(r'<sitename>([^<]*)</sitename>', text[:20000])
+    out, lines, parts, anchors = [], [], [], []
+    for title, ns, wikitext, at in mediawiki_pages(text.encode('utf-8'), name):
+        md, src = wiki_markdown(wikitext) if ns % 2 == 0 and ns not in WIKI_SKIP_NS else ('', [])
+        if not md.strip(): continue
+        parts.append((len(out) + 1, f'{title}.wiki', title))
+        anchors.append((at, title.replace(' ', '_')))
+        out += [f'# {title}', ''] + md.split('\n') + ['']
+        lines += [at, at] + [at + s for s in src] + [at + src[-1]]
+    return Document('\n'.join(out), 'text', reader=MEDIAWIKI_READER, title=html_lib.unescape(site[1]) if site else None,
+                    anchors=anchors, parts=parts, lines=lines)
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
@@ -218,10 +448,12 @@ def text_document(path:str|Path, # the file, by which its kind is known
     are pasted in it (`pasted_pictures`), and by `MARKDOWN_HTML_READER` when HTML is in it (`markdown_html`:
     comments left out, the rest as markdown; `Document.lines` leads back to the file's lines). A text file that is
     not markdown by its name (`.txt`, `NEWS`, `copyright`) is read by `PLAIN_TEXT_READER` when it holds a `#` line
-    that markdown would take for a heading and plain text does not mean as one (`plain_text_titles`)."""
+    that markdown would take for a heading and plain text does not mean as one (`plain_text_titles`); a MediaWiki
+    export or page by `MEDIAWIKI_READER` (`wiki_document`)."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == PLAIN_TEXT_READER: return Document(plain_text_titles(text), kind, reader=reader, recoded=recoded)
+    if reader == MEDIAWIKI_READER: return replace(wiki_document(text, str(path)), recoded=recoded)
     fields, body = front_matter(text)
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
@@ -234,6 +466,7 @@ def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
     parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
     ext = inner_path(path).suffix.lower()
+    if ext in WIKI_EXTS or ext == '.xml' and is_mediawiki_export(text): return MEDIAWIKI_READER
     if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_titles_escaped(path, text) else ''
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))

@@ -359,3 +359,62 @@ def test_a_damaged_archive_is_refused_with_its_name_or_read(kind, cuts, truncate
     try: doc = read_document(f)
     except ChunkingError as e: assert str(f) in str(e)
     else: assert doc.kind == 'archive' and all(p.startswith(f'{f}/') for p, _ in doc.parts_skipped)
+
+
+WIKI_EXPORT = '''<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="es">
+  <siteinfo><sitename>Wiki de Sistemas</sitename></siteinfo>
+  <page><title>Copias de seguridad</title><ns>0</ns>
+    <revision><model>wikitext</model><text xml:space="preserve">Las copias salen a las 02:00 hacia bk-01.
+== Restaurar ==
+{| class="wikitable"
+! Datos !! Orden
+|-
+| web || restic restore latest --target /srv
+|}
+[[Categoría:Operaciones]]</text></revision></page>
+  <page><title>Discusión:Copias de seguridad</title><ns>1</ns>
+    <revision><text xml:space="preserve">¿Copiamos también los sábados?</text></revision></page>
+  <page><title>Backup</title><ns>0</ns><redirect title="Copias de seguridad" />
+    <revision><text xml:space="preserve">#REDIRECCIÓN [[Copias de seguridad]]</text></revision></page>
+  <page><title>Plantilla:Aviso</title><ns>10</ns>
+    <revision><text xml:space="preserve">Aviso: {{{1}}}</text></revision></page>
+  <page><title>VPN</title><ns>0</ns>
+    <revision><text xml:space="preserve">{{Infobox servicio
+ | puerto = 1194
+}}
+La VPN de la oficina es vpn-02.
+ openvpn --config oficina.ovpn</text></revision></page>
+</mediawiki>
+'''
+
+
+def test_a_mediawiki_export_is_read_as_its_pages_and_a_plain_text_prompt_is_not_a_heading(tmp_path):
+    "A wiki's export: each content page alone, under its title, cited by it; talk, redirect and template pages out."
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    (kb / 'wiki.xml').write_text(WIKI_EXPORT)
+    (kb / 'NEWS').write_text('faro (2.0)\n\n  To keep the cache:\n\n  # echo keep > /etc/faro/keep\n\n  Done.\n')
+    (kb / 'pom.xml').write_text('<project><name>faro</name></project>\n')           # other XML: read as before
+    (kb / 'roto.xml').write_text(WIKI_EXPORT[:600])
+    with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
+        rep = index_paths(s, [kb])
+        chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
+        versions = {Path(k).name: v.chunker_version.split('+')[0] for k, v in s.sources().items()}
+        assert index_paths(s, [kb]).counts()['unchanged'] == 3
+    assert versions == {'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1',
+                        'pom.xml': 'documental-v2:t1500-m2200-o200'}
+    assert [(p.rsplit('/', 1)[-1], why[:60]) for p, why in rep.skipped] == [
+        ('roto.xml', f'{kb / "roto.xml"}: not a well-formed MediaWiki export'[:60])]
+    wiki = sorted((c for c in chunks if c.source.endswith('wiki.xml')), key=lambda c: c.start_line)
+    assert [c.text.split('\n')[0] for c in wiki] == ['[Doc: Copias de seguridad]', '[Doc: VPN]']
+    assert [c.cite for c in wiki] == ['kb/wiki.xml#Copias_de_seguridad', 'kb/wiki.xml#VPN']
+    assert '| web | restic restore latest --target /srv |' in wiki[0].text and 'vpn-02' not in wiki[0].text
+    assert '- puerto: 1194' in wiki[1].text and '```\nopenvpn --config oficina.ovpn\n```' in wiki[1].text
+    lines = WIKI_EXPORT.split('\n')
+    assert [(lines[c.start_line - 1][:40], lines[c.end_line - 1][-40:]) for c in wiki] == [
+        (lines[3][:40], lines[8][-40:]), (lines[18][:40], lines[22][-40:])]        # the export's own lines
+    text = ' '.join(c.text for c in chunks)
+    for gone in ('sábados', 'REDIRECCIÓN', 'Aviso:', 'Categoría', '<page>', '{{'):
+        assert gone not in text, gone
+    news = next(c for c in chunks if c.source.endswith('NEWS'))
+    assert news.text.split('\n')[0] == '[Doc: NEWS]' and '\\# echo keep > /etc/faro/keep' in news.text
