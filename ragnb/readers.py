@@ -19,25 +19,25 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
-           'DATA_URI_READER', 'PLAIN_TEXT_READER', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'GENERATOR_CHROME',
-           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE',
-           'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
+           'DATA_URI_READER', 'PLAIN_TEXT_READER', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
+           'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI',
+           'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
            'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
            'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
            'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader', 'register_reader', 'reader_for',
            'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'ocr_suffix',
            'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
-           'mediawiki_pages', 'wiki_document', 'text_document', 'text_reader', 'read_document', 'locate_chunks',
-           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine',
-           'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document',
-           'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document',
-           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
-           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
-           'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document',
-           'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title',
-           'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader',
-           'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id',
-           'notebook_document', 'transcript_cues', 'transcript_document']
+           'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'text_document', 'text_reader',
+           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
+           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
+           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
+           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
+           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
+           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
+           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
+           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
+           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
+           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -440,6 +440,71 @@ def wiki_document(text:str, # a MediaWiki export's text, or one page's wikitext 
     return Document('\n'.join(out), 'text', reader=MEDIAWIKI_READER, title=html_lib.unescape(site[1]) if site else None,
                     anchors=anchors, parts=parts, lines=lines)
 
+# %% ../nbs/01a_readers.ipynb #0fe6071a
+DOKUWIKI_READER = 'dokuwiki-v1'          # a DokuWiki page (`data/pages/**/*.txt`) read as markdown
+_DW_HEADING = re.compile(r'[ \t]*(={2,6})[ \t]*(\S.*?)[ \t]*={2,6}[ \t]*$')
+_DW_TOP = re.compile(r'^[ \t]*={5,6}[ \t]*\S.*?={2,6}[ \t]*$', re.M)
+_DW_CODE = re.compile(r'[ \t]*<(code|file)\b([^>]*)>(.*)$')
+_DW_LIST = re.compile(r'( {2,}|\t+)([*-])[ \t]+(.*)$')
+_DW_ROW = re.compile(r'[ \t]*[\^|].*[\^|][ \t]*$')
+_DW_INLINE = [(re.compile(r'<(code|file)\b[^>]*>(.*?)</\1>'), r'`\2`'),               # inline code
+              (re.compile(r'<nowiki>(.*?)</nowiki>|%%(.*?)%%'), r'\1\2'),
+              (re.compile(r'~~[A-Z]+~~'), ''),                                        # macros
+              (re.compile(r'\{\{[ \t]*[^|}\n]*?[ \t]*\|[ \t]*([^}\n]*?)[ \t]*\}\}'), r'\1'),  # a picture: its caption
+              (re.compile(r'\{\{[^}\n]*\}\}'), ''),
+              (re.compile(r'\[\[[^|\]\n]*\|([^\]\n]*)\]\]'), r'\1'),               # a link: its text
+              (re.compile(r'\[\[(?:[^\]\n]*:)?([^:\]\n]+)\]\]'), r'\1'),            # ... or its page
+              (re.compile(r'\(\((.+?)\)\)'), r' (\1)'),                           # a footnote
+              (re.compile(r"''(.+?)''"), r'`\1`'),
+              (re.compile(r'(?<![:/])//(\S.*?)(?<![:/])//'), r'*\1*'),
+              (re.compile(r'__(.+?)__'), r'\1'),
+              (re.compile(r'\\\\(?=\s|$)'), '')]                                    # a forced line break
+
+def is_dokuwiki(text:str) -> bool:
+    "Does `text` have a heading of five or six `=` (`====== Title ======`), as a DokuWiki page does?"
+    return '=====' in text and _DW_TOP.search(text) is not None
+
+def _dw_inline(s:str) -> str:
+    "A line's DokuWiki inline markup as markdown (`_DW_INLINE`, in order)."
+    for rx, to in _DW_INLINE: s = rx.sub(to, s)
+    return s
+
+def _dw_cells(line:str) -> list[str]:
+    "The cells of a table row (`^ head ^ head ^`, `| cell | cell |`)."
+    return [_dw_inline(c.strip()).replace('|', '\\|') for c in re.split(r'[\^|]', line.strip())[1:-1]]
+
+def dokuwiki_markdown(text:str) -> tuple[str, list[int]]:
+    "A DokuWiki page as markdown, and the page's line (1-based) of each of its lines."
+    out, src, closer, pre, table = [], [], None, False, False
+    emit = lambda i, lines: (out.extend(lines), src.extend([i + 1] * len(lines)))
+    for i, line in enumerate(text.split('\n')):
+        if closer is not None:
+            k = line.find(closer)
+            if k < 0: emit(i, [line])
+            else:
+                emit(i, [line[:k]] * bool(line[:k].strip()) + ['```'])
+                closer = None
+            continue
+        is_pre = line.startswith(('  ', '\t')) and line.strip() and not _DW_LIST.match(line)
+        if pre and not is_pre: emit(i, ['```'])
+        if is_pre and not pre: emit(i, ['```'])
+        pre, was_table = is_pre, table
+        table = bool(_DW_ROW.match(line)) and not is_pre
+        if is_pre: emit(i, [line[2:] if line.startswith('  ') else line[1:]])
+        elif (m := _DW_CODE.match(line)) and f'</{m[1]}>' not in m[3]:     # a block (inline code: `_DW_INLINE`)
+            emit(i, ['```' + (m[2].split() or [''])[0].strip('-')] + [m[3]] * bool(m[3].strip()))
+            closer = f'</{m[1]}>'
+        elif m := _DW_HEADING.fullmatch(line): emit(i, ['#' * (7 - len(m[1])) + ' ' + _dw_inline(m[2])])
+        elif table:
+            cells = _dw_cells(line)
+            emit(i, ['| ' + ' | '.join(cells) + ' |'] + ['|' + '---|' * len(cells)] * (not was_table))
+        elif m := _DW_LIST.match(line):
+            depth = len(m[1].expandtabs(2)) // 2 - 1
+            emit(i, ['  ' * depth + ('- ' if m[2] == '*' else '1. ') + _dw_inline(m[3])])
+        else: emit(i, [_dw_inline(line)])
+    if pre or closer is not None: emit(max(0, text.count('\n')), ['```'])
+    return '\n'.join(out), src
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
@@ -449,11 +514,14 @@ def text_document(path:str|Path, # the file, by which its kind is known
     comments left out, the rest as markdown; `Document.lines` leads back to the file's lines). A text file that is
     not markdown by its name (`.txt`, `NEWS`, `copyright`) is read by `PLAIN_TEXT_READER` when it holds a `#` line
     that markdown would take for a heading and plain text does not mean as one (`plain_text_titles`); a MediaWiki
-    export or page by `MEDIAWIKI_READER` (`wiki_document`)."""
+    export or page by `MEDIAWIKI_READER` (`wiki_document`), a DokuWiki page by `DOKUWIKI_READER`."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == PLAIN_TEXT_READER: return Document(plain_text_titles(text), kind, reader=reader, recoded=recoded)
     if reader == MEDIAWIKI_READER: return replace(wiki_document(text, str(path)), recoded=recoded)
+    if reader == DOKUWIKI_READER:
+        md, lines = dokuwiki_markdown(text)
+        return Document(md, kind, reader=reader, recoded=recoded, lines=lines)
     fields, body = front_matter(text)
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
@@ -467,6 +535,7 @@ def text_reader(path:str|Path, text:str) -> str:
     parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
     ext = inner_path(path).suffix.lower()
     if ext in WIKI_EXTS or ext == '.xml' and is_mediawiki_export(text): return MEDIAWIKI_READER
+    if ext == '.txt' and is_dokuwiki(text): return DOKUWIKI_READER
     if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_titles_escaped(path, text) else ''
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))

@@ -388,10 +388,26 @@ La VPN de la oficina es vpn-02.
 '''
 
 
-def test_a_mediawiki_export_is_read_as_its_pages_and_a_plain_text_prompt_is_not_a_heading(tmp_path):
-    "A wiki's export: each content page alone, under its title, cited by it; talk, redirect and template pages out."
+DOKUWIKI_PAGE = '''====== Copias de seguridad ======
+Las copias salen cada noche hacia ''bk-01''((Salvo los domingos)).
+
+===== Restaurar =====
+  - Parar el servicio.
+  - Restaurar los datos:
+<code bash>
+restic restore latest --target /srv
+</code>
+^ Datos ^ Destino ^
+| web | /srv/www |
+'''
+
+
+def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(tmp_path):
+    """A MediaWiki export: each content page alone, titled and cited by it, talk, redirect and template pages out; a
+    DokuWiki page with its headings, steps, code and table; a NEWS file's root prompt as text."""
     kb = tmp_path / 'kb'
-    kb.mkdir()
+    (kb / 'pages' / 'ops').mkdir(parents=True)
+    (kb / 'pages' / 'ops' / 'copias.txt').write_text(DOKUWIKI_PAGE)
     (kb / 'wiki.xml').write_text(WIKI_EXPORT)
     (kb / 'NEWS').write_text('faro (2.0)\n\n  To keep the cache:\n\n  # echo keep > /etc/faro/keep\n\n  Done.\n')
     (kb / 'pom.xml').write_text('<project><name>faro</name></project>\n')           # other XML: read as before
@@ -400,8 +416,8 @@ def test_a_mediawiki_export_is_read_as_its_pages_and_a_plain_text_prompt_is_not_
         rep = index_paths(s, [kb])
         chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
         versions = {Path(k).name: v.chunker_version.split('+')[0] for k, v in s.sources().items()}
-        assert index_paths(s, [kb]).counts()['unchanged'] == 3
-    assert versions == {'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1',
+        assert index_paths(s, [kb]).counts()['unchanged'] == 4
+    assert versions == {'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1', 'copias.txt': 'dokuwiki-v1',
                         'pom.xml': 'documental-v2:t1500-m2200-o200'}
     assert [(p.rsplit('/', 1)[-1], why[:60]) for p, why in rep.skipped] == [
         ('roto.xml', f'{kb / "roto.xml"}: not a well-formed MediaWiki export'[:60])]
@@ -416,5 +432,12 @@ def test_a_mediawiki_export_is_read_as_its_pages_and_a_plain_text_prompt_is_not_
     text = ' '.join(c.text for c in chunks)
     for gone in ('sábados', 'REDIRECCIÓN', 'Aviso:', 'Categoría', '<page>', '{{'):
         assert gone not in text, gone
+    doku = sorted((c for c in chunks if c.source.endswith('copias.txt')), key=lambda c: c.start_line)
+    assert [c.text.split('\n')[0] for c in doku] == ['[Doc: Copias de seguridad]']
+    assert doku[0].text.split('\n')[1:] == [
+        '# Copias de seguridad', 'Las copias salen cada noche hacia `bk-01` (Salvo los domingos).', '',
+        '## Restaurar', '1. Parar el servicio.', '1. Restaurar los datos:', '```bash',
+        'restic restore latest --target /srv', '```', '| Datos | Destino |', '|---|---|', '| web | /srv/www |']
+    assert (doku[0].start_line, doku[0].end_line) == (1, 11)
     news = next(c for c in chunks if c.source.endswith('NEWS'))
     assert news.text.split('\n')[0] == '[Doc: NEWS]' and '\\# echo keep > /etc/faro/keep' in news.text
