@@ -30,19 +30,20 @@ from .readers import (DATA_URI_READER, FRONT_MATTER_READER, MARKDOWN_HTML_READER
                            reader_version, register_reader, text_document)
 
 # %% auto #0
-__all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'MAX_FILE_BYTES',
-           'CHUNKING', 'LONG_DOCUMENT', 'LOG_NAME', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX',
-           'SOURCE_BUILDS', 'PAGE_COPIES', 'PAGE_SIZE_SHARE', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS',
-           'ARCHIVE_READER', 'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind',
-           'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path',
-           'chunking_strategies', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'log_file', 'site_kind',
-           'site_machinery', 'source_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources',
-           'list_files', 'page_copies', 'file_size', 'changed_source', 'missing_sources', 'member_path', 'member_role',
-           'archive_members', 'unpack_archive', 'archive_parts', 'part_anchors', 'joined_parts', 'archive_document',
-           'attachment_names', 'attached_document', 'document_chunks', 'placed_after', 'metadata_json', 'chunk_sources',
-           'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
-           'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
-           'default_store_dir', 'open_for_indexing', 'open_default_store']
+__all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'DOKUWIKI_MACHINERY',
+           'MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'LOG_NAME', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX',
+           'JAVADOC_INDEX', 'SOURCE_BUILDS', 'PAGE_COPIES', 'PAGE_SIZE_SHARE', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES',
+           'ARCHIVE_EXTS', 'ARCHIVE_READER', 'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules',
+           'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key',
+           'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text',
+           'log_file', 'site_kind', 'site_machinery', 'source_machinery', 'generated_reason', 'scan_path',
+           'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source',
+           'missing_sources', 'member_path', 'member_role', 'archive_members', 'unpack_archive', 'archive_parts',
+           'part_anchors', 'joined_parts', 'archive_document', 'attachment_names', 'attached_document',
+           'document_chunks', 'placed_after', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages',
+           'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup',
+           'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
+           'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -175,6 +176,7 @@ class IgnoreRules:
 STORE_MARKERS = (('manifest.json', 'chunks.sqlite'), (SHARDS_FILE, 'shard-000'))   # a store; a sharded one
 OTHER_STORES = (('docstore.json', 'index_store.json'), ('chroma.sqlite3',))   # LlamaIndex's `persist`; chroma's
 PACKAGE_FOLDERS = ('node_modules', 'site-packages', 'bower_components')   # what a package manager installs
+DOKUWIKI_MACHINERY = ('attic', 'meta', 'media_attic', 'media_meta', 'index', 'cache', 'locks', 'tmp')  # in `data/`
 
 def folder_kind(d:Path) -> str|None:
     "What folder `d` is, if it is never walked into: a ragnb store, another index, a Python environment, packages."
@@ -183,7 +185,8 @@ def folder_kind(d:Path) -> str|None:
     if has(OTHER_STORES): return 'another index'
     if os.path.lexists(d / 'pyvenv.cfg') or os.path.isdir(d / 'conda-meta'): return 'Python environment'
     if d.name in PACKAGE_FOLDERS: return 'installed packages'
-    return None
+    wiki = d.name in DOKUWIKI_MACHINERY and os.path.isdir(d.parent / 'pages') and os.path.isdir(d.parent / 'meta')
+    return "DokuWiki's old revisions and metadata" if wiki else None
 
 # %% ../nbs/03a_ingest.ipynb #5442e535
 def _cannot_list(e:OSError, rep:IndexReport, unreadable:list):
