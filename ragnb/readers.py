@@ -20,24 +20,25 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
            'DATA_URI_READER', 'PLAIN_TEXT_READER', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
-           'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI',
-           'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
-           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
-           'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
-           'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader', 'register_reader', 'reader_for',
-           'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'ocr_suffix',
-           'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
-           'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'text_document', 'text_reader',
-           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
-           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
-           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
-           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
-           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
-           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
-           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
-           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
-           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
-           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
+           'ORG_READER', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV',
+           'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC',
+           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
+           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
+           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
+           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
+           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
+           'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
+           'org_markdown', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
+           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
+           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
+           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
+           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
+           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
+           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
+           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
+           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
+           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
+           'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -505,6 +506,47 @@ def dokuwiki_markdown(text:str) -> tuple[str, list[int]]:
     if pre or closer is not None: emit(max(0, text.count('\n')), ['```'])
     return '\n'.join(out), src
 
+# %% ../nbs/01a_readers.ipynb #50a551c8
+ORG_READER = 'org-v1'                    # an Org mode file (`.org`) read as markdown
+_ORG_HEADING = re.compile(r'(\*+)[ \t]+(.*?)(?:[ \t]+:[\w@#%:]+:)?[ \t]*$')
+_ORG_BLOCK = re.compile(r'[ \t]*#\+(begin|end)_(\w+)(?:[ \t]+(\S+))?', re.I)
+_ORG_KEYWORD = re.compile(r'[ \t]*#\+(\w+):[ \t]*(.*)$')
+_ORG_DRAWER = re.compile(r'[ \t]*:([A-Za-z_]+):[ \t]*$')
+_ORG_INLINE = [(re.compile(r'\[\[[^\]\n]*\]\[([^\]\n]*)\]\]'), r'\1'),          # a link: its text
+               (re.compile(r'\[\[([^\]\n]*)\]\]'), r'\1'),                        # ... or its target
+               (re.compile(r'(?<![\w=~])([=~])(\S(?:.*?\S)?)\1(?![\w=~])'), r'`\2`')]   # =verbatim=, ~code~
+
+def org_markdown(text:str) -> tuple[str, str|None]:
+    "An Org file as markdown, line for line (`_ORG_*`), and its `#+TITLE:`, if any."
+    out, title, block, drawer = text.split('\n'), None, None, False
+    for i, line in enumerate(out):
+        b = _ORG_BLOCK.match(line)
+        if block is not None:                                   # inside a block: as it is, to its end
+            if b and b[1].lower() == 'end' and b[2].lower() == block: out[i], block = '```' * _fenced(block), None
+            continue
+        if drawer:
+            out[i], drawer = '', line.strip().lower() != ':end:'
+            continue
+        if b and b[1].lower() == 'begin':
+            block = b[2].lower()
+            out[i] = ('```' + (b[3] or '') * (block == 'src')) if _fenced(block) else ''
+        elif b: out[i] = ''
+        elif (k := _ORG_KEYWORD.match(line)):
+            if k[1].lower() == 'title': title = k[2].strip() or title
+            out[i] = ''
+        elif re.match(r'[ \t]*#([ \t]|$)', line): out[i] = ''    # a comment
+        elif _ORG_DRAWER.match(line) and line.strip().lower() != ':end:': out[i], drawer = '', True
+        elif m := _ORG_HEADING.fullmatch(line): out[i] = '#' * min(len(m[1]), 6) + ' ' + _org_inline(m[2])
+        elif re.match(r'[ \t]*\|[-+]+\|?[ \t]*$', line): out[i] = re.sub(r'\+', '|', line)   # a table's rule
+        else: out[i] = _org_inline(line)
+    return '\n'.join(out), title
+
+def _fenced(block:str) -> bool: return block in ('src', 'example')
+
+def _org_inline(s:str) -> str:
+    for rx, to in _ORG_INLINE: s = rx.sub(to, s)
+    return s
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
@@ -514,7 +556,8 @@ def text_document(path:str|Path, # the file, by which its kind is known
     comments left out, the rest as markdown; `Document.lines` leads back to the file's lines). A text file that is
     not markdown by its name (`.txt`, `NEWS`, `copyright`) is read by `PLAIN_TEXT_READER` when it holds a `#` line
     that markdown would take for a heading and plain text does not mean as one (`plain_text_titles`); a MediaWiki
-    export or page by `MEDIAWIKI_READER` (`wiki_document`), a DokuWiki page by `DOKUWIKI_READER`."""
+    export or page by `MEDIAWIKI_READER` (`wiki_document`), a DokuWiki page by `DOKUWIKI_READER`, an Org file by
+    `ORG_READER`."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == PLAIN_TEXT_READER: return Document(plain_text_titles(text), kind, reader=reader, recoded=recoded)
@@ -522,6 +565,9 @@ def text_document(path:str|Path, # the file, by which its kind is known
     if reader == DOKUWIKI_READER:
         md, lines = dokuwiki_markdown(text)
         return Document(md, kind, reader=reader, recoded=recoded, lines=lines)
+    if reader == ORG_READER:
+        md, title = org_markdown(text)
+        return Document(md, kind, reader=reader, title=title, recoded=recoded)
     fields, body = front_matter(text)
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
@@ -536,6 +582,7 @@ def text_reader(path:str|Path, text:str) -> str:
     ext = inner_path(path).suffix.lower()
     if ext in WIKI_EXTS or ext == '.xml' and is_mediawiki_export(text): return MEDIAWIKI_READER
     if ext == '.txt' and is_dokuwiki(text): return DOKUWIKI_READER
+    if ext == '.org': return ORG_READER
     if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_titles_escaped(path, text) else ''
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))

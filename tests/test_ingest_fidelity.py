@@ -408,6 +408,8 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
     kb = tmp_path / 'kb'
     (kb / 'pages' / 'ops').mkdir(parents=True)
     (kb / 'pages' / 'ops' / 'copias.txt').write_text(DOKUWIKI_PAGE)
+    (kb / 'guardia.org').write_text('#+TITLE: Notas de guardia\n#+OPTIONS: toc:nil\n* Certificados :tls:\n'
+                                    ':PROPERTIES:\n:ID: 42\n:END:\nSe renuevan con =certbot renew=.\n')
     (kb / 'wiki.xml').write_text(WIKI_EXPORT)
     (kb / 'NEWS').write_text('faro (2.0)\n\n  To keep the cache:\n\n  # echo keep > /etc/faro/keep\n\n  Done.\n')
     (kb / 'pom.xml').write_text('<project><name>faro</name></project>\n')           # other XML: read as before
@@ -416,9 +418,9 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
         rep = index_paths(s, [kb])
         chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
         versions = {Path(k).name: v.chunker_version.split('+')[0] for k, v in s.sources().items()}
-        assert index_paths(s, [kb]).counts()['unchanged'] == 4
+        assert index_paths(s, [kb]).counts()['unchanged'] == 5
     assert versions == {'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1', 'copias.txt': 'dokuwiki-v1',
-                        'pom.xml': 'documental-v2:t1500-m2200-o200'}
+                        'guardia.org': 'org-v1', 'pom.xml': 'documental-v2:t1500-m2200-o200'}
     assert [(p.rsplit('/', 1)[-1], why[:60]) for p, why in rep.skipped] == [
         ('roto.xml', f'{kb / "roto.xml"}: not a well-formed MediaWiki export'[:60])]
     wiki = sorted((c for c in chunks if c.source.endswith('wiki.xml')), key=lambda c: c.start_line)
@@ -439,5 +441,8 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
         '## Restaurar', '1. Parar el servicio.', '1. Restaurar los datos:', '```bash',
         'restic restore latest --target /srv', '```', '| Datos | Destino |', '|---|---|', '| web | /srv/www |']
     assert (doku[0].start_line, doku[0].end_line) == (1, 11)
+    org = next(c for c in chunks if c.source.endswith('guardia.org'))
+    assert org.text == '[Doc: Notas de guardia > Certificados]\n# Certificados\n\nSe renuevan con `certbot renew`.'
+    assert (org.start_line, org.end_line) == (3, 7)
     news = next(c for c in chunks if c.source.endswith('NEWS'))
     assert news.text.split('\n')[0] == '[Doc: NEWS]' and '\\# echo keep > /etc/faro/keep' in news.text
