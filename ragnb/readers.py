@@ -5,7 +5,7 @@
 # %% ../nbs/01a_readers.ipynb #47841ec2
 from __future__ import annotations
 import base64, bisect, datetime, functools, html as html_lib, importlib.util, io, itertools, json, os, posixpath, re
-import struct, threading
+import struct, threading, unicodedata
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -20,25 +20,25 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
            'DATA_URI_READER', 'PLAIN_TEXT_READER', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
-           'ORG_READER', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV',
-           'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC',
-           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
-           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
+           'ORG_READER', 'MAN_READER', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES',
+           'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED',
+           'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST',
+           'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
            'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
            'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
            'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
            'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
-           'org_markdown', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
-           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
-           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
-           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
-           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
-           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
-           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
-           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
-           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
-           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
-           'transcript_cues', 'transcript_document']
+           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'text_document', 'text_reader',
+           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
+           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
+           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
+           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
+           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
+           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
+           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
+           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
+           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
+           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -547,6 +547,165 @@ def _org_inline(s:str) -> str:
     for rx, to in _ORG_INLINE: s = rx.sub(to, s)
     return s
 
+# %% ../nbs/01a_readers.ipynb #173efa4a
+MAN_READER = 'man-v1'                    # a man page (troff with the man(7) macros) read as markdown
+_MAN_EXT = re.compile(r'\.(?:[1-9][a-z]*|man)$', re.I)
+_MAN_HEAD = re.compile(r"^[.'](?:TH|Dd|so|\\\"|[a-z]{2}\b)", re.M)
+_MAN_ACCENTS = {"'": '\u0301', '`': '\u0300', ':': '\u0308', '~': '\u0303', '^': '\u0302', ',': '\u0327',
+                'o': '\u030a'}
+_MAN_GLYPHS = {'em': '—', 'en': '–', 'hy': '-', 'bu': '•', 'aq': "'", 'dq': '"', 'lq': '“', 'rq': '”', 'oq': '‘',
+               'cq': '’', 'co': '©', 'rg': '®', 'tm': '™', 'mi': '-', 'pl': '+', 'mu': '×', 'di': '÷', '->': '→',
+               '<-': '←', '>=': '≥', '<=': '≤', '!=': '≠', '==': '≡', 'ss': 'ß', 'de': '°', 'rs': '\\', 'ti': '~',
+               'ha': '^', 'ga': '`', 'ul': '_', 'ba': '|', 'or': '|', 'sl': '/', 'Fo': '«', 'Fc': '»', 'r!': '¡',
+               'r?': '¿', 'ae': 'æ', 'AE': 'Æ', '12': '½', '14': '¼', 'sc': '§', 'ps': '¶', 'at': '@', 'sh': '#',
+               'Eu': '€', 'eu': '€', 'ct': '¢', 'Po': '£', 'Ye': '¥'}
+_MAN_STRINGS = {'Aq': "'", 'aq': "'", 'lq': '“', 'rq': '”', 'R': '®', 'Tm': '™', 'ga': '`'}
+_MAN_ESCAPE = re.compile(r"""\\(?:
+    (?P<glyph>\((?P<g2>..)|\[(?P<gn>[^\]]*)\])
+  | (?P<str>\*(?:\[(?P<sn>[^\]]*)\]|\((?P<s2>..)|(?P<s1>.)))
+  | (?P<named>N'(?P<code>\d+)')
+  | [fnmMFgkYV](?:\[[^\]]*\]|\(..|.)    # fonts, registers, colours: out
+  | s[-+]?(?:\d|\(\d\d|\[[^\]]*\]|'[^']*')   # sizes
+  | [hvwlLoxbDSXZ]'[^']*'               # motions, widths, drawings
+  | [&|^%:c!zdurkpaE{}]|\$\d            # zero-width marks
+  | (?P<space>[0~ ])
+  | (?P<char>.)
+)""", re.X)
+_MAN_CHARS = {'e': '\\', '-': '-', "'": "'", '`': '`', '.': '.', 't': '\t', '"': ''}
+
+def _man_glyph(name:str) -> str:
+    "A troff glyph by its name: an accented letter (`'e` é), a Unicode one (`u00E9`), or one of `_MAN_GLYPHS`."
+    if len(name) == 2 and name[0] in _MAN_ACCENTS and name[1].isalpha():
+        return unicodedata.normalize('NFC', name[1] + _MAN_ACCENTS[name[0]])
+    if re.fullmatch(r'u[0-9A-Fa-f]{4,6}', name): return chr(int(name[1:], 16))
+    return _MAN_GLYPHS.get(name, '')
+
+def man_unescape(s:str) -> str:
+    "A line of troff as the text it prints: glyphs and strings as characters, fonts, sizes and motions out."
+    def one(m):
+        if m['glyph']: return _man_glyph(m['g2'] or m['gn'])
+        if m['str']: return _MAN_STRINGS.get(m['sn'] or m['s2'] or m['s1'], '')
+        if m['named']: return chr(int(m['code']))
+        if m['space']: return ' '
+        return _MAN_CHARS.get(m['char'], m['char']) if m['char'] else ''
+    return _MAN_ESCAPE.sub(one, re.sub(r'(?<!\\)\\".*$', '', s))
+
+def _man_args(rest:str) -> list[str]:
+    "A macro's arguments: words, or \"quoted words\" (`\"\"` a quote inside)."
+    return [a[1:-1].replace('""', '"') if a.startswith('"') else a for a in re.findall(r'"(?:[^"]|"")*"?|\S+', rest)]
+
+# %% ../nbs/01a_readers.ipynb #d2071516
+_MAN_FONT_MACROS = {'B', 'I', 'SM', 'SB', 'CW', 'R', 'BR', 'RB', 'IR', 'RI', 'BI', 'IB'}   # the last six alternate
+_MAN_PARAGRAPH = {'PP', 'P', 'LP', 'sp', 'HP', 'Pp', 'Lp', 'TP', 'IP', 'br'}
+_MAN_LAYOUT = {'RS', 'RE', 'PD', 'DT', 'UC', 'AT', 'IX', 'TQ', 'OP', 'SY', 'YS', 'UR', 'UE', 'MT', 'ME', 'Dd', 'Dt',
+               'Os', 'Bl', 'El', 'Bd', 'Ed'}
+
+class ManPage:
+    "One man page read into markdown lines, each with its line in the page (`man_markdown` builds and runs one)."
+    def __init__(self, text:str):
+        self.lines, self.out, self.src, self.title = text.split('\n'), [], [], None
+        self.fill, self.skip_to, self.cond, self.table = True, None, 0, None
+    def emit(self, i:int, line:str): self.out.append(line), self.src.append(i + 1)
+    def para(self, i:int):
+        if self.out and self.out[-1] != '': self.emit(i, '')
+    def text(self, i:int, t:str):
+        "A line of text: as it is in a literal block, else trimmed, joining a bullet left open."
+        if not self.fill: return self.emit(i, t)
+        if not (t := t.strip()): return self.para(i)
+        if self.out and self.out[-1] == '- ': self.out[-1] = '- ' + t
+        else: self.emit(i, t)
+    def skipping(self, line:str) -> bool:
+        "Inside a macro's definition (to `..`) or a conditional's `\\{ ... \\}`: left out."
+        if self.skip_to is not None:
+            if line.strip().startswith(self.skip_to): self.skip_to = None
+            return True
+        if self.cond:
+            self.cond = max(0, self.cond + line.count('\\{') - line.count('\\}'))
+            return True
+        return False
+    def request(self, i:int, name:str, rest:str) -> int:
+        "A control line `.name rest`; the next line's index (a heading or font macro may take the next line)."
+        nxt = self.lines[i + 1] if i + 1 < len(self.lines) else ''
+        if name in ('ie', 'if', 'el', 'while'): self.cond = max(0, rest.count('\\{') - rest.count('\\}'))
+        elif name in ('de', 'de1', 'am', 'ig'): self.skip_to = '..'
+        elif name == 'TH':
+            a = _man_args(man_unescape(rest))
+            self.title = f'{a[0].lower()}({a[1]})' if len(a) > 1 else a[0].lower() if a else None
+        elif name in ('SH', 'Sh', 'SS', 'Ss'):
+            words = man_unescape(rest if rest.strip() else nxt).strip().strip('"')
+            self.para(i)
+            self.emit(i, ('#' if name in ('SH', 'Sh') else '##') + ' ' + words)
+            return i + 1 + (not rest.strip())
+        elif name in _MAN_PARAGRAPH:
+            self.para(i)
+            tag = _man_args(man_unescape(rest))[:1] if name == 'IP' else []
+            if tag and tag[0].strip() in ('•', '-', '*', 'o'): self.emit(i, '- ')
+            elif tag and tag[0].strip(): self.emit(i, tag[0].strip())
+        elif name in ('nf', 'EX') and self.fill: self.para(i), self.emit(i, '```'), setattr(self, 'fill', False)
+        elif name in ('fi', 'EE') and not self.fill: self.emit(i, '```'), setattr(self, 'fill', True)
+        elif name == 'TS': self.table = []
+        elif name in _MAN_FONT_MACROS:
+            a = _man_args(man_unescape(rest)) if rest.strip() else [man_unescape(nxt)]
+            self.text(i, ''.join(a) if len(name) == 2 and name not in ('SM', 'SB', 'CW') else ' '.join(a))
+            return i + 1 + (not rest.strip())
+        elif name not in _MAN_LAYOUT and name[:1].isupper() and rest.strip():   # another package's macro: its words
+            self.text(i, ' '.join(_man_args(man_unescape(rest))))
+        return i + 1
+    def run(self) -> 'ManPage':
+        i = 0
+        while i < len(self.lines):
+            line = self.lines[i]
+            if self.skipping(line) or re.match(r"[.']\s*\\\"", line): i += 1
+            elif self.table is not None:
+                if re.match(r"[.']TE\b", line): self.emit_table()
+                else: self.table.append((i, line))
+                i += 1
+            elif line.startswith(('.', "'")):
+                m = re.match(r"[.']\s*(\S*)\s?(.*)$", line)
+                i = self.request(i, m[1], m[2])
+            else:
+                self.text(i, man_unescape(line))
+                i += 1
+        if not self.fill: self.emit(len(self.lines) - 1, '```')
+        while self.out and self.out[-1] in ('', '- '): self.out.pop(), self.src.pop()
+        return self
+    def emit_table(self):
+        "A `tbl` table (`.TS` to `.TE`) as a markdown table: its options and formats out, `T{ ... T}` cells joined."
+        rows, self.table, tab = self.table, None, '\t'
+        k = 0
+        if rows and rows[0][1].rstrip().endswith(';'):
+            tab = (m[1] if (m := re.search(r'tab\s*\((.)\)', rows[0][1])) else tab)
+            k = 1
+        while k < len(rows) and not rows[k][1].rstrip().endswith('.'): k += 1
+        data, cur = [], None
+        for i, ln in rows[k + 1:]:
+            if cur is not None:                                   # a T{ ... T} cell
+                if not ln.startswith('T}'):
+                    cur[2].append(man_unescape(ln).strip())
+                    continue
+                cells = cur[1] + [' '.join(cur[2])] + [man_unescape(c).strip() for c in ln[2:].split(tab)[1:]]
+                data.append((cur[0], cells))
+                cur = None
+            elif ln.startswith(('.', "'")) or re.fullmatch(r'[_=\s]*', ln): continue
+            elif ln.rstrip().endswith('T{'):
+                cur = (i, [man_unescape(c).strip() for c in ln.split(tab)[:-1]], [])
+            else: data.append((i, [man_unescape(c).strip() for c in ln.split(tab)]))
+        if not data: return
+        width = max(len(r) for _, r in data)
+        self.para(data[0][0])
+        for n, (i, r) in enumerate(data):
+            self.emit(i, '| ' + ' | '.join(c.replace('|', '\\|') for c in r + [''] * (width - len(r))) + ' |')
+            if n == 0: self.emit(i, '|' + '---|' * width)
+
+def man_markdown(text:str) -> tuple[str, str|None, list[int]]:
+    "A man page as markdown (`ManPage`), its title (`name(section)`, from `.TH`) and each line's line in the page."
+    page = ManPage(text).run()
+    return '\n'.join(page.out), page.title, page.src
+
+def is_man_page(path:str|Path, text:str) -> bool:
+    "Is `path` named as a manual section's page (`ls.1`, `tar.1.gz`, `Foo::Bar.3pm`) and does it open as troff?"
+    return bool(_MAN_EXT.search(inner_path(path).name)) and _MAN_HEAD.search(text[:4000]) is not None
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
@@ -557,7 +716,7 @@ def text_document(path:str|Path, # the file, by which its kind is known
     not markdown by its name (`.txt`, `NEWS`, `copyright`) is read by `PLAIN_TEXT_READER` when it holds a `#` line
     that markdown would take for a heading and plain text does not mean as one (`plain_text_titles`); a MediaWiki
     export or page by `MEDIAWIKI_READER` (`wiki_document`), a DokuWiki page by `DOKUWIKI_READER`, an Org file by
-    `ORG_READER`."""
+    `ORG_READER`, a man page by `MAN_READER`."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == PLAIN_TEXT_READER: return Document(plain_text_titles(text), kind, reader=reader, recoded=recoded)
@@ -568,6 +727,9 @@ def text_document(path:str|Path, # the file, by which its kind is known
     if reader == ORG_READER:
         md, title = org_markdown(text)
         return Document(md, kind, reader=reader, title=title, recoded=recoded)
+    if reader == MAN_READER:
+        md, title, lines = man_markdown(text)
+        return Document(md, kind, reader=reader, title=title, recoded=recoded, lines=lines)
     fields, body = front_matter(text)
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
@@ -583,6 +745,7 @@ def text_reader(path:str|Path, text:str) -> str:
     if ext in WIKI_EXTS or ext == '.xml' and is_mediawiki_export(text): return MEDIAWIKI_READER
     if ext == '.txt' and is_dokuwiki(text): return DOKUWIKI_READER
     if ext == '.org': return ORG_READER
+    if is_man_page(path, text): return MAN_READER
     if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_titles_escaped(path, text) else ''
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))
