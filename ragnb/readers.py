@@ -575,10 +575,11 @@ _MAN_CHARS = {'e': '\\', '-': '-', "'": "'", '`': '`', '.': '.', 't': '\t', '"':
 
 def _man_glyph(name:str) -> str:
     "A troff glyph by its name: an accented letter (`'e` é), a Unicode one (`u00E9`), or one of `_MAN_GLYPHS`."
+    if name in _MAN_GLYPHS: return _MAN_GLYPHS[name]
     if len(name) == 2 and name[0] in _MAN_ACCENTS and name[1].isalpha():
         return unicodedata.normalize('NFC', name[1] + _MAN_ACCENTS[name[0]])
     if re.fullmatch(r'u[0-9A-Fa-f]{4,6}', name): return chr(int(name[1:], 16))
-    return _MAN_GLYPHS.get(name, '')
+    return ''
 
 def man_unescape(s:str) -> str:
     "A line of troff as the text it prints: glyphs and strings as characters, fonts, sizes and motions out."
