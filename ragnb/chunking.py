@@ -16,14 +16,14 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'LOCK_FILES',
-           'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'LATIN_SIGNS',
-           'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS',
-           'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError', 'inner_path',
-           'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
-           'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
-           'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown',
-           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
-           'chunk_file', 'mode_for', 'strategy_version']
+           'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'INFO_INDEX_MARK',
+           'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION',
+           'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError',
+           'inner_path', 'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file',
+           'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code',
+           'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code',
+           'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker',
+           'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
@@ -242,12 +242,16 @@ def _decompressed(path:str|Path, data:bytes, max_bytes:int|None, head:int|None) 
     return out
 
 # %% ../nbs/01_chunking.ipynb #55de1b3b
+INFO_INDEX_MARK = b'\x00\x08[index\x00\x08]'   # before an Info manual's index menus (`find.info-2`)
+
 def decode_text(data:bytes, name:str) -> str:
     """Bytes as text: UTF-8 (a BOM is allowed), BOM-marked UTF-16, or UTF-8 but for bytes that read as Windows-1252
-    letters (`legacy_text`: a `RecodedText`); `ChunkingError` naming `name` otherwise."""
+    letters (`legacy_text`: a `RecodedText`); `ChunkingError` naming `name` otherwise. The NUL bytes of an Info
+    manual's index marker (`INFO_INDEX_MARK`) are not binary: the marker is left out."""
     if data[:2] in (b'\xff\xfe', b'\xfe\xff'):
         try: return data.decode('utf-16')
         except UnicodeDecodeError: raise ChunkingError(f'{name}: marked UTF-16 but not valid UTF-16') from None
+    if INFO_INDEX_MARK in data: data = data.replace(INFO_INDEX_MARK, b'')
     if b'\x00' in data[:65536]: raise BinaryFileError(f'{name}: binary file (NUL bytes), not text; skipped')
     try: return data.decode('utf-8-sig')
     except UnicodeDecodeError as e:

@@ -20,25 +20,26 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
            'DATA_URI_READER', 'PLAIN_TEXT_READER', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
-           'ORG_READER', 'MAN_READER', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES',
-           'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED',
-           'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST',
-           'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
-           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
+           'ORG_READER', 'MAN_READER', 'INFO_READER', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH',
+           'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE',
+           'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END',
+           'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED',
+           'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
            'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
            'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
            'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
-           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'text_document', 'text_reader',
-           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
-           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
-           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
-           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
-           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
-           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
-           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
-           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
-           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
-           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
+           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
+           'info_refs', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
+           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
+           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
+           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
+           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
+           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
+           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
+           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
+           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
+           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
+           'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -707,6 +708,53 @@ def is_man_page(path:str|Path, text:str) -> bool:
     "Is `path` named as a manual section's page (`ls.1`, `tar.1.gz`, `Foo::Bar.3pm`) and does it open as troff?"
     return bool(_MAN_EXT.search(inner_path(path).name)) and _MAN_HEAD.search(text[:4000]) is not None
 
+# %% ../nbs/01a_readers.ipynb #8daac4af
+INFO_READER = 'info-v1'                  # a GNU Info manual read node by node
+_INFO_NAME = re.compile(r'\.info(?:-\d+)?$', re.I)
+_INFO_NODE = re.compile(r'File:[^,\n]*,\s+Node:\s*([^,\t\n]+)')
+_INFO_UNDERLINE = {'*': '#', '=': '##', '-': '###', '.': '####'}
+_INFO_XREF = re.compile(r'\*[Nn]ote[ \t\n]+(?:([^:]+):[ \t\n]*(?:\([^)]*\))?[^.,:]*[.,]|([^:]+)::)')
+
+def is_info_manual(path:str|Path, text:str) -> bool:
+    "Is `path` named as an Info file (`sed.info`, `find.info-1`), holding nodes or the list of the files that do?"
+    return bool(_INFO_NAME.search(inner_path(path).name)) and ('\x1f\nFile:' in text or '\x1f\nIndirect:' in text)
+
+def info_markdown(text:str) -> tuple[str, str|None, list[int], list[tuple[int, str]]]:
+    """An Info file's nodes as markdown: `(text, title, the file's line of each line, (file line, node name) of each
+    node)`. Headings from their underlines; header lines, menus, the preamble and the tag table out."""
+    lines, out, src, anchors, title = text.split('\n'), [], [], [], None
+    node, i = None, 0
+    while i < len(lines):
+        line, nxt = lines[i], lines[i + 1] if i + 1 < len(lines) else ''
+        if line.startswith('\x1f'):
+            m = _INFO_NODE.match(nxt)
+            node = m[1].strip() if m else None                   # the tag table, local variables: not a node
+            if node: anchors.append((i + 2, node))
+            i += 2
+            continue
+        if node is None or line.startswith('* Menu:'):           # the preamble; a menu runs to the node's end
+            if line.startswith('* Menu:'): node = ''
+            i += 1
+            continue
+        u = nxt.strip()
+        if line.strip() and u and len(set(u)) == 1 and u[0] in _INFO_UNDERLINE and len(u) >= len(line.strip()) - 2:
+            if node == 'Top' and title is None: title = line.strip()     # the manual's title: the document's
+            else:
+                out.append(_INFO_UNDERLINE[u[0]] + ' ' + line.strip())
+                src.append(i + 1)
+            i += 2
+            continue
+        if node == '': i += 1
+        else:
+            out.append(line)
+            src.append(i + 1)
+            i += 1
+    return info_refs('\n'.join(out)), title, src, anchors
+
+def info_refs(text:str) -> str:
+    "Cross-references as their names: `*note Invoking sed::` as `Invoking sed`, `*Note the index: Index.` `the index.`"
+    return _INFO_XREF.sub(lambda m: (m[1] or m[2]).replace('\n', ' ') + (m[0][-1] if m[1] else ''), text)
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
@@ -717,7 +765,7 @@ def text_document(path:str|Path, # the file, by which its kind is known
     not markdown by its name (`.txt`, `NEWS`, `copyright`) is read by `PLAIN_TEXT_READER` when it holds a `#` line
     that markdown would take for a heading and plain text does not mean as one (`plain_text_titles`); a MediaWiki
     export or page by `MEDIAWIKI_READER` (`wiki_document`), a DokuWiki page by `DOKUWIKI_READER`, an Org file by
-    `ORG_READER`, a man page by `MAN_READER`."""
+    `ORG_READER`, a man page by `MAN_READER`, an Info manual by `INFO_READER`."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == PLAIN_TEXT_READER: return Document(plain_text_titles(text), kind, reader=reader, recoded=recoded)
@@ -731,6 +779,9 @@ def text_document(path:str|Path, # the file, by which its kind is known
     if reader == MAN_READER:
         md, title, lines = man_markdown(text)
         return Document(md, kind, reader=reader, title=title, recoded=recoded, lines=lines)
+    if reader == INFO_READER:
+        md, title, lines, anchors = info_markdown(text)
+        return Document(md, kind, reader=reader, title=title, recoded=recoded, lines=lines, anchors=anchors)
     fields, body = front_matter(text)
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
@@ -747,6 +798,7 @@ def text_reader(path:str|Path, text:str) -> str:
     if ext == '.txt' and is_dokuwiki(text): return DOKUWIKI_READER
     if ext == '.org': return ORG_READER
     if is_man_page(path, text): return MAN_READER
+    if is_info_manual(path, text): return INFO_READER
     if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_titles_escaped(path, text) else ''
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))
