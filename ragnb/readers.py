@@ -444,8 +444,8 @@ def wiki_document(text:str, # a MediaWiki export's text, or one page's wikitext 
 
 # %% ../nbs/01a_readers.ipynb #0fe6071a
 DOKUWIKI_READER = 'dokuwiki-v1'          # a DokuWiki page (`data/pages/**/*.txt`) read as markdown
-_DW_HEADING = re.compile(r'[ \t]*(={2,6})[ \t]*(\S.*?)[ \t]*={2,6}[ \t]*$')
-_DW_TOP = re.compile(r'^[ \t]*={5,6}[ \t]*\S.*?={2,6}[ \t]*$', re.M)
+_DW_HEADING = re.compile(r'[ \t]*(={2,6})[ \t]+([^=\s].*?)[ \t]+={2,6}[ \t]*$')      # `== Title ==`, not `=====`
+_DW_TOP = re.compile(r'^[ \t]*={5,6}[ \t]+[^=\s].*?[ \t]+={2,6}[ \t]*$', re.M)
 _DW_CODE = re.compile(r'[ \t]*<(code|file)\b([^>]*)>(.*)$')
 _DW_LIST = re.compile(r'( {2,}|\t+)([*-])[ \t]+(.*)$')
 _DW_ROW = re.compile(r'[ \t]*[\^|].*[\^|][ \t]*$')
@@ -509,6 +509,7 @@ def dokuwiki_markdown(text:str) -> tuple[str, list[int]]:
 
 # %% ../nbs/01a_readers.ipynb #50a551c8
 ORG_READER = 'org-v1'                    # an Org mode file (`.org`) read as markdown
+_ORG_MODE_LINE = re.compile(r'-\*-\s*(?:mode:\s*)?org\s*(?:;[^\n]*)?-\*-', re.I)   # Emacs's mode line: `# NEWS  -*- org -*-`
 _ORG_HEADING = re.compile(r'(\*+)[ \t]+(.*?)(?:[ \t]+:[\w@#%:]+:)?[ \t]*$')
 _ORG_BLOCK = re.compile(r'[ \t]*#\+(begin|end)_(\w+)(?:[ \t]+(\S+))?', re.I)
 _ORG_KEYWORD = re.compile(r'[ \t]*#\+(\w+):[ \t]*(.*)$')
@@ -796,7 +797,7 @@ def text_reader(path:str|Path, text:str) -> str:
     ext = inner_path(path).suffix.lower()
     if ext in WIKI_EXTS or ext == '.xml' and is_mediawiki_export(text): return MEDIAWIKI_READER
     if ext == '.txt' and is_dokuwiki(text): return DOKUWIKI_READER
-    if ext == '.org': return ORG_READER
+    if ext == '.org' or _ORG_MODE_LINE.search(text[:200].split('\n', 1)[0]): return ORG_READER
     if is_man_page(path, text): return MAN_READER
     if is_info_manual(path, text): return INFO_READER
     if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_titles_escaped(path, text) else ''
