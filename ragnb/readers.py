@@ -185,6 +185,10 @@ def _plain_titles(lines:list[str]) -> bool:
     return all(levels) and all(a < b for a, b in itertools.pairwise(levels))
 
 def plain_text_titles(text:str) -> str:
+    "A plain text file's titles as markdown's: its `#` lines that are not titles escaped, then its outline, if any."
+    return _plain_outline(_plain_hashes(text))
+
+def _plain_hashes(text:str) -> str:
     """`text`, a plain text file, with each `#` line that markdown would take for a heading escaped as `\\#`, unless
     its run of `#` lines stands below a blank line and as titles (`_plain_titles`); lines inside code fences are left
     alone, and the lines stay the lines."""
@@ -209,9 +213,36 @@ def plain_text_titles(text:str) -> str:
     close()
     return '\n'.join(out)
 
-def _plain_titles_escaped(path:str|Path, text:str) -> bool:
-    "Is `path` plain text (not markdown, reST, AsciiDoc or code) with `#` lines that `plain_text_titles` escapes?"
-    if not _HASH_LINE.search(text) or text.startswith('#!') or file_kind(path) != 'text': return False
+_FLUSH, _INDENTED = re.compile(r'^\S', re.M), re.compile(r'^[ \t]+\S', re.M)
+_SETEXT_RULE = re.compile(r'[ \t]*(?:=+|-+)[ \t]*')
+_PLAIN_BULLET = re.compile(r'[*+-][ \t]+')
+
+def _plain_outline(text:str) -> str:
+    """A plain text file whose body is indented (a changelog, NEWS, release notes: 70% of its lines or more, of 20
+    or more) with each line at column 0 that follows a blank line, is at most 100 characters and leads an indented
+    block as a `##` heading (`apt (2.6.1) bookworm; urgency=medium`, `CHANGES WITH 254:`), a bullet before it
+    dropped; headings it has (`#`, setext), code fences and other files as they are; the lines stay the lines."""
+    flush, indented = len(_FLUSH.findall(text)), len(_INDENTED.findall(text))
+    if flush + indented < 20 or indented < 0.7 * (flush + indented): return text
+    lines, closer = text.split('\n'), None
+    out = list(lines)
+    for i, ln in enumerate(lines):
+        if closer is not None:                                    # inside a code fence: as it is
+            if closer.match(ln): closer = None
+            continue
+        if m := FENCE_OPEN.match(ln):
+            closer = fence_closer(m[1])
+            continue
+        if not ln[:1].strip() or len(ln) > 100 or i and lines[i - 1].strip() or ln.startswith(('#', '\\#', '|')):
+            continue
+        if i + 1 < len(lines) and lines[i + 1].strip() and _SETEXT_RULE.fullmatch(lines[i + 1]): continue
+        body = next((x for x in lines[i + 1:i + 3] if x.strip()), '')
+        if body[:1] in (' ', '\t'): out[i] = '## ' + _PLAIN_BULLET.sub('', ln, count=1).rstrip()
+    return '\n'.join(out)
+
+def _plain_text_read(path:str|Path, text:str) -> bool:
+    "Is `path` plain text (not markdown, reST, AsciiDoc or code) that `plain_text_titles` changes?"
+    if text.startswith('#!') or file_kind(path) != 'text': return False
     return markup_syntax(inner_path(path).name) == 'markdown' and plain_text_titles(text) != text
 
 # %% ../nbs/01a_readers.ipynb #fbd8c36d
@@ -800,7 +831,7 @@ def text_reader(path:str|Path, text:str) -> str:
     if ext == '.org' or _ORG_MODE_LINE.search(text[:200].split('\n', 1)[0]): return ORG_READER
     if is_man_page(path, text): return MAN_READER
     if is_info_manual(path, text): return INFO_READER
-    if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_titles_escaped(path, text) else ''
+    if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_text_read(path, text) else ''
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))
     pasted = ';base64,' in text and _DATA_URI.search(text) is not None
