@@ -219,8 +219,8 @@ _PLAIN_BULLET = re.compile(r'[*+-][ \t]+')
 
 def _plain_outline(text:str) -> str:
     """A plain text file whose body is indented (a changelog, NEWS, release notes: 70% of its lines or more, of 20
-    or more) with each line at column 0 that follows a blank line, is at most 100 characters and leads an indented
-    block as a `##` heading (`apt (2.6.1) bookworm; urgency=medium`, `CHANGES WITH 254:`), a bullet before it
+    or more) with each line at column 0 that follows a blank or indented line, is at most 100 characters and leads
+    an indented block as a `##` heading (`apt (2.6.1) bookworm; urgency=medium`, `CHANGES WITH 254:`), a bullet before it
     dropped; headings it has (`#`, setext), code fences and other files as they are; the lines stay the lines."""
     flush, indented = len(_FLUSH.findall(text)), len(_INDENTED.findall(text))
     if flush + indented < 20 or indented < 0.7 * (flush + indented): return text
@@ -233,8 +233,8 @@ def _plain_outline(text:str) -> str:
         if m := FENCE_OPEN.match(ln):
             closer = fence_closer(m[1])
             continue
-        if not ln[:1].strip() or len(ln) > 100 or i and lines[i - 1].strip() or ln.startswith(('#', '\\#', '|')):
-            continue
+        above = lines[i - 1] if i else ''
+        if not ln[:1].strip() or len(ln) > 100 or above[:1].strip() or ln.startswith(('#', '\\#', '|')): continue
         if i + 1 < len(lines) and lines[i + 1].strip() and _SETEXT_RULE.fullmatch(lines[i + 1]): continue
         body = next((x for x in lines[i + 1:i + 3] if x.strip()), '')
         if body[:1] in (' ', '\t'): out[i] = '## ' + _PLAIN_BULLET.sub('', ln, count=1).rstrip()
