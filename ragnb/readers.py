@@ -19,27 +19,27 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
-           'DATA_URI_READER', 'PLAIN_TEXT_READER', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
-           'ORG_READER', 'MAN_READER', 'INFO_READER', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH',
-           'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE',
-           'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END',
-           'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED',
-           'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
-           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
-           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
-           'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
-           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
-           'info_refs', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
-           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
-           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
-           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
-           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
-           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
-           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
-           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
-           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
-           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
-           'transcript_cues', 'transcript_document']
+           'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS',
+           'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER', 'INFO_READER', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
+           'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV',
+           'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE',
+           'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR',
+           'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE',
+           'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version',
+           'has_html', 'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles',
+           'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki',
+           'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
+           'is_info_manual', 'info_markdown', 'info_refs', 'text_document', 'text_reader', 'read_document',
+           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html',
+           'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document',
+           'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block',
+           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
+           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
+           'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails',
+           'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
+           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
+           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document',
+           'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -184,11 +184,15 @@ def _plain_titles(lines:list[str]) -> bool:
     levels = [len(m[0]) if (m := _PLAIN_TITLE.match(ln)) else 0 for ln in lines]
     return all(levels) and all(a < b for a, b in itertools.pairwise(levels))
 
-def plain_text_titles(text:str) -> str:
-    "A plain text file's titles as markdown's: its `#` lines that are not titles escaped, then its outline, if any."
-    return _plain_outline(_plain_hashes(text))
+CONFIG_EXTS = ('.conf', '.cfg', '.cnf', '.ini', '.properties', '.env')   # `#` lines there are comments, all of them
 
-def _plain_hashes(text:str) -> str:
+def plain_text_titles(text:str, # a plain text file's text
+                      config:bool=False, # a configuration file (`CONFIG_EXTS`): no `#` line is a title
+                     ) -> str:
+    "A plain text file's titles as markdown's: its `#` lines that are not titles escaped, then its outline, if any."
+    return _plain_outline(_plain_hashes(text, config))
+
+def _plain_hashes(text:str, config:bool=False) -> str:
     """`text`, a plain text file, with each `#` line that markdown would take for a heading escaped as `\\#`, unless
     its run of `#` lines stands below a blank line and as titles (`_plain_titles`); lines inside code fences are left
     alone, and the lines stay the lines."""
@@ -197,7 +201,7 @@ def _plain_hashes(text:str) -> str:
     out = list(lines)
     def close():
         below_text = run and run[0] and lines[run[0] - 1].strip()
-        if run and (below_text or not _plain_titles([lines[i] for i in run])):
+        if run and (config or below_text or not _plain_titles([lines[i] for i in run])):
             for i in run:
                 if ATX_HEADING.match(lines[i]) and len(lines[i]) <= MAX_HEADING_CHARS:
                     out[i] = lines[i].replace('#', '\\#', 1)
@@ -220,8 +224,8 @@ _PLAIN_BULLET = re.compile(r'[*+-][ \t]+')
 def _plain_outline(text:str) -> str:
     """A plain text file whose body is indented (a changelog, NEWS, release notes: 70% of its lines or more, of 20
     or more) with each line at column 0 that follows a blank or indented line, is at most 100 characters and leads
-    an indented block as a `##` heading (`apt (2.6.1) bookworm; urgency=medium`, `CHANGES WITH 254:`), a bullet before it
-    dropped; headings it has (`#`, setext), code fences and other files as they are; the lines stay the lines."""
+    an indented block as a `##` heading (`apt (2.6.1) bookworm; urgency=medium`, `CHANGES WITH 254:`), a bullet
+    before it dropped; headings it has (`#`, setext), code fences and other files as they are; the lines stay the lines."""
     flush, indented = len(_FLUSH.findall(text)), len(_INDENTED.findall(text))
     if flush + indented < 20 or indented < 0.7 * (flush + indented): return text
     lines, closer = text.split('\n'), None
@@ -243,7 +247,8 @@ def _plain_outline(text:str) -> str:
 def _plain_text_read(path:str|Path, text:str) -> bool:
     "Is `path` plain text (not markdown, reST, AsciiDoc or code) that `plain_text_titles` changes?"
     if text.startswith('#!') or file_kind(path) != 'text': return False
-    return markup_syntax(inner_path(path).name) == 'markdown' and plain_text_titles(text) != text
+    name = inner_path(path).name
+    return markup_syntax(name) == 'markdown' and plain_text_titles(text, name.lower().endswith(CONFIG_EXTS)) != text
 
 # %% ../nbs/01a_readers.ipynb #fbd8c36d
 MEDIAWIKI_READER = 'mediawiki-v1'        # a MediaWiki export (`.xml`) or page (`.wiki`): wikitext read as markdown
@@ -540,7 +545,7 @@ def dokuwiki_markdown(text:str) -> tuple[str, list[int]]:
 
 # %% ../nbs/01a_readers.ipynb #50a551c8
 ORG_READER = 'org-v1'                    # an Org mode file (`.org`) read as markdown
-_ORG_MODE_LINE = re.compile(r'-\*-\s*(?:mode:\s*)?org\s*(?:;[^\n]*)?-\*-', re.I)   # Emacs's mode line: `# NEWS  -*- org -*-`
+_ORG_MODE_LINE = re.compile(r'-\*-\s*(?:mode:\s*)?org\s*(?:;[^\n]*)?-\*-', re.I)   # Emacs's: `# NEWS  -*- org -*-`
 _ORG_HEADING = re.compile(r'(\*+)[ \t]+(.*?)(?:[ \t]+:[\w@#%:]+:)?[ \t]*$')
 _ORG_BLOCK = re.compile(r'[ \t]*#\+(begin|end)_(\w+)(?:[ \t]+(\S+))?', re.I)
 _ORG_KEYWORD = re.compile(r'[ \t]*#\+(\w+):[ \t]*(.*)$')
@@ -800,7 +805,9 @@ def text_document(path:str|Path, # the file, by which its kind is known
     `ORG_READER`, a man page by `MAN_READER`, an Info manual by `INFO_READER`."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
-    if reader == PLAIN_TEXT_READER: return Document(plain_text_titles(text), kind, reader=reader, recoded=recoded)
+    if reader == PLAIN_TEXT_READER:
+        config = inner_path(path).name.lower().endswith(CONFIG_EXTS)
+        return Document(plain_text_titles(text, config), kind, reader=reader, recoded=recoded)
     if reader == MEDIAWIKI_READER: return replace(wiki_document(text, str(path)), recoded=recoded)
     if reader == DOKUWIKI_READER:
         md, lines = dokuwiki_markdown(text)
