@@ -225,7 +225,7 @@ def _plain_outline(text:str) -> str:
     """A plain text file whose body is indented (a changelog, NEWS, release notes: 70% of its lines or more, of 20
     or more) with each line at column 0 that follows a blank or indented line, is at most 100 characters and leads
     an indented block as a `##` heading (`apt (2.6.1) bookworm; urgency=medium`, `CHANGES WITH 254:`), a bullet
-    before it dropped; headings it has (`#`, setext), code fences and other files as they are; the lines stay the lines."""
+    before it dropped; headings it has (`#`, setext), code fences and other files as they are; same lines."""
     flush, indented = len(_FLUSH.findall(text)), len(_INDENTED.findall(text))
     if flush + indented < 20 or indented < 0.7 * (flush + indented): return text
     lines, closer = text.split('\n'), None
