@@ -25,7 +25,7 @@ from .stores import StoreAPI, open_store, store_exists
 from .shards import SHARDS_FILE
 from .embed import Embedder, bundled_data_dir, model_for_languages, resolve_model, shows_progress
 from .lexical import text_language
-from .readers import (DATA_URI_READER, FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, READERS, TARBALLS,
+from .readers import (READERS, TARBALLS, TEXT_READERS,
                            Document, Reader, document_version, file_kind, locate_chunks, read_document, reader_for,
                            reader_version, register_reader, text_document)
 
@@ -705,8 +705,7 @@ def archive_document(data:bytes, # the archive's bytes
 
 ARCHIVE_READER = register_reader(Reader(   # its version names every reader and chunker: a better one re-reads archives
     'archive-v1.' + hashlib.sha1(' '.join(sorted({r.name for r in READERS.values()} | set(CHUNKERS)
-                                                 | {FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER,
-                                                    DATA_URI_READER}))
+                                                 | set(TEXT_READERS)))
                                  .encode())
     .hexdigest()[:8], 'archive', archive_document), *ARCHIVE_EXTS)
 

@@ -20,26 +20,26 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
            'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS',
-           'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER', 'INFO_READER', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
-           'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV',
-           'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE',
-           'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR',
-           'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE',
-           'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version',
-           'has_html', 'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles',
-           'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki',
-           'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
-           'is_info_manual', 'info_markdown', 'info_refs', 'text_document', 'text_reader', 'read_document',
-           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html',
-           'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document',
-           'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block',
-           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
-           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
-           'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails',
-           'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
-           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
-           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document',
-           'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
+           'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER', 'INFO_READER', 'TEXT_READERS', 'GENERATOR_CHROME',
+           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE',
+           'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
+           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
+           'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
+           'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader', 'register_reader', 'reader_for',
+           'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'ocr_suffix',
+           'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
+           'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape',
+           'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'text_document',
+           'text_reader', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
+           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
+           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
+           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
+           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
+           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
+           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
+           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
+           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -828,6 +828,9 @@ def text_document(path:str|Path, # the file, by which its kind is known
     doc = Document(html[0] if html else body, kind, reader=reader, title=fields.get('title'), recoded=recoded,
                    lines=html[1] if html else None)
     return pics.noted(doc) if pics else doc
+
+TEXT_READERS = (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, DATA_URI_READER, PLAIN_TEXT_READER,
+                MEDIAWIKI_READER, DOKUWIKI_READER, ORG_READER, MAN_READER, INFO_READER)   # what `text_reader` names
 
 def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
