@@ -20,26 +20,27 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
            'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS',
-           'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER', 'INFO_READER', 'TEXT_READERS',
-           'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI',
-           'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
-           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
-           'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
-           'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader', 'register_reader', 'reader_for',
-           'file_kind', 'document_version', 'reader_version', 'has_html', 'front_matter', 'ocr_suffix',
-           'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
-           'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape',
-           'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'text_document',
-           'text_reader', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
-           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
-           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
-           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
-           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
-           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
-           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
-           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
+           'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS',
+           'TEXT_READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV',
+           'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC',
+           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
+           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
+           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
+           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
+           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
+           'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
+           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
+           'info_refs', 'latex_markdown', 'text_document', 'text_reader', 'read_document', 'locate_chunks',
+           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine',
+           'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document',
+           'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document',
+           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
+           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
+           'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document',
+           'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title',
+           'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader',
+           'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id',
+           'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -806,6 +807,142 @@ def info_refs(text:str) -> str:
     "Cross-references as their names: `*note Invoking sed::` as `Invoking sed`, `*Note the index: Index.` `the index.`"
     return _INFO_XREF.sub(lambda m: (m[1] or m[2]).replace('\n', ' ') + (m[0][-1] if m[1] else ''), text)
 
+# %% ../nbs/01a_readers.ipynb #4b2872b2
+LATEX_READER = 'latex-v1'                # a LaTeX file (`.tex`, `.ltx`, `.latex`) read as markdown
+LATEX_EXTS = ('.tex', '.ltx', '.latex')
+_TEX_SECTIONS = ('part', 'chapter', 'section', 'subsection', 'subsubsection', 'paragraph', 'subparagraph')
+_TEX_CODE_ENVS = ('verbatim', 'verbatim*', 'Verbatim', 'BVerbatim', 'lstlisting', 'minted', 'alltt', 'code')
+_TEX_SKIP_ENVS = ('comment', 'tikzpicture', 'picture', 'titlepage')
+_TEX_MATH_ENVS = ('equation', 'equation*', 'align', 'align*', 'gather', 'gather*', 'multline', 'multline*',
+                  'eqnarray', 'eqnarray*', 'displaymath')
+_TEX_LISTS = {'itemize': '- ', 'enumerate': '1. ', 'description': '- '}
+_TEX_TABLES = ('tabular', 'tabular*', 'tabularx', 'longtable', 'tabulary')
+_TEX_ENV = re.compile(r'\s*\\(begin|end)\{([^}]+)\}((?:\[[^\]]*\]|\{[^}]*\})*)(.*)$')
+_TEX_HEADING = re.compile(r'\s*\\(' + '|'.join(_TEX_SECTIONS) + r')\*?(?:\[[^\]]*\])?(\{.*)$')
+_TEX_ITEM = re.compile(r'\s*\\item\b(?:\[([^\]]*)\])?\s*(.*)$')
+_TEX_ACCENTS = {"'": '\u0301', '`': '\u0300', '"': '\u0308', '~': '\u0303', '^': '\u0302', 'c': '\u0327',
+                '=': '\u0304', 'v': '\u030c', 'u': '\u0306', 'H': '\u030b', '.': '\u0307', 'r': '\u030a'}
+_TEX_WORDS = {'ldots': '…', 'dots': '…', 'LaTeX': 'LaTeX', 'TeX': 'TeX', 'ss': 'ß', 'ae': 'æ', 'oe': 'œ',
+              'euro': '€', 'textbackslash': '\\', 'copyright': '©', 'S': '§', 'textasciitilde': '~',
+              'textbar': '|', 'textless': '<', 'textgreater': '>', 'quad': ' ', 'qquad': ' ', 'newline': ' ',
+              'o': 'ø', 'aa': 'å', 'i': 'ı'}
+_TEX_GONE = ('label', 'ref', 'eqref', 'pageref', 'autoref', 'cref', 'Cref', 'cite', 'citep', 'citet', 'nocite',
+             'includegraphics', 'vspace', 'hspace', 'input', 'include', 'index', 'setlength', 'setcounter',
+             'bibliography', 'bibliographystyle', 'addcontentsline', 'cline', 'cmidrule', 'hypersetup')
+_TEX_CODE = ('texttt', 'code', 'path', 'url', 'nolinkurl', 'file', 'cmd')
+
+def _tex_inline(s:str) -> str:
+    "A line of LaTeX text as markdown: code, links and footnotes first, then fonts out (inside out), accents, words."
+    s = re.sub(r'\\(?:verb|lstinline)\*?([^\w\s])(.*?)\1', r'`\2`', s)
+    s = s.replace('\\{', '\x01').replace('\\}', '\x02').replace('\\%', '%').replace('\\&', '&').replace('\\_', '_')
+    s = s.replace('\\#', '#').replace('\\$', '\x03')
+    accent = lambda m: unicodedata.normalize('NFC', m[2] + _TEX_ACCENTS[m[1]])
+    for _ in range(8):                                       # nested arguments, from the inside out
+        t = re.sub(r'\\(' + '|'.join(_TEX_CODE) + r')\{([^{}]*)\}', r'`\2`', s)
+        t = re.sub(r'\\href\{[^{}]*\}\{([^{}]*)\}', r'\1', t)
+        t = re.sub(r'\\footnote(?:\[[^\]]*\])?\{([^{}]*)\}', r' (\1)', t)
+        t = re.sub(r'\\(' + '|'.join(_TEX_GONE) + r')\*?(?:\[[^\]]*\])*(?:\{[^{}]*\})+', '', t)
+        t = re.sub(r"\\(['`\"~^=.])\{?([A-Za-z])\}?|\\([cvuHr])\{([A-Za-z])\}",
+                   lambda m: accent((None, m[1] or m[3], m[2] or m[4])), t)
+        t = re.sub(r'\\([A-Za-z]+)\*?(?:\[[^\]]*\])?\{([^{}]*)\}', r'\2', t)    # another command: its argument
+        if t == s: break
+        s = t
+    s = re.sub(r'\\([A-Za-z]+)\*?', lambda m: _TEX_WORDS.get(m[1], ''), s)
+    s = s.replace('\\\\', ' ').replace('~', ' ').replace('---', '—').replace('--', '–').replace('``', '“')
+    s = s.replace("''", '”').replace('{', '').replace('}', '').replace('\\', '')
+    return s.replace('\x01', '{').replace('\x02', '}').replace('\x03', '$')
+
+# %% ../nbs/01a_readers.ipynb #6664c70e
+def _tex_body(text:str) -> tuple[list[str], str|None]:
+    """A LaTeX file's lines with comments out and all but the document's body blank (a file without
+    `\\begin{document}`, a chapter, is all body), and its `\\title`."""
+    lines = [re.sub(r'(?<!\\)%.*$', '', ln) for ln in text.split('\n')]
+    title = m[1] if (m := re.search(r'\\title(?:\[[^\]]*\])?\{((?:[^{}]|\{[^{}]*\})*)\}', '\n'.join(lines))) else None
+    begin = next((i for i, ln in enumerate(lines) if '\\begin{document}' in ln), None)
+    if begin is not None:
+        end = next((i for i, ln in enumerate(lines) if '\\end{document}' in ln), len(lines))
+        lines = [''] * (begin + 1) + lines[begin + 1:end] + [''] * (len(lines) - end)
+    return lines, _one_line(_tex_inline(title)) if title else None
+
+def _tex_alltt(s:str) -> str:
+    "A line of an `alltt` block (verbatim, but for commands) with its escaped characters as they print."
+    for k, v in (('\\textbackslash{}', '\\'), ('\\{', '{'), ('\\}', '}'), ('\\%', '%'), ('\\$', '$'), ('\\&', '&'),
+                 ('\\#', '#'), ('\\_', '_')): s = s.replace(k, v)
+    return s
+
+def _tex_arg(s:str) -> str:
+    "The argument that opens `s` (`{...}`, braces inside it balanced), without its braces."
+    depth = 0
+    for k, ch in enumerate(s):
+        depth += (ch == '{') - (ch == '}')
+        if depth == 0: return s[1:k]
+    return s[1:]
+
+def _tex_table(rows:list[tuple[int, str]]) -> list[tuple[int, str]]:
+    "A `tabular`'s lines as markdown table rows: rows end at `\\\\`, cells at `&`, rules left out."
+    out, cur, at = [], '', 0
+    for i, ln in rows:
+        if not _tex_inline(cur).strip(): at = i              # rules alone so far: the row starts on this line
+        cur += ' ' + ln
+        while '\\\\' in cur:
+            row, cur = cur.split('\\\\', 1)
+            cells = [_one_line(_tex_inline(c)).replace('|', '\\|') for c in re.split(r'(?<!\\)&', row)]
+            if any(cells): out.append((at, '| ' + ' | '.join(cells) + ' |'))
+            at = i
+    if out: out.insert(1, (out[0][0], '|' + '---|' * (out[0][1].count(' | ') + 1)))
+    return out
+
+def latex_markdown(text:str) -> tuple[str, str|None, list[int]]:
+    """A LaTeX document as markdown (see above), its title, and the file's line (1-based) of each of its lines."""
+    lines, title = _tex_body(text)
+    top = 1 if any('\\chapter' in ln for ln in lines) else 2      # the section level that is `#`
+    out, src, lists, env, held = [], [], [], None, []
+    emit = lambda i, s: (out.append(s), src.append(i + 1))
+    for i, ln in enumerate(lines):
+        e = _TEX_ENV.match(ln)
+        if env is not None:                                    # inside code, math, a table or a skipped block
+            kind, name = env
+            if e and e[1] == 'end' and e[2] == name:
+                if kind == 'table':
+                    for at, row in _tex_table(held): emit(at, row)
+                    held = []
+                elif kind != 'skip': emit(i, '```' if kind == 'code' else '$$')
+                env = None
+            elif kind == 'table': held.append((i, ln))
+            elif kind != 'skip': emit(i, _tex_alltt(ln) if name == 'alltt' else ln)
+            continue
+        if e and e[1] == 'begin':
+            name, args = e[2], e[3]
+            if name in _TEX_CODE_ENVS:
+                lang = re.search(r'language=(\w+)', args) or re.match(r'\{(\w+)\}', args)
+                env = ('code', name)
+                emit(i, '```' + (lang[1] if lang else ''))
+            elif name in _TEX_MATH_ENVS:
+                env = ('math', name)
+                emit(i, '$$')
+            elif name in _TEX_SKIP_ENVS: env = ('skip', name)
+            elif name in _TEX_TABLES: env = ('table', name)
+            elif name in _TEX_LISTS: lists.append(_TEX_LISTS[name])
+            if e[4].strip() and env is None: emit(i, _tex_inline(e[4]).strip())
+            continue
+        if e:                                                  # \end of a list, a float, a quote...
+            if e[2] in _TEX_LISTS and lists: lists.pop()
+            continue
+        if m := _TEX_HEADING.match(ln):
+            level = max(1, _TEX_SECTIONS.index(m[1]) - top + 1) if m[1] != 'part' else 1
+            emit(i, '#' * min(level, 6) + ' ' + _one_line(_tex_inline(_tex_arg(m[2]))))
+        elif (m := _TEX_ITEM.match(ln)) and lists:
+            term = _one_line(_tex_inline(m[1])) + ': ' if m[1] else ''
+            emit(i, '  ' * (len(lists) - 1) + lists[-1] + term + _tex_inline(m[2]).strip())
+        elif m := re.match(r'\s*\\caption(?:\[[^\]]*\])?\{(.*)\}\s*$', ln): emit(i, _one_line(_tex_inline(m[1])))
+        elif (t := _tex_inline(ln).rstrip()) or not ln.strip():   # a line of commands alone (`\\centering`): none
+            emit(i, t.strip() if lists else t)
+    if env is not None and env[0] in ('code', 'math'): emit(len(lines) - 1, '```' if env[0] == 'code' else '$$')
+    keep = [k for k in range(len(out)) if out[k] or k and out[k - 1]]      # blank lines run together
+    while keep and not out[keep[0]]: keep.pop(0)
+    while keep and not out[keep[-1]]: keep.pop()
+    return '\n'.join(out[k] for k in keep), title, [src[k] for k in keep]
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
@@ -816,7 +953,7 @@ def text_document(path:str|Path, # the file, by which its kind is known
     not markdown by its name (`.txt`, `NEWS`, `copyright`) is read by `PLAIN_TEXT_READER` when it holds a `#` line
     that markdown would take for a heading and plain text does not mean as one (`plain_text_titles`); a MediaWiki
     export or page by `MEDIAWIKI_READER` (`wiki_document`), a DokuWiki page by `DOKUWIKI_READER`, an Org file by
-    `ORG_READER`, a man page by `MAN_READER`, an Info manual by `INFO_READER`."""
+    `ORG_READER`, a man page by `MAN_READER`, an Info manual by `INFO_READER`, LaTeX by `LATEX_READER`."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == PLAIN_TEXT_READER:
@@ -835,6 +972,9 @@ def text_document(path:str|Path, # the file, by which its kind is known
     if reader == INFO_READER:
         md, title, lines, anchors = info_markdown(text)
         return Document(md, kind, reader=reader, title=title, recoded=recoded, lines=lines, anchors=anchors)
+    if reader == LATEX_READER:
+        md, title, lines = latex_markdown(text)
+        return Document(md, kind, reader=reader, title=title, recoded=recoded, lines=lines)
     fields, body = front_matter(text)
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
@@ -844,7 +984,7 @@ def text_document(path:str|Path, # the file, by which its kind is known
     return pics.noted(doc) if pics else doc
 
 TEXT_READERS = (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, DATA_URI_READER, PLAIN_TEXT_READER,
-                MEDIAWIKI_READER, DOKUWIKI_READER, ORG_READER, MAN_READER, INFO_READER)   # what `text_reader` names
+                MEDIAWIKI_READER, DOKUWIKI_READER, ORG_READER, MAN_READER, INFO_READER, LATEX_READER)
 
 def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
@@ -855,6 +995,7 @@ def text_reader(path:str|Path, text:str) -> str:
     if ext == '.org' or _ORG_MODE_LINE.search(text[:200].split('\n', 1)[0]): return ORG_READER
     if is_man_page(path, text): return MAN_READER
     if is_info_manual(path, text): return INFO_READER
+    if ext in LATEX_EXTS: return LATEX_READER
     if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_text_read(path, text) else ''
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))

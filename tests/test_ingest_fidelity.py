@@ -414,6 +414,9 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
                                   'Faro\n****\n\n* Menu:\n\n* Rotation::\n\n\x1f\n'
                                   'File: faro.info,  Node: Rotation,  Up: Top\n\n1 Rotation\n**********\n\n'
                                   'Faro keeps seven copies.\n\x1f\nTag Table:\n\x1f\nEnd Tag Table\n')
+    (kb / 'informe.tex').write_text('\\documentclass{article}\n\\title{Informe de copias}\n\\begin{document}\n'
+                                    '\\section{Restaurar}\\label{s}\n'
+                                    'Use \\texttt{restic} con cuidado\\footnote{Lunes.}.\n\\end{document}\n')
     (kb / 'guardia.org').write_text('#+TITLE: Notas de guardia\n#+OPTIONS: toc:nil\n* Certificados :tls:\n'
                                     ':PROPERTIES:\n:ID: 42\n:END:\nSe renuevan con =certbot renew=.\n')
     (kb / 'wiki.xml').write_text(WIKI_EXPORT)
@@ -424,10 +427,10 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
         rep = index_paths(s, [kb])
         chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
         versions = {Path(k).name: v.chunker_version.split('+')[0] for k, v in s.sources().items()}
-        assert index_paths(s, [kb]).counts()['unchanged'] == 7
+        assert index_paths(s, [kb]).counts()['unchanged'] == 8
     assert versions == {'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1', 'copias.txt': 'dokuwiki-v1',
                         'guardia.org': 'org-v1', 'faro.1': 'man-v1', 'faro.info': 'info-v1',
-                        'pom.xml': 'documental-v2:t1500-m2200-o200'}
+                        'informe.tex': 'latex-v1', 'pom.xml': 'documental-v2:t1500-m2200-o200'}
     assert [(p.rsplit('/', 1)[-1], why[:60]) for p, why in rep.skipped] == [
         ('roto.xml', f'{kb / "roto.xml"}: not a well-formed MediaWiki export'[:60])]
     wiki = sorted((c for c in chunks if c.source.endswith('wiki.xml')), key=lambda c: c.start_line)
@@ -457,5 +460,8 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
     info = next(c for c in chunks if c.source.endswith('faro.info'))
     assert info.text == '[Doc: Faro > 1 Rotation]\n# 1 Rotation\n\nFaro keeps seven copies.'   # no menu, no header
     assert info.cite == 'kb/faro.info#Rotation' and (info.start_line, info.end_line) == (15, 18)
+    tex = next(c for c in chunks if c.source.endswith('informe.tex'))
+    assert tex.text == '[Doc: Informe de copias > Restaurar]\n# Restaurar\nUse `restic` con cuidado (Lunes.).'
+    assert (tex.start_line, tex.end_line) == (4, 5)
     news = next(c for c in chunks if c.source.endswith('NEWS'))
     assert news.text.split('\n')[0] == '[Doc: NEWS]' and '\\# echo keep > /etc/faro/keep' in news.text
