@@ -892,9 +892,23 @@ def _tex_table(rows:list[tuple[int, str]]) -> list[tuple[int, str]]:
     if out: out.insert(1, (out[0][0], '|' + '---|' * (out[0][1].count(' | ') + 1)))
     return out
 
+_TEX_LABEL = re.compile(r'\\label\{([^{}]+)\}')
+_TEX_REF = re.compile(r'\\(?:ref|autoref|cref|Cref|nameref)\{([^{}]+)\}')
+
+def _tex_names(lines:list[str]) -> dict[str, str]:
+    "What each `\\label` names: the heading or caption on its line or the line above it."
+    names = {}
+    for i, ln in enumerate(lines):
+        if not (m := _TEX_HEADING.match(ln) or re.match(r'\s*\\(caption)(?:\[[^\]]*\])?(\{.*)$', ln)): continue
+        name = _one_line(_tex_inline(_tex_arg(m[2])))
+        for k in _TEX_LABEL.findall(ln + ' ' + (lines[i + 1] if i + 1 < len(lines) else '')): names.setdefault(k, name)
+    return names
+
 def latex_markdown(text:str) -> tuple[str, str|None, list[int]]:
-    """A LaTeX document as markdown (see above), its title, and the file's line (1-based) of each of its lines."""
+    """A LaTeX document as markdown (see above), its title, and the file's line (1-based) of each of its lines; a
+    `\\ref` to a section or figure is its title (`_tex_names`), other references are left out."""
     lines, title = _tex_body(text)
+    names = _tex_names(lines)
     top = 1 if any('\\chapter' in ln for ln in lines) else 2      # the section level that is `#`
     out, src, lists, env, held = [], [], [], None, []
     emit = lambda i, s: (out.append(s), src.append(i + 1))
@@ -911,6 +925,7 @@ def latex_markdown(text:str) -> tuple[str, str|None, list[int]]:
             elif kind == 'table': held.append((i, ln))
             elif kind != 'skip': emit(i, _tex_alltt(ln) if name == 'alltt' else ln)
             continue
+        ln = _TEX_REF.sub(lambda m: names.get(m[1], m[0]), ln)
         if e and e[1] == 'begin':
             name, args = e[2], e[3]
             if name in _TEX_CODE_ENVS:
