@@ -25,9 +25,8 @@ from .stores import StoreAPI, open_store, store_exists
 from .shards import SHARDS_FILE
 from .embed import Embedder, bundled_data_dir, model_for_languages, resolve_model, shows_progress
 from .lexical import text_language
-from .readers import (READERS, TARBALLS, TEXT_READERS,
-                           Document, Reader, document_version, file_kind, locate_chunks, read_document, reader_for,
-                           reader_version, register_reader, text_document)
+from .readers import (READERS, TARBALLS, TEXT_READERS, Document, Reader, document_version, file_kind,
+                           locate_chunks, read_document, reader_for, reader_version, register_reader, text_document)
 
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'DOKUWIKI_MACHINERY',

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer
+from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer, outside_fences
 from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decode_text, inner_path, legacy_text,
                             markup_syntax, mode_for, read_file_bytes, read_text_file, runs_of, strategy_version,
                             _source_line)
@@ -209,22 +209,19 @@ def _hash_lines(text:str) -> bool:
 def _hash_edits(lines:list[str], config:bool=False):
     """Each `#` line that markdown would take for a heading, escaped as `\\#`, unless its run of `#` lines stands
     below a blank line and as titles (`_plain_titles`) outside a configuration file; lines in code fences left alone."""
-    closer, run = None, []
+    run = []
     def escaped(run):
         if config or run[0] and lines[run[0] - 1].strip() or not _plain_titles([lines[i] for i in run]):
             for i in run:
                 if ATX_HEADING.match(lines[i]) and len(lines[i]) <= MAX_HEADING_CHARS:
                     yield i, lines[i].replace('#', '\\#', 1)
-    for i, ln in enumerate(lines):
-        if closer is not None:
-            if closer.match(ln): closer = None
-            continue
-        if _HASH_LINE.match(ln):
+    for i, ln in outside_fences(lines):
+        hashed = _HASH_LINE.match(ln) is not None
+        if hashed and run and run[-1] == i - 1:
             run.append(i)
             continue
         if run: yield from escaped(run)
-        run = []
-        if m := FENCE_OPEN.match(ln): closer = fence_closer(m[1])
+        run = [i] * hashed
     if run: yield from escaped(run)
 
 OUTLINE_SAMPLE = 262144    # characters `_outlined` counts lines in, and `text_reader` looks at in a plain text file
@@ -243,14 +240,7 @@ def _outline_edits(lines:list[str]):
     column 0 that follows a blank or indented line, is at most 100 characters and leads an indented block as a `##`
     heading (`apt (2.6.1) bookworm; urgency=medium`, `CHANGES WITH 254:`), a bullet before it dropped; headings it
     has (`#`, setext) and code fences left alone."""
-    closer = None
-    for i, ln in enumerate(lines):
-        if closer is not None:                                    # inside a code fence: as it is
-            if closer.match(ln): closer = None
-            continue
-        if m := FENCE_OPEN.match(ln):
-            closer = fence_closer(m[1])
-            continue
+    for i, ln in outside_fences(lines):
         above = lines[i - 1] if i else ''
         if not ln[:1].strip() or len(ln) > 100 or above[:1].strip() or ln.startswith(('#', '\\#', '|')): continue
         if i + 1 < len(lines) and lines[i + 1].strip() and _SETEXT_RULE.fullmatch(lines[i + 1]): continue
@@ -606,9 +596,10 @@ _MAN_EXT = re.compile(r'\.(?:[1-9][a-z]*|man)$', re.I)
 _MAN_HEAD = re.compile(r"^[.'](?:TH|Dd|so|\\\"|[a-z]{2}\b)", re.M)
 _MAN_ACCENTS = {"'": '\u0301', '`': '\u0300', ':': '\u0308', '~': '\u0303', '^': '\u0302', ',': '\u0327',
                 'o': '\u030a'}
-_MAN_GLYPHS = {'em': '—', 'en': '–', 'hy': '-', 'bu': '•', 'aq': "'", 'dq': '"', 'lq': '“', 'rq': '”', 'oq': '‘',
-               'cq': '’', 'co': '©', 'rg': '®', 'tm': '™', 'mi': '-', 'pl': '+', 'mu': '×', 'di': '÷', '->': '→',
-               '<-': '←', '>=': '≥', '<=': '≤', '!=': '≠', '==': '≡', 'ss': 'ß', 'de': '°', 'rs': '\\', 'ti': '~',
+_MAN_GLYPHS = {'em': '—', 'en': '–', 'hy': '-', 'bu': '•', 'aq': "'", 'dq': '"', 'lq': '“', 'rq': '”',
+               'oq': '‘', 'cq': '’', 'co': '©', 'rg': '®', 'tm': '™', 'mi': '-', 'pl': '+', 'mu': '×',
+               'di': '÷', '->': '→', '<-': '←', '>=': '≥', '<=': '≤', '!=': '≠', '==': '≡', 'ss': 'ß',
+               'de': '°', 'rs': '\\', 'ti': '~',
                'ha': '^', 'ga': '`', 'ul': '_', 'ba': '|', 'or': '|', 'sl': '/', 'Fo': '«', 'Fc': '»', 'r!': '¡',
                'r?': '¿', 'ae': 'æ', 'AE': 'Æ', '12': '½', '14': '¼', 'sc': '§', 'ps': '¶', 'at': '@', 'sh': '#',
                'Eu': '€', 'eu': '€', 'ct': '¢', 'Po': '£', 'Ye': '¥'}
@@ -659,7 +650,9 @@ class ManPage:
     def __init__(self, text:str):
         self.lines, self.out, self.src, self.title = text.split('\n'), [], [], None
         self.fill, self.skip_to, self.cond, self.table = True, None, 0, None
-    def emit(self, i:int, line:str): self.out.append(line), self.src.append(i + 1)
+    def emit(self, i:int, line:str):
+        self.out.append(line)
+        self.src.append(i + 1)
     def para(self, i:int):
         if self.out and self.out[-1] != '': self.emit(i, '')
     def text(self, i:int, t:str):
@@ -695,8 +688,10 @@ class ManPage:
             tag = _man_args(man_unescape(rest))[:1] if name == 'IP' else []
             if tag and tag[0].strip() in ('•', '-', '*', 'o'): self.emit(i, '- ')
             elif tag and tag[0].strip(): self.emit(i, tag[0].strip())
-        elif name in ('nf', 'EX') and self.fill: self.para(i), self.emit(i, '```'), setattr(self, 'fill', False)
-        elif name in ('fi', 'EE') and not self.fill: self.emit(i, '```'), setattr(self, 'fill', True)
+        elif name in ('nf', 'EX', 'fi', 'EE') and self.fill == (name in ('nf', 'EX')):   # a literal block opens, closes
+            if self.fill: self.para(i)
+            self.emit(i, '```')
+            self.fill = not self.fill
         elif name == 'TS': self.table = []
         elif name in _MAN_FONT_MACROS:
             a = _man_args(man_unescape(rest)) if rest.strip() else [man_unescape(nxt)]
@@ -971,25 +966,9 @@ def text_document(path:str|Path, # the file, by which its kind is known
     `ORG_READER`, a man page by `MAN_READER`, an Info manual by `INFO_READER`, LaTeX by `LATEX_READER`."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
-    if reader == PLAIN_TEXT_READER:
-        config = inner_path(path).name.lower().endswith(CONFIG_EXTS)
-        return Document(plain_text_titles(text, config), kind, reader=reader, recoded=recoded)
     if reader == MEDIAWIKI_READER: return replace(wiki_document(text, str(path)), recoded=recoded)
-    if reader == DOKUWIKI_READER:
-        md, lines = dokuwiki_markdown(text)
-        return Document(md, kind, reader=reader, recoded=recoded, lines=lines)
-    if reader == ORG_READER:
-        md, title = org_markdown(text)
-        return Document(md, kind, reader=reader, title=title, recoded=recoded)
-    if reader == MAN_READER:
-        md, title, lines = man_markdown(text)
-        return Document(md, kind, reader=reader, title=title, recoded=recoded, lines=lines)
-    if reader == INFO_READER:
-        md, title, lines, anchors = info_markdown(text)
-        return Document(md, kind, reader=reader, title=title, recoded=recoded, lines=lines, anchors=anchors)
-    if reader == LATEX_READER:
-        md, title, lines = latex_markdown(text)
-        return Document(md, kind, reader=reader, title=title, recoded=recoded, lines=lines)
+    if read := _TEXT_DOCUMENTS.get(reader):
+        return Document(kind=kind, reader=reader, recoded=recoded, **read(path, text))
     fields, body = front_matter(text)
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
@@ -998,8 +977,15 @@ def text_document(path:str|Path, # the file, by which its kind is known
                    lines=html[1] if html else None)
     return pics.noted(doc) if pics else doc
 
-TEXT_READERS = (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, DATA_URI_READER, PLAIN_TEXT_READER,
-                MEDIAWIKI_READER, DOKUWIKI_READER, ORG_READER, MAN_READER, INFO_READER, LATEX_READER)
+_TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, text)`
+    PLAIN_TEXT_READER: lambda p, t: dict(text=plain_text_titles(t, inner_path(p).name.lower().endswith(CONFIG_EXTS))),
+    DOKUWIKI_READER: lambda _, t: dict(zip(('text', 'lines'), dokuwiki_markdown(t))),
+    ORG_READER: lambda _, t: dict(zip(('text', 'title'), org_markdown(t))),
+    MAN_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), man_markdown(t))),
+    INFO_READER: lambda _, t: dict(zip(('text', 'title', 'lines', 'anchors'), info_markdown(t))),
+    LATEX_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), latex_markdown(t)))}
+TEXT_READERS = (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, DATA_URI_READER, MEDIAWIKI_READER,
+                *_TEXT_DOCUMENTS)
 
 def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
@@ -1145,7 +1131,7 @@ def _alnum(s:str) -> int: return sum(ch.isalnum() for ch in s)
 # %% ../nbs/01a_readers.ipynb #70fb753a
 _CODE_INLINE = {'code', 'kbd', 'tt', 'samp'}
 
-def _clean(s:str) -> str: return re.sub(r'\s+', ' ', s.replace('¶', '')).strip()
+def _clean(s:str) -> str: return _one_line(s.replace('¶', ''))
 
 def _inline(el) -> str:
     "The text inside `el` as one markdown line: code spans in backticks, chrome dropped."
@@ -3678,13 +3664,8 @@ def _output_text(out:dict) -> str:
 # %% ../nbs/01a_readers.ipynb #cf9540c9
 def _headings(md:str) -> list[tuple[int, str]]:
     "`(line, heading text)` of a markdown cell's headings, 0-based lines, none inside its code fences."
-    out, closer = [], None
-    for i, ln in enumerate(md.split('\n')):
-        if closer is not None:
-            if closer.match(ln): closer = None
-        elif m := FENCE_OPEN.match(ln): closer = fence_closer(m[1])
-        elif (m := ATX_HEADING.match(ln)) and m[2] and len(ln) <= MAX_HEADING_CHARS: out.append((i, m[2]))
-    return out
+    return [(i, m[2]) for i, ln in outside_fences(md.split('\n'))
+            if (m := ATX_HEADING.match(ln)) and m[2] and len(ln) <= MAX_HEADING_CHARS]
 
 def jupyter_id(heading:str) -> str:
     "The id Jupyter gives a markdown heading, which a link's `#` opens: its text, spaces as `-`, markup dropped."

@@ -8,8 +8,8 @@ import re
 
 # %% auto #0
 __all__ = ['ABBREVIATIONS', 'SENTENCE_STARTERS', 'FENCE_OPEN', 'ATX_HEADING', 'ATX_HEADING_COL0', 'MAX_HEADING_CHARS',
-           'add_abbreviations', 'fence_closer', 'fence_end', 'split_chunk_prefix', 'prefix_path', 'sentence_spans',
-           'split_sentences', 'sentence_kind']
+           'add_abbreviations', 'fence_closer', 'fence_end', 'outside_fences', 'split_chunk_prefix', 'prefix_path',
+           'sentence_spans', 'split_sentences', 'sentence_kind']
 
 # %% ../nbs/00_sentences.ipynb #70bcfcff
 ABBREVIATIONS = {
@@ -204,6 +204,16 @@ def fence_end(text:str, pos:int, fence:str) -> int:
 _ITEM = re.compile(r'\s*(?:[-*+•]|\d{1,3}(?:\.\)|[.)])|[a-z][.)])(?:\s|$)')
 _RULE = re.compile(r' {0,3}(?:[=\-*_] *){3,}$')
 _PREFIX = re.compile(r'\[Doc:[^\n]*\][ \t]*(?:\n|$)')
+
+# %% ../nbs/00_sentences.ipynb #bda4f6ad
+def outside_fences(lines:list[str]): # a markdown text's lines
+    "`(index, line)` of each line that is neither inside a code fence nor one of its fence lines."
+    closer = None
+    for i, ln in enumerate(lines):
+        if closer is not None:
+            if closer.match(ln): closer = None
+        elif m := FENCE_OPEN.match(ln): closer = fence_closer(m[1])
+        else: yield i, ln
 
 # %% ../nbs/00_sentences.ipynb #120babd0
 _HEADING = re.compile(r' {0,3}#{1,6}(?:\s|$)')
