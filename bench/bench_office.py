@@ -8,7 +8,9 @@ signature and a legal disclaimer (`email` and `mailbox`; the two phone numbers a
 export as a zip (10 pages with a wiki's breadcrumbs and footer, and their images; `zipfile`), and a Word manual of 6
 sections (python-docx: each section's second paragraph in a content control, its third a tracked insertion beside a
 tracked deletion, and a table of rows), and a MediaWiki export (10 service pages, each with an infobox, steps, a
-preformatted command, a table of ports and a captioned picture, plus their talk pages, a redirect and a template).
+preformatted command, a table of ports and a captioned picture, plus their talk pages, a redirect and a template),
+and a Slack workspace's export (a zip of 12 threads over six days, each question answered in its thread, every third
+the next day, among join notices, a bot's alerts and link previews).
 Where `soffice` is installed (`apt install libreoffice-writer-nogui libreoffice-calc-nogui
 libreoffice-impress-nogui`), LibreOffice saves the Word manual, the workbook and the deck again
 as Word, Excel and PowerPoint 97-2003 (`.doc`, `.xls`, `.ppt`), and the manual as RTF.
@@ -16,10 +18,12 @@ ragnb reads them with its readers and cuts them with its documental chunker; Lla
 (`PptxReader`, `PandasExcelReader`, `PagedCSVReader`, `EpubReader`, `MboxReader`, `DocxReader`, `RTFReader`; none for
 ODT, DOC or PPT; `antiword`, which textract calls for DOC, where it is installed) and its `SentenceSplitter` at its
 defaults; the zip and the MediaWiki export through `SimpleDirectoryReader`. LangChain reads the export with
-`MWDumpLoader` (main namespace, redirects skipped) and cuts it with `RecursiveCharacterTextSplitter` (1,500 / 200).
+`MWDumpLoader` (main namespace, redirects skipped), the Slack export with `SlackDirectoryLoader`, and cuts them with
+`RecursiveCharacterTextSplitter` (1,500 / 200).
 Per format and tool:
 
-- facts: the bullets, notes, paragraphs and rows written that reach one chunk whole (a row: all its cells);
+- facts: the bullets, notes, paragraphs and rows written that reach one chunk whole (a row: all its cells; a Slack
+  answer: alone, with its question, and with the asker's name);
 - placed: chunks whose metadata says where in the file they are (slide, sheet and row, chapter, heading, message);
 - headed: for the spreadsheets, the chunks holding rows that also hold the column names;
 - chars: the characters of all chunks, what an LLM would be given to read; ms: reading and splitting.
@@ -28,7 +32,7 @@ Per format and tool:
 """
 import contextlib, csv, io, pathlib, re, shutil, subprocess, sys, tempfile, time
 
-SLIDES, ROWS, CHAPTERS, SECTIONS, MESSAGES, PAGES = 12, 300, 8, 6, 20, 10
+SLIDES, ROWS, CHAPTERS, SECTIONS, MESSAGES, PAGES, THREADS = 12, 300, 8, 6, 20, 10, 12
 HEADER = ('equipo', 'sala', 'ip', 'responsable')
 
 
@@ -107,6 +111,7 @@ def make(folder: pathlib.Path) -> dict:
     out['zip'] = wiki_export(folder / 'wiki.zip')
     out['docx'] = word_manual(folder / 'manual.docx')
     out['mediawiki'] = mediawiki_export(folder / 'wiki.xml')
+    out['slack'] = slack_export(folder / 'slack.zip')
     if shutil.which('soffice'):                        # the same files as Word and Excel 97-2003
         for fmt, src in (('doc', 'docx'), ('xls', 'xlsx'), ('ppt', 'pptx'), ('rtf', 'docx')):
             subprocess.run(['soffice', '--headless', '--convert-to', fmt, '--outdir', str(folder), str(out[src][0])],
@@ -213,6 +218,53 @@ def mediawiki_export(path: pathlib.Path) -> tuple:
     return path, facts
 
 
+def slack_export(path: pathlib.Path) -> tuple:
+    """A Slack workspace export as an admin downloads it (a zip: `users.json`, `channels.json`, a folder per channel,
+    a file per day): THREADS questions in `#soporte`, each answered in its thread (every third the next day), among
+    join notices, a bot's alerts and link previews. The facts: each answer whole, with its question in one chunk, and
+    with the asker's name in one chunk."""
+    import json, zipfile
+    facts, days = [], {}
+    msg = lambda user, text, ts, **kw: dict(type='message', user=user, text=text, ts=f'{ts:.6f}', **kw)
+    for i in range(THREADS):
+        day, asked = 3 * (i // 4), 1714989600 + i // 4 * 3 * 86400 + i % 4 * 3600
+        ask = msg('U01', f'¿Cómo se reinicia faro-{i} tras el corte? *Urgente* <@U02>', asked, reply_count=1,
+                  thread_ts=f'{asked:.6f}', user_profile=dict(real_name='Ana García'))
+        answered = asked + (86400 if i % 3 == 0 else 600)
+        answer = f'Con `systemctl restart faro-{i}` y avisando antes al equipo {i}.'
+        reply = msg('U02', answer, answered, thread_ts=f'{asked:.6f}', parent_user_id='U01')
+        days.setdefault(day, []).extend([
+            dict(type='message', subtype='channel_join', user=f'U{10 + i}', text=f'<@U{10 + i}> has joined',
+                 ts=f'{asked - 60:.6f}'), ask,
+            dict(type='message', subtype='bot_message', username='alertas', ts=f'{asked + 30:.6f}', text='',
+                 attachments=[dict(title=f'faro-{i} caído', fields=[dict(title='Host', value=f'faro-{i}')])]),
+            msg('U03', f'Lo vi en <https://status.x/faro-{i}|la página de estado>', asked + 60,
+                attachments=[dict(from_url=f'https://status.x/faro-{i}', title='Estado', text='Todo en orden')])])
+        days.setdefault(day + (answered - asked) // 86400, []).append(reply)
+        facts += [answer, (f'reinicia faro-{i} tras el corte', answer), ('Ana García', answer)]
+    with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED) as z:
+        z.writestr('users.json', json.dumps([dict(id='U01', real_name='Ana García'),
+                                              dict(id='U02', real_name='Luis Gil'), dict(id='U03', real_name='Eva Sanz')]))
+        z.writestr('channels.json', json.dumps([dict(id='C01', name='soporte')]))
+        for day, msgs in days.items():
+            name = time.strftime('%Y-%m-%d', time.gmtime(1714989600 + day * 86400))
+            z.writestr(f'soporte/{name}.json', json.dumps(sorted(msgs, key=lambda m: float(m['ts'])), indent=4,
+                                                          ensure_ascii=False))
+    return path, facts
+
+
+def langchain_slack(path: pathlib.Path) -> list[tuple[str, str | None]]:
+    "LangChain's `SlackDirectoryLoader` (a document per message) cut by its recursive splitter; a place: its source."
+    import warnings
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        from langchain_community.document_loaders import SlackDirectoryLoader
+        docs = SlackDirectoryLoader(str(path)).load()
+    chunks = RecursiveCharacterTextSplitter(chunk_size=1500, chunk_overlap=200).split_documents(docs)
+    return [(c.page_content, c.metadata.get('source')) for c in chunks]
+
+
 def langchain_wiki(path: pathlib.Path) -> list[tuple[str, str | None]]:
     "LangChain's `MWDumpLoader` (main namespace, no redirects) cut by its recursive splitter; a place: its page."
     import warnings
@@ -240,7 +292,7 @@ LI_PLACES = ('page_label', 'sheet_name', 'row', 'chapter', 'title', 'section', '
 def llamaindex_chunks(fmt: str, path: pathlib.Path) -> list[tuple[str, str | None]] | None:
     "`(text, place)` of LlamaIndex's nodes of one file (None: no reader for the format)."
     from llama_index.core.node_parser import SentenceSplitter
-    if fmt in ('zip', 'mediawiki'): return llamaindex_zip(path, unpacked=False)
+    if fmt in ('zip', 'mediawiki', 'slack'): return llamaindex_zip(path, unpacked=False)
     from llama_index.readers.file import (DocxReader, EpubReader, MboxReader, PagedCSVReader, PandasExcelReader,
                                           PptxReader, RTFReader)
     reader = dict(pptx=PptxReader, xlsx=PandasExcelReader, xls=PandasExcelReader, csv=PagedCSVReader, epub=EpubReader,
@@ -288,7 +340,8 @@ def antiword_chunks(path: pathlib.Path) -> list[tuple[str, str | None]]:
 def measure(fmt: str, path: pathlib.Path, facts: list, tool: str) -> dict | None:
     t = time.perf_counter()
     chunks = (ragnb_chunks(path) if tool == 'ragnb' else llamaindex_zip(path, True) if tool == UNPACKED
-              else antiword_chunks(path) if tool == 'antiword' else langchain_wiki(path) if tool == 'LangChain'
+              else antiword_chunks(path) if tool == 'antiword'
+              else (langchain_slack if fmt == 'slack' else langchain_wiki)(path) if tool == 'LangChain'
               else llamaindex_chunks(fmt, path))
     ms = (time.perf_counter() - t) * 1e3
     if chunks is None: return None
@@ -306,9 +359,9 @@ def main():
         print('| format | tool | facts whole | chunks | placed | e.g. | headed | chars | ms |')
         print('|---|---|---|---|---|---|---|---|---|')
         for fmt, (path, facts) in files.items():
-            for tool in ('ragnb', 'LlamaIndex') + ((UNPACKED,) if fmt == 'zip' else ()) + \
+            for tool in ('ragnb', 'LlamaIndex') + ((UNPACKED,) if fmt in ('zip', 'slack') else ()) + \
                     (('antiword',) if fmt == 'doc' and shutil.which('antiword') else ()) + \
-                    (('LangChain',) if fmt == 'mediawiki' else ()):
+                    (('LangChain',) if fmt in ('mediawiki', 'slack') else ()):
                 m = measure(fmt, path, facts, tool)
                 if m is None:
                     print(f'| {fmt} | {tool} | not read | | | | | | |')

@@ -1306,9 +1306,10 @@ def chunk_text(text:str, # the file's text, already read
                *,
                source:str|None=None, # name stored in the chunks (default: the path as given)
                strategies:dict|None=None, # mode → chunker name, default `DEFAULT_CHUNKERS`
+               mode:str|None=None, # 'documental' or 'codigo' when the file's reader decides (a chat export's `.json`)
                **kw) -> list[Chunk]:
     "Chunk the text of `path` with the strategy its extension (or, without one, its `#!` line) calls for."
-    chunker = CHUNKERS[(strategies or DEFAULT_CHUNKERS)[mode_for(path, text[:256])]]
+    chunker = CHUNKERS[(strategies or DEFAULT_CHUNKERS)[mode or mode_for(path, text[:256])]]
     return chunker(text, source=source or str(path), **kw)
 
 # %% ../nbs/01_chunking.ipynb #d5eec739
@@ -1327,6 +1328,7 @@ def mode_for(path:str|Path, # the file
 
 # %% ../nbs/01_chunking.ipynb #06128173
 def strategy_version(path:str|Path, strategies:dict|None=None, target:int=CHUNK_SIZES.target,
-                     max_chars:int=CHUNK_SIZES.max_chars, overlap:int=CHUNK_SIZES.overlap) -> str:
+                     max_chars:int=CHUNK_SIZES.max_chars, overlap:int=CHUNK_SIZES.overlap,
+                     mode:str|None=None) -> str: # as `chunk_text`'s: the reader's mode, else the path's
     "The `chunker_version` that `chunk_file` stamps on the chunks of `path`; of a file, only a script's `#!` is read."
-    return CHUNKERS[(strategies or DEFAULT_CHUNKERS)[mode_for(path)]].version(target, max_chars, overlap)
+    return CHUNKERS[(strategies or DEFAULT_CHUNKERS)[mode or mode_for(path)]].version(target, max_chars, overlap)

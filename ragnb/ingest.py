@@ -4,7 +4,7 @@
 
 # %% ../nbs/03a_ingest.ipynb #2c4980fa
 from __future__ import annotations
-import errno, hashlib, io, json, lzma, os, re, stat, tarfile, tempfile, threading, time, zipfile, zlib
+import bisect, errno, hashlib, io, json, lzma, os, re, stat, tarfile, tempfile, threading, time, zipfile, zlib
 import numpy as np
 from collections import Counter
 from dataclasses import dataclass, field, replace as dc_replace
@@ -25,8 +25,9 @@ from .stores import StoreAPI, open_store, store_exists
 from .shards import SHARDS_FILE
 from .embed import Embedder, bundled_data_dir, model_for_languages, resolve_model, shows_progress
 from .lexical import text_language
-from .readers import (READERS, TARBALLS, TEXT_READERS, Document, Reader, document_version, file_kind,
-                           locate_chunks, read_document, reader_for, reader_version, register_reader, text_document)
+from .readers import (READERS, SLACK_LISTS, TARBALLS, TEXT_READERS, Document, Reader, document_version,
+                           file_kind, locate_chunks, read_document, reader_for, reader_version, register_reader,
+                           text_document)
 
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'DOKUWIKI_MACHINERY',
@@ -38,7 +39,7 @@ __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_
            'log_file', 'site_kind', 'site_machinery', 'source_machinery', 'generated_reason', 'scan_path',
            'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source',
            'missing_sources', 'member_path', 'member_role', 'archive_members', 'unpack_archive', 'archive_parts',
-           'part_anchors', 'joined_parts', 'archive_document', 'attachment_names', 'attached_document',
+           'part_anchors', 'text_anchors', 'joined_parts', 'archive_document', 'attachment_names', 'attached_document',
            'document_chunks', 'placed_after', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages',
            'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup',
            'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
@@ -375,7 +376,8 @@ SITE_MARKERS = {'sphinx': ('searchindex.js', '_static'), 'mkdocs': ('search/sear
                 'mdbook': ('book.toml', 'src/SUMMARY.md'), 'gitbook': ('.gitbook.yaml', 'SUMMARY.md'),
                 'mkdocs-source': ('mkdocs.yml', 'docs'), 'docusaurus': ('docusaurus.config.js', 'docs'),
                 'docusaurus-ts': ('docusaurus.config.ts', 'docs'), 'docsify': ('index.html', '_sidebar.md'),
-                'github-wiki': ('_Sidebar.md',)}
+                'github-wiki': ('_Sidebar.md',),
+                'slack': ('users.json', 'channels.json')}     # a Slack workspace's export: its lists at its root
 INDEX_PAGE = re.compile(r'genindex(-[^/]+)?\.html|[^/]*modindex\.html|search\.html')
 DOXYGEN_INDEX = re.compile(r'(annotated|classes|files|hierarchy|namespaces|modules|(functions|globals|namespacemembers)'
                            r'(_\w+)?)\.html|dir_[0-9a-f]+\.html|.+-members\.html')
@@ -432,6 +434,7 @@ def source_machinery(kind:str, # a site kept as markdown sources (`site_kind`: '
         return 'wiki navigation'
     if kind == 'docsify' and at_root and name in ('_sidebar.md', '_navbar.md', '_coverpage.md', 'index.html'):
         return 'navigation'
+    if kind == 'slack' and at_root and name in SLACK_LISTS: return "chat export's lists"
     if at_root and (name in ('book.toml', 'mkdocs.yml') or re.fullmatch(r'(docusaurus\.config|sidebars)\.[jt]s', name)):
         return 'site configuration'
     if (kind, top) in (('mdbook', 'theme'), ('mkdocs-source', 'overrides')) and not at_root: return 'theme files'
@@ -660,11 +663,24 @@ def part_anchors(path:str, # the file's path in the archive
     """A file's anchors in an archive's document: the file itself, its own anchors after its path, its pages or
     slides (`plan.pdf#page=3`); a space in the path is written `%20`, so `Chunk.cite` does not take it for a heading."""
     q = re.sub(r'[\s%#]', lambda m: quote(m.group()), path)
-    out = [(at, q)] + [(ln + shift + at - 1, f'{q}#{a}') for ln, a in doc.anchors]
+    out = [(at, q)] + [(ln + shift + at - 1, f'{q}#{a}') for ln, a in text_anchors(doc)]
     unit = 'slide' if doc.kind in ('pptx', 'ppt', 'odp') else 'page'
     out += [(i + shift + at, f'{q}#{unit}={p}') for i, (p, _) in enumerate(doc.pages or [])
             if i == 0 or doc.pages[i - 1][0] != p]
     return sorted(out, key=lambda a: a[0])
+
+def text_anchors(doc:Document) -> list[tuple[int, str]]:
+    """`doc`'s anchors by the lines of its text. A reader that rewrote a file line by line (`Document.lines`: a Slack
+    day, an Info manual) places them by the file's lines: each goes to the first line of the text from that line of
+    the file, or, where none is, from the next one."""
+    if not doc.lines: return doc.anchors
+    first = {}
+    for i, ln in enumerate(doc.lines, 1): first.setdefault(ln, i)
+    order = sorted(first)
+    def at(ln):
+        k = bisect.bisect_left(order, ln)
+        return first[order[k]] if k < len(order) else len(doc.lines)
+    return sorted((at(ln), a) for ln, a in doc.anchors)
 
 def joined_parts(parts:list[tuple[str, Document]]) -> Document: # `(path, document)` of each file, in order
     """The files of an archive as one document: their texts one after the other, each file's first line, path and
@@ -678,6 +694,7 @@ def joined_parts(parts:list[tuple[str, Document]]) -> Document: # `(path, docume
         texts.append(text)
         line += text.count('\n') + 2
     return Document('\n\n'.join(texts) + '\n', 'archive', anchors=anchors, parts=spans,
+                    modes={path: doc.mode for path, doc in parts if doc.mode},
                     visible_chars=sum(d.visible_chars for _, d in parts),
                     chrome_chars=sum(d.chrome_chars for _, d in parts), recoded=any(d.recoded for _, d in parts),
                     ocr_pages=sum(d.ocr_pages for _, d in parts))
@@ -749,7 +766,7 @@ def attached_document(doc:Document, # a message read (`mail_document`, `msg_docu
                       parts=[(1, Path(name).name, doc.title)] + [(ln + at, p, t) for ln, p, t in files.parts],
                       parts_skipped=doc.parts_skipped + skipped, visible_chars=doc.visible_chars + files.visible_chars,
                       chrome_chars=doc.chrome_chars + files.chrome_chars, recoded=doc.recoded or files.recoded,
-                      ocr_pages=doc.ocr_pages + files.ocr_pages)
+                      ocr_pages=doc.ocr_pages + files.ocr_pages, modes=files.modes)
 
 # %% ../nbs/03a_ingest.ipynb #0e51356e
 def document_chunks(sf:SourceFile, metadata:dict|None=None) -> list[Chunk]:
@@ -758,12 +775,14 @@ def document_chunks(sf:SourceFile, metadata:dict|None=None) -> list[Chunk]:
     doc, meta = sf.document, dict(metadata or {})
     if not doc.parts:
         title = {'title': doc.title} if doc.title else {}
-        return chunk_text(sf.text, sf.path, source=sf.source, metadata=meta, strategies=sf.strategies, **title)
+        return chunk_text(sf.text, sf.path, source=sf.source, metadata=meta, strategies=sf.strategies, mode=doc.mode,
+                          **title)
     lines, out, free = doc.text.split('\n'), [], (0, 0, 0)
     ends = [first for first, _, _ in doc.parts[1:]] + [len(lines) + 1]
     for (first, path, title), end in zip(doc.parts, ends):
         text = '\n'.join(lines[first - 1:end - 1])
-        cs = chunk_text(text, path, metadata=meta, strategies=sf.strategies, **({'title': title} if title else {}))
+        cs = chunk_text(text, path, metadata=meta, strategies=sf.strategies, mode=doc.modes.get(path),
+                        **({'title': title} if title else {}))
         free = placed_after(cs, free, first - 1, sf.source)
         out += cs
     return out

@@ -18,9 +18,10 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
                             _source_line)
 
 # %% auto #0
-__all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
-           'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS',
-           'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS',
+__all__ = ['READERS', 'TARBALLS', 'READER_MODES', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER',
+           'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE',
+           'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER',
+           'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE',
            'TEXT_READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV',
            'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC',
            'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
@@ -30,17 +31,18 @@ __all__ = ['READERS', 'TARBALLS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
            'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
            'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
            'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
-           'info_refs', 'latex_markdown', 'text_document', 'text_reader', 'read_document', 'locate_chunks',
-           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine',
-           'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document',
-           'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document',
-           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
-           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
-           'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document',
-           'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title',
-           'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader',
-           'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id',
-           'notebook_document', 'transcript_cues', 'transcript_document']
+           'info_refs', 'latex_markdown', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_messages',
+           'slack_day', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
+           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
+           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
+           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
+           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
+           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
+           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
+           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
+           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
+           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
+           'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -60,6 +62,8 @@ class Document:
     lines: list|None = None                       # a text file rewritten (`markdown_html`): each line's line in it
     attached: list = field(default_factory=list, repr=False)  # a message: (file name, bytes) of each attachment
     ocr_pages: int = 0                            # pages read by OCR: scans (`ragnb[ocr]`)
+    mode: str|None = None                         # the chunking mode, where the reader decides it (a chat's `.json`)
+    modes: dict = field(default_factory=dict)     # an archive: path → mode of each file whose reader decided it
 
 # %% ../nbs/01a_readers.ipynb #b2ebb0ac
 @dataclass(frozen=True)
@@ -98,7 +102,9 @@ def document_version(path:str|Path,
     "What the store records as the file's chunker version: the reader's name, if any, and the chunking strategy."
     r = reader_for(path)
     name = r.name if r else text_reader(path, text) if text is not None else ''
-    return reader_version(name, strategy_version(path, **kw))
+    return reader_version(name, strategy_version(path, mode=READER_MODES.get(name), **kw))
+
+READER_MODES = {}   # a text reader's name → the chunking mode of what it reads, where not the extension's
 
 def reader_version(reader:str, chunker_version:str) -> str:
     "The one format of a converted file's version: 'html-v1+documental-v2:…'; the chunker's alone for plain files."
@@ -953,6 +959,223 @@ def latex_markdown(text:str) -> tuple[str, str|None, list[int]]:
     while keep and not out[keep[-1]]: keep.pop()
     return '\n'.join(out[k] for k in keep), title, [src[k] for k in keep]
 
+# %% ../nbs/01a_readers.ipynb #1a7ed11f
+SLACK_READER = 'slack-v1'          # a Slack export's day of one channel (`general/2024-05-06.json`) as its conversation
+SLACK_LISTS = ('users.json', 'channels.json', 'groups.json', 'dms.json', 'mpims.json', 'integration_logs.json',
+               'canvases.json', 'org_users.json')     # an export's lists at its root: names, not conversation
+SLACK_SKIP = frozenset({'channel_join', 'channel_leave', 'channel_topic', 'channel_purpose', 'channel_name',
+                        'channel_archive', 'channel_unarchive', 'group_join', 'group_leave', 'group_topic',
+                        'group_purpose', 'group_name', 'bot_add', 'bot_remove', 'pinned_item', 'unpinned_item',
+                        'reminder_add', 'tombstone', 'joiner_notification', 'huddle_thread', 'sh_room_created'})
+SLACK_PAUSE = 30 * 60              # seconds without a message that end a conversation outside threads
+_SLACK_DAY = re.compile(r'\d{4}-\d{2}-\d{2}\.json')
+_SLACK_TS = re.compile(r'"ts"\s*:\s*"\d{9,}\.\d+"')
+
+def is_slack_day(path:str|Path, text:str) -> bool:
+    """Is `text` a day of a Slack export's channel: a file named `YYYY-MM-DD.json` holding a list of messages with
+    Slack's `ts`?"""
+    if not _SLACK_DAY.fullmatch(inner_path(path).name): return False
+    head = text[:4096].lstrip()
+    return head.startswith('[') and '"message"' in head and _SLACK_TS.search(head) is not None
+
+# %% ../nbs/01a_readers.ipynb #70f55f04
+_SLACK_CODE = re.compile(r'```(.*?)```|(`[^`\n]+`)', re.S)
+_SLACK_TOKEN = re.compile(r'<([^<>\n]+)>')
+_SLACK_MARKS = ((re.compile(r'(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])'), r'**\1**'),    # *bold*
+                (re.compile(r'(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])'), r'*\1*'),        # _italic_
+                (re.compile(r'(?<![\w~])~(?=\S)([^~\n]+?)(?<=\S)~(?![\w~])'), r'~~\1~~'))      # ~strike~
+
+def slack_markdown(text:str, # a message's `text`, in Slack's markup ("mrkdwn")
+                   names:dict|None=None, # user and channel ids → names (`slack_names`)
+                  ) -> str:
+    """A Slack message as markdown: mentions as names (`<@U01>` `@Ana García`, `<#C02|ops>` `#ops`, `<!here>`),
+    links as links, `*bold*`, `_italic_` and `~struck~` as markdown's, bullets `•` as `-`, a code block on lines of
+    its own, and `&lt;`, `&gt;`, `&amp;` as the characters; code is left as it is."""
+    out, at = [], 0
+    for m in _SLACK_CODE.finditer(text):
+        out.append(_slack_prose(text[at:m.start()], names or {}))
+        if m[1] is not None: out.append('\n```\n' + html_lib.unescape(m[1].strip('\n')) + '\n```\n')
+        else: out.append(html_lib.unescape(m[2]))
+        at = m.end()
+    out.append(_slack_prose(text[at:], names or {}))
+    md = re.sub(r'[ \t]*\n[ \t]*(```)', r'\n\1', ''.join(out))
+    return re.sub(r'\n{3,}', '\n\n', re.sub(r'(```)[ \t]*\n[ \t]*', r'\1\n', md)).strip('\n')
+
+def _slack_prose(s:str, names:dict) -> str:
+    "Slack markup outside code as markdown (`slack_markdown`)."
+    s = _SLACK_TOKEN.sub(lambda m: _slack_token(m[1], names), s)
+    s = html_lib.unescape(s)
+    for pattern, repl in _SLACK_MARKS: s = pattern.sub(repl, s)
+    return re.sub(r'(?m)^(\s*)[•◦▪]\s+', r'\1- ', s)
+
+def _slack_token(inner:str, names:dict) -> str:
+    "What Slack shows for `<inner>`: a mention, a channel, a special mention, a date, or a link."
+    target, _, label = inner.partition('|')
+    if target[:1] in '@#': return target[0] + (label or names.get(target[1:], target[1:]))
+    if target[:1] == '!':
+        word = target[1:].split('^')[0]
+        return label if label else '@' + word
+    if target.startswith('mailto:') or label == target or not label: return label or target.removeprefix('mailto:')
+    return f'[{label}]({target})'
+
+# %% ../nbs/01a_readers.ipynb #fbe71174
+def slack_names(root:str|Path) -> dict[str, str]:
+    """Ids → names in the Slack export whose root is `root`: people (`users.json`) by their real names, channels
+    and group chats by theirs, a direct message by its people's; `{}` where the folder holds none of those lists."""
+    root, key = Path(root), []
+    for f in SLACK_LISTS:
+        try: key.append((f, os.stat(root / f).st_mtime_ns))
+        except OSError: pass
+    return _slack_names(str(root), tuple(key)) if key else {}
+
+@functools.lru_cache(maxsize=8)
+def _slack_names(root:str, key:tuple) -> dict[str, str]:
+    "`slack_names` of the lists in `key` (name, time), read once per change."
+    lists = {}
+    for f, _ in key:
+        try: got = json.loads(read_text_file(Path(root) / f))
+        except (ValueError, OSError, ChunkingError): continue       # a list that cannot be read names nothing
+        lists[f] = [it for it in got if isinstance(it, dict) and isinstance(it.get('id'), str)] \
+            if isinstance(got, list) else []
+    names = {}
+    for f in ('users.json', 'org_users.json'):
+        for u in lists.get(f, []):
+            prof = u.get('profile') if isinstance(u.get('profile'), dict) else {}
+            if who := u.get('real_name') or prof.get('real_name') or prof.get('display_name') or u.get('name'):
+                names[u['id']] = who
+    for f in ('channels.json', 'groups.json', 'mpims.json'):
+        names.update((c['id'], c['name']) for c in lists.get(f, []) if c.get('name'))
+    for d in lists.get('dms.json', []):
+        names[d['id']] = ', '.join(names.get(m, m) for m in d.get('members') or [])
+    return names
+
+_JSON_GAP = re.compile(r'[\s,]*')     # between a JSON list's items
+
+def slack_messages(text:str, # a day file's text: a JSON list of messages
+                   name:str='general/2024-05-06.json', # its path, for messages
+                  ) -> list[tuple[int, dict]]:
+    "`(line, message)` of each message in a Slack day file, by the line its object opens on."
+    dec, out, line, prev = json.JSONDecoder(), [], 1, 0
+    try:
+        i = text.index('[') + 1
+        while (i := _JSON_GAP.match(text, i).end()) < len(text) and text[i] != ']':
+            item, end = dec.raw_decode(text, i)
+            line, prev = line + text.count('\n', prev, i), i
+            if isinstance(item, dict): out.append((line, item))
+            i = end
+    except ValueError as e:
+        raise ChunkingError(f'{name}: not a well-formed day of a Slack export ({e}); export the workspace again, or '
+                            'add it to .ragnbignore') from None
+    return out
+
+# %% ../nbs/01a_readers.ipynb #46f8da9d
+def _slack_time(ts:str, fmt:str='%H:%M') -> str:
+    "A message's time (UTC, as the export's days are cut), from its `ts`."
+    return datetime.datetime.fromtimestamp(float(ts), datetime.timezone.utc).strftime(fmt)
+
+def _slack_author(m:dict, names:dict) -> str:
+    "Who wrote message `m`: the name the export gives them, else the workspace's list, a bot's name, or the id."
+    prof = m.get('user_profile') if isinstance(m.get('user_profile'), dict) else {}
+    bot = m.get('bot_profile') if isinstance(m.get('bot_profile'), dict) else {}
+    return (prof.get('real_name') or prof.get('display_name') or names.get(m.get('user') or '') or m.get('username')
+            or bot.get('name') or m.get('user') or m.get('bot_id') or '?')
+
+def _slack_body(m:dict, names:dict) -> str:
+    """A message's text as markdown (`slack_markdown`), with what a bot wrote in attachments (title, text, fields)
+    and the names of its files; a link's preview (an attachment from its URL) is left out."""
+    parts = [slack_markdown(str(m.get('text') or ''), names)]
+    for a in m.get('attachments') or []:
+        if not isinstance(a, dict) or a.get('from_url') or a.get('is_share'): continue
+        parts += [slack_markdown(str(a[k]), names) for k in ('pretext', 'title', 'text') if a.get(k)]
+        parts += [f"{f.get('title')}: {slack_markdown(str(f.get('value')), names)}" for f in a.get('fields') or []
+                  if isinstance(f, dict) and f.get('value')]
+    files = [f for f in m.get('files') or [] if isinstance(f, dict) and (f.get('name') or f.get('title'))]
+    parts += ['📎 ' + (f"{f['title']} ({f['name']})" if f.get('title') and f.get('name') and f['title'] != f['name']
+                       else f.get('title') or f.get('name')) for f in files]
+    return '\n'.join(p for p in parts if p.strip())
+
+def _slack_title(md:str, fallback:str) -> str:
+    "A section's title from its first message: the first line of prose, markup out, at most 80 characters."
+    for ln in outside_fences(md.split('\n')):
+        text = _one_line(re.sub(r'\[([^\]]*)\]\([^)]*\)|[*~`>]', lambda m: m[1] or '', ln[1]).lstrip('- '))
+        if text: return text if len(text) <= 80 else text[:80].rsplit(' ', 1)[0] + '…'
+    return fallback
+
+# %% ../nbs/01a_readers.ipynb #2cd7e184
+def _slack_parent(path:Path, thread:str, names:dict, here:dict) -> tuple[str, str]|None:
+    """`(title, quote)` of the message that opened thread `thread` when it is not the first of its section: in a
+    conversation of this day (`here`, by `ts`), or on another day of the channel (the day of its time, or the one
+    before or after); its text is quoted with its author and date."""
+    m = here.get(thread)
+    day = datetime.datetime.fromtimestamp(float(thread), datetime.timezone.utc).date()
+    for d in (day, day - datetime.timedelta(days=1), day + datetime.timedelta(days=1)):
+        if m is not None: break
+        f = path.with_name(f'{d.isoformat()}.json')
+        try: m = _slack_day_messages(str(f), os.stat(f).st_mtime_ns).get(thread)
+        except OSError: continue
+    if m is None: return None
+    md = _slack_body(m, names)
+    head = f"{_slack_author(m, names)} [{_slack_time(thread, '%Y-%m-%d %H:%M')}]: "
+    return _slack_title(md, head), '\n'.join('> ' + ln for ln in (head + md).split('\n'))
+
+@functools.lru_cache(maxsize=32)
+def _slack_day_messages(path:str, _mtime:int) -> dict[str, dict]: # its time: a changed file is read again
+    "The messages of another day file by their `ts` (read once per change); {} when it cannot be read."
+    try: return {m.get('ts'): m for _, m in slack_messages(read_text_file(path), path)}
+    except (OSError, ChunkingError): return {}
+
+def _slack_sections(said:list[tuple[int, dict]]) -> list[tuple[str, list[tuple[int, dict]]]]:
+    """`(thread, messages)` of each section of a day, in the order they open: a thread with its replies (`thread`
+    its `ts`; its first message may be on another day), or a conversation outside threads (`thread` '')."""
+    sections, threads = [], {}
+    for ln, m in said:
+        ts, thread = m['ts'], m.get('thread_ts')
+        if isinstance(thread, str) and thread != ts:                  # a reply (or one also sent to the channel)
+            if thread not in threads: sections.append((thread, threads.setdefault(thread, [])))
+            threads[thread].append((ln, m))
+        elif m.get('reply_count') or m.get('replies'): sections.append((ts, threads.setdefault(ts, [(ln, m)])))
+        elif sections and not sections[-1][0] and float(ts) - float(sections[-1][1][-1][1]['ts']) <= SLACK_PAUSE:
+            sections[-1][1].append((ln, m))
+        else: sections.append(('', [(ln, m)]))
+    return sections
+
+def slack_day(path:str|Path, # the day file: `<channel>/<YYYY-MM-DD>.json` in the export's folder
+              text:str) -> dict: # its text
+    """A Slack export's day of one channel as markdown, one section per thread (its first message, then its
+    replies; replies to a message of another day, or of a conversation, under that message quoted) and per
+    conversation outside threads (messages less than `SLACK_PAUSE` apart), each titled by its first message
+    (`_slack_title`). A message is a paragraph, `Ana García [09:12]: ...`; joins, leaves, topic changes and other
+    notices (`SLACK_SKIP`) are left out. Returns `Document` fields: its text, title (`#general 2024-05-06`), the
+    file's line of each line (where its message opens) and an anchor per message (`p1715000000000100`: Slack's link
+    to it is `https://WORKSPACE.slack.com/archives/CHANNEL/p1715000000000100`)."""
+    try: return _slack_day(Path(path), text)
+    except (TypeError, AttributeError, ValueError, KeyError) as e:
+        raise ChunkingError(f'{path}: a message is not as a Slack export writes it ({type(e).__name__}: {e}); '
+                            'export the workspace again, or add the file to .ragnbignore') from None
+
+def _slack_day(path:Path, text:str) -> dict:
+    "`slack_day` of a file whose messages are as Slack writes them."
+    names = slack_names(path.parent.parent)
+    said = sorted(((ln, m) for ln, m in slack_messages(text, str(path))
+                   if m.get('subtype') not in SLACK_SKIP and isinstance(m.get('ts'), str) and _slack_body(m, names)),
+                  key=lambda lm: float(lm[1]['ts']))
+    here, rows, anchors = {m['ts']: m for _, m in said}, [], []
+    for thread, msgs in _slack_sections(said):
+        at, first = msgs[0]
+        parent = _slack_parent(path, thread, names, here) if thread and thread != first['ts'] else None
+        fallback = f"{_slack_author(first, names)} [{_slack_time(first['ts'])}]"
+        rows += [(at, '# ' + (parent[0] if parent else _slack_title(_slack_body(first, names), fallback))), (at, '')]
+        if parent: rows += [(at, q) for q in parent[1].split('\n')] + [(at, '')]
+        for ln, m in msgs:
+            anchors.append((ln, 'p' + m['ts'].replace('.', '')))
+            lines = f"{_slack_author(m, names)} [{_slack_time(m['ts'])}]: {_slack_body(m, names)}".split('\n')
+            for i, ln_text in outside_fences(lines):              # a `#` line in a message is not a heading
+                if ATX_HEADING.match(ln_text): lines[i] = '\\' + ln_text
+            rows += [(ln, t) for t in lines] + [(ln, '')]
+    channel = path.parent.name
+    return dict(text='\n'.join(t for _, t in rows), title=f'#{names.get(channel, channel)} {path.stem}',
+                lines=[ln for ln, _ in rows], anchors=sorted(set(anchors)), kind='chat', mode='documental')
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
@@ -963,12 +1186,13 @@ def text_document(path:str|Path, # the file, by which its kind is known
     not markdown by its name (`.txt`, `NEWS`, `copyright`) is read by `PLAIN_TEXT_READER` when it holds a `#` line
     that markdown would take for a heading and plain text does not mean as one (`plain_text_titles`); a MediaWiki
     export or page by `MEDIAWIKI_READER` (`wiki_document`), a DokuWiki page by `DOKUWIKI_READER`, an Org file by
-    `ORG_READER`, a man page by `MAN_READER`, an Info manual by `INFO_READER`, LaTeX by `LATEX_READER`."""
+    `ORG_READER`, a man page by `MAN_READER`, an Info manual by `INFO_READER`, LaTeX by `LATEX_READER`, a day of a
+    Slack export by `SLACK_READER` (chunked as prose, `Document.mode`)."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == MEDIAWIKI_READER: return replace(wiki_document(text, str(path)), recoded=recoded)
     if read := _TEXT_DOCUMENTS.get(reader):
-        return Document(kind=kind, reader=reader, recoded=recoded, **read(path, text))
+        return Document(**{'kind': kind, **read(path, text)}, reader=reader, recoded=recoded)
     fields, body = front_matter(text)
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
@@ -983,7 +1207,9 @@ _TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, tex
     ORG_READER: lambda _, t: dict(zip(('text', 'title'), org_markdown(t))),
     MAN_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), man_markdown(t))),
     INFO_READER: lambda _, t: dict(zip(('text', 'title', 'lines', 'anchors'), info_markdown(t))),
-    LATEX_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), latex_markdown(t)))}
+    LATEX_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), latex_markdown(t))),
+    SLACK_READER: slack_day}
+READER_MODES[SLACK_READER] = 'documental'
 TEXT_READERS = (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, DATA_URI_READER, MEDIAWIKI_READER,
                 *_TEXT_DOCUMENTS)
 
@@ -991,6 +1217,7 @@ def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
     parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
     ext = inner_path(path).suffix.lower()
+    if ext == '.json' and is_slack_day(path, text): return SLACK_READER
     if ext in WIKI_EXTS or ext == '.xml' and is_mediawiki_export(text): return MEDIAWIKI_READER
     if ext == '.txt' and is_dokuwiki(text): return DOKUWIKI_READER
     if ext == '.org' or _ORG_MODE_LINE.search(text[:200].split('\n', 1)[0]): return ORG_READER

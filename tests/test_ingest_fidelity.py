@@ -2,7 +2,7 @@
 a DocBook (Publican) page with sidebars, a banner and footer navigation; a Sphinx page; a PDF with identifiers at
 line ends, real compounds and running heads that change with the chapter; a docs folder with drawings, stylesheets,
 icons and a Makefile."""
-import re
+import json, re, shutil
 from pathlib import Path
 
 import pytest
@@ -402,9 +402,25 @@ restic restore latest --target /srv
 '''
 
 
+def slack_export(root: Path):
+    "A Slack export of one channel's day: a question, a join notice, and the answer in the question's thread."
+    (root / 'soporte').mkdir(parents=True)
+    (root / 'users.json').write_text(json.dumps([{'id': 'U01', 'real_name': 'Ana García', 'email': 'ana@x.es'},
+                                                 {'id': 'U02', 'profile': {'real_name': 'Luis Gil'}}]))
+    (root / 'channels.json').write_text(json.dumps([{'id': 'C01', 'name': 'soporte'}]))
+    day = [{'type': 'message', 'user': 'U01', 'text': '¿Cómo reinicio *faro*? <@U02>', 'ts': '1714989700.0002',
+            'thread_ts': '1714989700.0002', 'reply_count': 1, 'client_msg_id': 'a1'},
+           {'type': 'message', 'subtype': 'channel_join', 'user': 'U02', 'text': '<@U02> se unió',
+            'ts': '1714989750.0001'},
+           {'type': 'message', 'user': 'U02', 'text': 'Con `systemctl restart faro`.', 'ts': '1714989800.0003',
+            'thread_ts': '1714989700.0002', 'client_msg_id': 'b2'}]
+    (root / 'soporte' / '2024-05-06.json').write_text(json.dumps(day, indent=4, ensure_ascii=False))
+
+
 def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(tmp_path):
     """A MediaWiki export: each content page alone, titled and cited by it, talk, redirect and template pages out; a
-    DokuWiki page with its headings, steps, code and table; a NEWS file's root prompt as text."""
+    DokuWiki page with its headings, steps, code and table; a NEWS file's root prompt as text; a Slack export, as a
+    folder and as a zip: a thread as prose, its lists left out."""
     kb = tmp_path / 'kb'
     (kb / 'pages' / 'ops').mkdir(parents=True)
     (kb / 'pages' / 'ops' / 'copias.txt').write_text(DOKUWIKI_PAGE)
@@ -423,14 +439,26 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
     (kb / 'NEWS').write_text('faro (2.0)\n\n  To keep the cache:\n\n  # echo keep > /etc/faro/keep\n\n  Done.\n')
     (kb / 'pom.xml').write_text('<project><name>faro</name></project>\n')           # other XML: read as before
     (kb / 'roto.xml').write_text(WIKI_EXPORT[:600])
+    slack_export(kb / 'slack')
+    shutil.make_archive(str(kb / 'slack-export'), 'zip', kb / 'slack')      # the same export as an admin downloads it
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
         rep = index_paths(s, [kb])
         chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
         versions = {Path(k).name: v.chunker_version.split('+')[0] for k, v in s.sources().items()}
-        assert index_paths(s, [kb]).counts()['unchanged'] == 8
-    assert versions == {'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1', 'copias.txt': 'dokuwiki-v1',
-                        'guardia.org': 'org-v1', 'faro.1': 'man-v1', 'faro.info': 'info-v1',
-                        'informe.tex': 'latex-v1', 'pom.xml': 'documental-v2:t1500-m2200-o200'}
+        assert index_paths(s, [kb]).counts()['unchanged'] == 10
+    assert {k: v for k, v in versions.items() if k != 'slack-export.zip'} == {
+        'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1', 'copias.txt': 'dokuwiki-v1', 'guardia.org': 'org-v1',
+        'faro.1': 'man-v1', 'faro.info': 'info-v1', 'informe.tex': 'latex-v1',
+        'pom.xml': 'documental-v2:t1500-m2200-o200', '2024-05-06.json': 'slack-v1'}
+    assert sorted((Path(f).name, what) for f, what in rep.generated) == [
+        ('channels.json', "chat export's lists"), ('users.json', "chat export's lists")]
+    day, = [c for c in chunks if c.source.endswith('2024-05-06.json')]
+    zipped, = [c for c in chunks if c.source.endswith('slack-export.zip')]
+    assert day.cite == 'kb/slack/soporte/2024-05-06.json#p17149897000002'
+    assert zipped.cite == 'kb/slack-export.zip#soporte/2024-05-06.json#p17149897000002'
+    assert day.text == zipped.text == (
+        '[Doc: #soporte 2024-05-06 > ¿Cómo reinicio faro? @Luis Gil]\n# ¿Cómo reinicio faro? @Luis Gil\n\n'
+        'Ana García [10:01]: ¿Cómo reinicio **faro**? @Luis Gil\n\nLuis Gil [10:03]: Con `systemctl restart faro`.')
     assert [(p.rsplit('/', 1)[-1], why[:60]) for p, why in rep.skipped] == [
         ('roto.xml', f'{kb / "roto.xml"}: not a well-formed MediaWiki export'[:60])]
     wiki = sorted((c for c in chunks if c.source.endswith('wiki.xml')), key=lambda c: c.start_line)
