@@ -87,7 +87,7 @@ def generated_summary(self:IndexReport) -> str:
     "One line on the documentation sites' machinery left out: 'left out 530 files ...: page sources 497, ...'; or ''."
     if not self.generated: return ''
     whats = sorted(Counter(w for _, w in self.generated).items(), key=lambda wn: (-wn[1], wn[0]))
-    return (f'left out {len(self.generated)} files that documentation builds keep beside their pages: '
+    return (f'left out {len(self.generated)} files that documentation builds and exports keep beside their pages: '
             + ', '.join(f'{w} {n}' for w, n in whats))
 
 

@@ -18,7 +18,7 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
                             _source_line)
 
 # %% auto #0
-__all__ = ['READERS', 'TARBALLS', 'READER_MODES', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER',
+__all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER',
            'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE',
            'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER',
            'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE',
@@ -31,18 +31,18 @@ __all__ = ['READERS', 'TARBALLS', 'READER_MODES', 'FRONT_MATTER_READER', 'MARKDO
            'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
            'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
            'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
-           'info_refs', 'latex_markdown', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_messages',
-           'slack_day', 'text_document', 'text_reader', 'read_document', 'locate_chunks', 'page_generator',
-           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
-           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
-           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
-           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
-           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
-           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
-           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
-           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
-           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
-           'transcript_cues', 'transcript_document']
+           'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names',
+           'slack_messages', 'slack_day', 'text_document', 'text_reader', 'read_document', 'locate_chunks',
+           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine',
+           'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document',
+           'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document',
+           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
+           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
+           'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document',
+           'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title',
+           'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader',
+           'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id',
+           'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -90,10 +90,13 @@ def reader_for(path:str|Path) -> Reader|None:
     return READERS.get('.tar' if p.name.lower().endswith(TARBALLS) else p.suffix.lower())
 
 # %% ../nbs/01a_readers.ipynb #71b5c350
+PLACE_KINDS: list[Callable] = []   # `f(path)` → a text file's kind by where it is ('chat': a Slack day), or None
+
 def file_kind(path:str|Path) -> str:
-    "What a file is, for reports: its reader's kind, 'code' for code (`chunking.mode_for`), else 'text'."
-    r = reader_for(path)
-    return r.kind if r else 'code' if mode_for(path) == 'codigo' else 'text'
+    """What a file is, for reports and for telling a corpus's languages: its reader's kind, the kind its place
+    gives it (`PLACE_KINDS`), 'code' for code (`chunking.mode_for`), else 'text'."""
+    if r := reader_for(path): return r.kind
+    return next((k for f in PLACE_KINDS if (k := f(path))), None) or ('code' if mode_for(path) == 'codigo' else 'text')
 
 # %% ../nbs/01a_readers.ipynb #36166470
 def document_version(path:str|Path,
@@ -970,6 +973,13 @@ SLACK_SKIP = frozenset({'channel_join', 'channel_leave', 'channel_topic', 'chann
 SLACK_PAUSE = 30 * 60              # seconds without a message that end a conversation outside threads
 _SLACK_DAY = re.compile(r'\d{4}-\d{2}-\d{2}\.json')
 _SLACK_TS = re.compile(r'"ts"\s*:\s*"\d{9,}\.\d+"')
+
+def is_slack_path(path:str|Path) -> bool:
+    "Is `path` where a Slack export keeps a channel's day: `YYYY-MM-DD.json` in a folder beside the export's lists?"
+    p = Path(path)
+    return bool(_SLACK_DAY.fullmatch(p.name)) and all(os.path.isfile(p.parent.parent / f) for f in SLACK_LISTS[:2])
+
+PLACE_KINDS.append(lambda p: 'chat' if is_slack_path(p) else None)
 
 def is_slack_day(path:str|Path, text:str) -> bool:
     """Is `text` a day of a Slack export's channel: a file named `YYYY-MM-DD.json` holding a list of messages with
