@@ -113,6 +113,21 @@ def reader_version(reader:str, chunker_version:str) -> str:
     "The one format of a converted file's version: 'html-v1+documental-v2:…'; the chunker's alone for plain files."
     return f'{reader}+{chunker_version}' if reader else chunker_version
 
+# %% ../nbs/01a_readers.ipynb #7a1d0a38
+def _one_line(s:str) -> str: return ' '.join(s.split())
+
+def _clean(s:str) -> str: return _one_line(s.replace('¶', ''))
+
+def _markdown_table(rows:list[list[str]]) -> str:
+    "Rows of cell texts as a markdown table, the first row as the header, short rows padded; '' when all are empty."
+    rows = [[_clean(c).replace('|', '\\|') for c in r] for r in rows]
+    rows = [r for r in rows if any(r)]
+    w = max(map(len, rows), default=0)
+    rows = [r + [''] * (w - len(r)) for r in rows]
+    lines = ['| ' + ' | '.join(r) + ' |' for r in rows]
+    return '\n'.join(lines[:1] + ['|' + '---|' * w] + lines[1:]) if rows else ''
+
+
 # %% ../nbs/01a_readers.ipynb #9edf88b9
 FRONT_MATTER_READER = 'frontmatter-v1'      # the reader of a markdown file with front matter (`text_document`)
 MARKDOWN_HTML_READER = 'mdhtml-v1'          # ... and of one with HTML in it (`markdown_html`)
@@ -278,8 +293,6 @@ _WIKI_MEDIA_OPTION = re.compile(r'(thumb|thumbnail|frame|frameless|border|left|r
 _WIKI_MAGIC = re.compile(r'__[A-Z]+__')     # __TOC__, __NOTOC__...
 _WIKI_LIST_TAGS = {'li', 'dt', 'dd'}
 
-def _one_line(s:str) -> str: return ' '.join(s.split())
-
 def _wiki_pieces(nodes) -> list[tuple[int, str]]:
     "`(index of its first node, markdown)` for the nodes of a wikitext, a run of list markers as one (`_wiki_bullet`)."
     out, i = [], 0
@@ -357,7 +370,7 @@ def _wiki_tag(n) -> str:
 def _wiki_table(n) -> str:
     "A wikitext table (`{| ... |}`) as a markdown table, its first row the header and its caption (`|+`) above it."
     rows, cur, caption = [], [], ''
-    cell = lambda c: _one_line(_wiki(c.contents)).replace('|', '\\|') if c.contents is not None else ''
+    cell = lambda c: _one_line(_wiki(c.contents)) if c.contents is not None else ''
     for c in n.contents.nodes if n.contents is not None else []:
         if type(c).__name__ != 'Tag': continue
         t = str(c.tag).lower()
@@ -367,11 +380,8 @@ def _wiki_table(n) -> str:
             cur = []
         elif str(c).startswith('|+'): caption = cell(c).lstrip('+ ')
         elif t in ('td', 'th'): cur.append(cell(c))
-    rows = [r for r in rows + [cur] if any(r)]
-    if not rows: return ''
-    width = max(map(len, rows))
-    lines = ['| ' + ' | '.join(r + [''] * (width - len(r))) + ' |' for r in rows]
-    return '\n' + caption + '\n\n' * bool(caption) + '\n'.join(lines[:1] + ['|' + '---|' * width] + lines[1:]) + '\n'
+    table = _markdown_table(rows + [cur])
+    return '\n' + caption + '\n\n' * bool(caption) + table + '\n' if table else ''
 
 # %% ../nbs/01a_readers.ipynb #9888717c
 _WIKI_PRE_OPEN = re.compile(r'<(pre|syntaxhighlight|source|nowiki)\b[^>]*(?<!/)>', re.I)
@@ -890,11 +900,11 @@ def _tex_table(rows:list[tuple[int, str]]) -> list[tuple[int, str]]:
         cur += ' ' + ln
         while '\\\\' in cur:
             row, cur = cur.split('\\\\', 1)
-            cells = [_one_line(_tex_inline(c)).replace('|', '\\|') for c in re.split(r'(?<!\\)&', row)]
-            if any(cells): out.append((at, '| ' + ' | '.join(cells) + ' |'))
+            cells = [_clean(_tex_inline(c)) for c in re.split(r'(?<!\\)&', row)]
+            if any(cells): out.append((at, cells))
             at = i
-    if out: out.insert(1, (out[0][0], '|' + '---|' * (out[0][1].count(' | ') + 1)))
-    return out
+    ats = [at for at, _ in out[:1] + out]                    # the header's line for the rule under it
+    return list(zip(ats, _markdown_table([cells for _, cells in out]).split('\n'))) if out else []
 
 _TEX_LABEL = re.compile(r'\\label\{([^{}]+)\}')
 _TEX_REF = re.compile(r'\\(?:ref|autoref|cref|Cref|nameref)\{([^{}]+)\}')
@@ -1368,8 +1378,6 @@ def _alnum(s:str) -> int: return sum(ch.isalnum() for ch in s)
 # %% ../nbs/01a_readers.ipynb #70fb753a
 _CODE_INLINE = {'code', 'kbd', 'tt', 'samp'}
 
-def _clean(s:str) -> str: return _one_line(s.replace('¶', ''))
-
 def _inline(el) -> str:
     "The text inside `el` as one markdown line: code spans in backticks, chrome dropped."
     return (el.text or '') + ''.join(_inline_element(ch) + (ch.tail or '') for ch in el)
@@ -1544,15 +1552,6 @@ def list(self:HtmlWalker, el, depth:int):
             elif not _is_chrome(ch): self.walk(ch)
 
 # %% ../nbs/01a_readers.ipynb #8d5ebc23
-def _markdown_table(rows:list[list[str]]) -> str:
-    "Rows of cell texts as a markdown table, the first row as the header, short rows padded; '' when all are empty."
-    rows = [[_clean(c).replace('|', '\\|') for c in r] for r in rows]
-    rows = [r for r in rows if any(r)]
-    w = max(map(len, rows), default=0)
-    rows = [r + [''] * (w - len(r)) for r in rows]
-    lines = ['| ' + ' | '.join(r) + ' |' for r in rows]
-    return '\n'.join(lines[:1] + ['|' + '---|' * w] + lines[1:]) if rows else ''
-
 def _layout_table(el) -> bool:
     """A table used for layout, walked as a container: a DocBook admonition, or blocks in its cells. A table with a
     header row is data even with a note or a list in a cell (Sphinx's "New in version 3.4."); only a table, code
