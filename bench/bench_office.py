@@ -9,8 +9,9 @@ export as a zip (10 pages with a wiki's breadcrumbs and footer, and their images
 sections (python-docx: each section's second paragraph in a content control, its third a tracked insertion beside a
 tracked deletion, and a table of rows), and a MediaWiki export (10 service pages, each with an infobox, steps, a
 preformatted command, a table of ports and a captioned picture, plus their talk pages, a redirect and a template),
-and a Slack workspace's export (a zip of 12 threads over six days, each question answered in its thread, every third
-the next day, among join notices, a bot's alerts and link previews).
+a Slack workspace's export (a zip of 12 threads over six days, each question answered in its thread, every third
+the next day, among join notices, a bot's alerts and link previews), and a ticket tracker's CSV export (Jira's
+columns, two of them `Comment`: 10 incidents, each with a description of about 2,400 characters and a fix).
 Where `soffice` is installed (`apt install libreoffice-writer-nogui libreoffice-calc-nogui
 libreoffice-impress-nogui`), LibreOffice saves the Word manual, the workbook and the deck again
 as Word, Excel and PowerPoint 97-2003 (`.doc`, `.xls`, `.ppt`), and the manual as RTF.
@@ -18,12 +19,14 @@ ragnb reads them with its readers and cuts them with its documental chunker; Lla
 (`PptxReader`, `PandasExcelReader`, `PagedCSVReader`, `EpubReader`, `MboxReader`, `DocxReader`, `RTFReader`; none for
 ODT, DOC or PPT; `antiword`, which textract calls for DOC, where it is installed) and its `SentenceSplitter` at its
 defaults; the zip and the MediaWiki export through `SimpleDirectoryReader`. LangChain reads the export with
-`MWDumpLoader` (main namespace, redirects skipped), the Slack export with `SlackDirectoryLoader`, and cuts them with
+`MWDumpLoader` (main namespace, redirects skipped), the Slack export with `SlackDirectoryLoader`, the tickets with
+`CSVLoader`, and cuts them with
 `RecursiveCharacterTextSplitter` (1,500 / 200).
 Per format and tool:
 
 - facts: the bullets, notes, paragraphs and rows written that reach one chunk whole (a row: all its cells; a Slack
-  answer: alone, with its question, and with the asker's name);
+  answer: alone, with its question, and with the asker's name; a ticket's comments, and its fix with its key and
+  with its summary);
 - placed: chunks whose metadata says where in the file they are (slide, sheet and row, chapter, heading, message);
 - headed: for the spreadsheets, the chunks holding rows that also hold the column names;
 - chars: the characters of all chunks, what an LLM would be given to read; ms: reading and splitting.
@@ -32,7 +35,7 @@ Per format and tool:
 """
 import contextlib, csv, io, pathlib, re, shutil, subprocess, sys, tempfile, time
 
-SLIDES, ROWS, CHAPTERS, SECTIONS, MESSAGES, PAGES, THREADS = 12, 300, 8, 6, 20, 10, 12
+SLIDES, ROWS, CHAPTERS, SECTIONS, MESSAGES, PAGES, THREADS, TICKETS = 12, 300, 8, 6, 20, 10, 12, 10
 HEADER = ('equipo', 'sala', 'ip', 'responsable')
 
 
@@ -112,6 +115,7 @@ def make(folder: pathlib.Path) -> dict:
     out['docx'] = word_manual(folder / 'manual.docx')
     out['mediawiki'] = mediawiki_export(folder / 'wiki.xml')
     out['slack'] = slack_export(folder / 'slack.zip')
+    out['tickets'] = ticket_export(folder / 'tickets.csv')
     if shutil.which('soffice'):                        # the same files as Word and Excel 97-2003
         for fmt, src in (('doc', 'docx'), ('xls', 'xlsx'), ('ppt', 'pptx'), ('rtf', 'docx')):
             subprocess.run(['soffice', '--headless', '--convert-to', fmt, '--outdir', str(folder), str(out[src][0])],
@@ -253,6 +257,38 @@ def slack_export(path: pathlib.Path) -> tuple:
     return path, facts
 
 
+def ticket_export(path: pathlib.Path) -> tuple:
+    """A ticket tracker's CSV export (Jira's columns): TICKETS incidents, each a key, a summary, short fields, a
+    description of about 2,400 characters and two comments, the second the fix. The facts: each comment whole, and
+    the fix in one chunk with its ticket's key, and with its summary."""
+    facts, rows = [], [('Summary', 'Issue key', 'Issue Type', 'Status', 'Priority', 'Assignee', 'Created',
+                        'Description', 'Comment', 'Comment')]
+    for i in range(TICKETS):
+        steps = ' '.join(f'En el nodo {j} del clúster {i} el servicio tarda {j + 2} minutos en responder tras el '
+                         f'reinicio de la noche, y el balanceador lo marca como caído durante ese tiempo.'
+                         for j in range(14))
+        first = f'Reinicié el balanceador del clúster {i} y el problema sigue igual en los nodos lentos.'
+        fix = (f'Solución: subir el tiempo de gracia del balanceador {i} a {i + 5} minutos con lbctl grace {i + 5}m; '
+               f'causa raíz: la caché del nodo se reconstruye al arrancar.')
+        rows.append((f'Nodos del clúster {i} caídos tras el reinicio', f'OPS-{300 + i}', 'Incidencia', 'Resuelta',
+                     'Alta', 'Luis Gil', f'0{1 + i % 9}/05/2024 09:{10 + i}', steps, first, fix))
+        facts += [first, fix, (f'OPS-{300 + i}', fix), (f'Nodos del clúster {i} caídos tras el reinicio', fix)]
+    with open(path, 'w', newline='', encoding='utf-8') as f: csv.writer(f).writerows(rows)
+    return path, facts
+
+
+def langchain_tickets(path: pathlib.Path) -> list[tuple[str, str | None]]:
+    "LangChain's `CSVLoader` (a `column: value` document per row) cut by its recursive splitter; a place: its row."
+    import warnings
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        from langchain_community.document_loaders import CSVLoader
+        docs = CSVLoader(str(path), encoding='utf-8').load()
+    chunks = RecursiveCharacterTextSplitter(chunk_size=1500, chunk_overlap=200).split_documents(docs)
+    return [(c.page_content, f"row={c.metadata['row']}" if 'row' in c.metadata else None) for c in chunks]
+
+
 def langchain_slack(path: pathlib.Path) -> list[tuple[str, str | None]]:
     "LangChain's `SlackDirectoryLoader` (a document per message) cut by its recursive splitter; a place: its source."
     import warnings
@@ -296,7 +332,7 @@ def llamaindex_chunks(fmt: str, path: pathlib.Path) -> list[tuple[str, str | Non
     from llama_index.readers.file import (DocxReader, EpubReader, MboxReader, PagedCSVReader, PandasExcelReader,
                                           PptxReader, RTFReader)
     reader = dict(pptx=PptxReader, xlsx=PandasExcelReader, xls=PandasExcelReader, csv=PagedCSVReader, epub=EpubReader,
-                  mbox=MboxReader, docx=DocxReader, rtf=RTFReader).get(fmt)
+                  mbox=MboxReader, docx=DocxReader, rtf=RTFReader, tickets=PagedCSVReader).get(fmt)
     if reader is None: return None
     kw = dict(delimiter=';') if fmt == 'csv' else {}      # told the delimiter: it does not look for one
     nodes = SentenceSplitter().get_nodes_from_documents(reader().load_data(path, **kw))
@@ -341,7 +377,8 @@ def measure(fmt: str, path: pathlib.Path, facts: list, tool: str) -> dict | None
     t = time.perf_counter()
     chunks = (ragnb_chunks(path) if tool == 'ragnb' else llamaindex_zip(path, True) if tool == UNPACKED
               else antiword_chunks(path) if tool == 'antiword'
-              else (langchain_slack if fmt == 'slack' else langchain_wiki)(path) if tool == 'LangChain'
+              else dict(slack=langchain_slack, tickets=langchain_tickets).get(fmt, langchain_wiki)(path)
+              if tool == 'LangChain'
               else llamaindex_chunks(fmt, path))
     ms = (time.perf_counter() - t) * 1e3
     if chunks is None: return None
@@ -361,7 +398,7 @@ def main():
         for fmt, (path, facts) in files.items():
             for tool in ('ragnb', 'LlamaIndex') + ((UNPACKED,) if fmt in ('zip', 'slack') else ()) + \
                     (('antiword',) if fmt == 'doc' and shutil.which('antiword') else ()) + \
-                    (('LangChain',) if fmt in ('mediawiki', 'slack') else ()):
+                    (('LangChain',) if fmt in ('mediawiki', 'slack', 'tickets') else ()):
                 m = measure(fmt, path, facts, tool)
                 if m is None:
                     print(f'| {fmt} | {tool} | not read | | | | | | |')

@@ -24,9 +24,9 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'FRONT_MATTER_R
            'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE',
            'TEXT_READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV',
            'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC',
-           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
-           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
-           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
+           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'PROSE_CELL', 'RECORD_FIELD', 'SPRM_IN_TABLE', 'SPRM_ROW_END',
+           'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED',
+           'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
            'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
            'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
            'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
@@ -37,12 +37,12 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'FRONT_MATTER_R
            'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document',
            'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document',
            'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
-           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
-           'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document',
-           'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title',
-           'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader',
-           'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id',
-           'notebook_document', 'transcript_cues', 'transcript_document']
+           'pptx_document', 'sheet_blocks', 'prose_columns', 'record_blocks', 'sheets_document', 'xlsx_document',
+           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
+           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
+           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
+           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
+           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -2908,6 +2908,15 @@ def pptx_document(data:bytes, # the file's bytes
 
 # %% ../nbs/01a_readers.ipynb #6e8ad909
 SHEET_TABLE_CHARS = 1200   # rows of a sheet per markdown table, with its header: about a chunk's target
+PROSE_CELL = 150           # a column whose cells hold this many characters (the median) is prose: its rows are records
+_TITLE_HEADER = re.compile(r'(summary|title|t[ií]tulo|subject|asunto|resumen|question|pregunta|name|nombre|tema|'
+                           r'topic|problem|problema|incidencia|issue)\b', re.I)
+_KEY_HEADER = re.compile(r'((issue|ticket|case|caso) ?(key|id|number|n[úu]mero)|key|id|clave|ticket|n[úu]mero|nº|#)$',
+                         re.I)
+
+def _cell_text(s:str) -> str:
+    "A cell's text: each of its lines on one line (`_clean`), empty lines out; its line breaks kept for records."
+    return '\n'.join(t for ln in str(s).split('\n') if (t := _clean(ln)))
 
 def _sheet_value(v) -> str:
     "A spreadsheet value as a reader sees it: dates without a midnight time, whole numbers without `.0`."
@@ -2916,7 +2925,7 @@ def _sheet_value(v) -> str:
     if isinstance(v, dt.datetime): return v.date().isoformat() if v.time() == dt.time() else v.isoformat(sep=' ')
     if isinstance(v, (dt.date, dt.time)): return v.isoformat()
     if isinstance(v, float) and v.is_integer(): return str(int(v))
-    return _clean(str(v))
+    return _cell_text(str(v))
 
 def sheet_blocks(sheet:str, # the sheet's name: its heading, and the start of each table's anchor
                  rows:Iterable[tuple[int, list[str]]], # `(row number, cell texts)`, in order
@@ -2924,13 +2933,16 @@ def sheet_blocks(sheet:str, # the sheet's name: its heading, and the start of ea
     """`(kind, markdown, anchor, row numbers)` of one sheet: its name as a heading, then its rows as markdown tables
     of about `max_chars`, each under the sheet's first row (its header), so that every chunk knows what its columns
     are; each table's anchor is its first row (`Hoja1!A21`), and the numbers of its rows follow, one a line after the
-    header's two. Empty rows and trailing empty columns are left out."""
+    header's two. A sheet whose rows carry prose (`prose_columns`: tickets, a FAQ) gives a record per row instead
+    (`record_blocks`). Empty rows and trailing empty columns are left out."""
+    kept = [(n, cells[:max((j + 1 for j, c in enumerate(cells) if c), default=0)]) for n, cells in rows]
+    kept = [(n, cells) for n, cells in kept if cells]
+    if len(kept) > 1 and (prose := prose_columns(kept[0][1], [cells for _, cells in kept[1:]])):
+        return [('h', f'# {sheet}', sheet, ())] + record_blocks(sheet, kept[0][1], kept[1:], prose)
     out, header, group, size, nums = [('h', f'# {sheet}', sheet, ())], None, [], 0, []
     def flush():
         if group: out.append(('table', _markdown_table([header] + group), f'{sheet}!A{nums[0]}', tuple(nums)))
-    for n, cells in rows:
-        while cells and not cells[-1]: cells = cells[:-1]
-        if not cells: continue
+    for n, cells in kept:
         line = sum(len(c) + 3 for c in cells) + 2               # `| a | b |` and its newline
         if header is None:
             header, base = cells, 2 * line                        # the header, and its `|---|` line about as long
@@ -2944,6 +2956,48 @@ def sheet_blocks(sheet:str, # the sheet's name: its heading, and the start of ea
     if header is not None and not group: out.append(('table', _markdown_table([header]), f'{sheet}!A1', ()))
     flush()
     return out if len(out) > 1 else []
+
+def prose_columns(header:list[str], # a sheet's first row
+                  body:list[list[str]], # its other rows
+                 ) -> set[int]:
+    "The columns of a sheet that hold prose: text cells of `PROSE_CELL` characters or more, at the median."
+    out = set()
+    for j in range(max(map(len, [header] + body))):
+        cells = sorted(len(r[j]) for r in body if j < len(r) and r[j] and not _NUMBER.fullmatch(r[j]))
+        if cells and cells[len(cells) // 2] >= PROSE_CELL: out.add(j)
+    return out
+
+_NUMBER = re.compile(r'[-+]?[\d.,:/ ]+')
+RECORD_FIELD = 80   # a record's cell longer than this is a paragraph of its own, not a `column: value` field
+_RECORD_ESCAPE = re.compile(r'^(#{1,6}\s|```|~~~)')     # a heading or a fence that a cell's line would open
+
+def record_blocks(sheet:str, header:list[str], body:list[tuple[int, list[str]]], prose:set[int],
+                 ) -> list[tuple[str, str, str, tuple]]:
+    """A sheet of tickets, questions and answers, or notes as one record per row (`(kind, markdown, anchor, ())`):
+    a `##` heading of its key and title (the columns named so, `_KEY_HEADER`, `_TITLE_HEADER`, else its first short
+    cell), its short cells on one line as `column: value`, and each prose cell (`prose`) a paragraph after its
+    column's name, line breaks kept. The chunker then cuts a long record by paragraphs and sentences, and every
+    piece keeps the record's heading: which ticket, which question."""
+    name = lambda j: header[j] if j < len(header) and header[j] else f'{j + 1}'
+    short = [j for j in range(len(header)) if j not in prose]
+    key = next((j for j in short if _KEY_HEADER.match(name(j))), None)
+    title = next((j for j in short if j != key and _TITLE_HEADER.match(name(j))), None)
+    title = title if title is not None else next((j for j in short if j != key), None)
+    out = []
+    for n, cells in body:
+        cell = lambda j: cells[j] if j < len(cells) else ''
+        head = ' · '.join(_one_line(cell(j)) for j in (key, title) if j is not None and cell(j))
+        head = head or next((_one_line(c) for c in cells if c), '')
+        lines = [f'## {head[:200]}', '']
+        rest = [j for j in range(len(cells)) if cell(j) and j not in (key, title)]
+        long = prose | {j for j in rest if len(cell(j)) > RECORD_FIELD}     # a comment among short fields
+        if fields := [f'{name(j)}: {_one_line(cell(j))}' for j in rest if j not in long]:
+            lines += [' · '.join(fields), '']
+        for j in sorted(long):              # a prose cell's `#` line is text (a prompt), not a heading; its lists stay
+            if cell(j): lines += [_RECORD_ESCAPE.sub(r'\\\1', ln) if k else _paragraph(f'{name(j)}: {ln}')
+                                  for k, ln in enumerate(cell(j).split('\n'))] + ['']
+        out.append(('record', '\n'.join(lines).rstrip('\n'), f'{sheet}!A{n}', ()))
+    return out
 
 def sheets_document(sheets:Iterable[tuple[str, Iterable]], kind:str, name:str, title:str|None=None) -> Document:
     """A workbook's sheets (`(name, rows)` as `sheet_blocks` takes them) as one document, anchored by sheet, table
@@ -2982,7 +3036,7 @@ def _ods_rows(table) -> Iterable[tuple[int, list[str]]]:
         cells = []
         for c in row:
             if _odf_tag(c) not in ('table:table-cell', 'table:covered-table-cell'): continue
-            cells += [_clean(' '.join(''.join(x.itertext()) for x in c))] * min(
+            cells += [_cell_text('\n'.join(''.join(x.itertext()) for x in c))] * min(
                 int(_odf_attr(c, 'table:number-columns-repeated') or 1), 1024)
         reps = int(_odf_attr(row, 'table:number-rows-repeated') or 1)
         for k in range(min(reps, 1024) if any(cells) else 1): yield n + k + 1, cells
@@ -3011,7 +3065,7 @@ def csv_document(data:bytes, # the file's bytes
     text = decode_text(data, name)
     try: dialect = csv.Sniffer().sniff(text[:20000], delimiters=',;\t|')
     except csv.Error: dialect = csv.excel_tab if name.lower().endswith('.tsv') else csv.excel
-    try: rows = [(n, [_clean(c) for c in r]) for n, r in enumerate(csv.reader(io.StringIO(text), dialect), 1)]
+    try: rows = [(n, [_cell_text(c) for c in r]) for n, r in enumerate(csv.reader(io.StringIO(text), dialect), 1)]
     except csv.Error as e: raise ChunkingError(f'{name}: not readable as CSV ({e}); check its quotes') from None
     doc = sheets_document([(Path(name).stem, rows)], 'csv', name)
     doc.recoded = isinstance(text, RecodedText)
@@ -3995,12 +4049,12 @@ register_reader(Reader('odt-v2' + _OCR, 'odt', odt_document), '.odt', '.fodt', '
 register_reader(Reader('odp-v2' + _OCR, 'odp', odp_document), '.odp', '.fodp', '.otp')
 register_reader(Reader('epub-v1', 'epub', epub_document), '.epub')
 register_reader(Reader('pptx-v2' + _OCR, 'pptx', pptx_document), '.pptx', '.pptm', '.ppsx', '.ppsm', '.potx', '.potm')
-register_reader(Reader('xlsx-v1', 'xlsx', xlsx_document), '.xlsx', '.xlsm', '.xltx', '.xltm')
-register_reader(Reader('xls-v1', 'xls', xls_document), '.xls', '.xlt')
+register_reader(Reader('xlsx-v2', 'xlsx', xlsx_document), '.xlsx', '.xlsm', '.xltx', '.xltm')   # v2: records
+register_reader(Reader('xls-v2', 'xls', xls_document), '.xls', '.xlt')
 register_reader(Reader('ppt-v1', 'ppt', ppt_document), '.ppt', '.pps', '.pot')
 register_reader(Reader('rtf-v1', 'rtf', rtf_document), '.rtf')
-register_reader(Reader('ods-v1', 'ods', ods_document), '.ods', '.fods', '.ots')
-register_reader(Reader('csv-v1', 'csv', csv_document), '.csv', '.tsv')
+register_reader(Reader('ods-v2', 'ods', ods_document), '.ods', '.fods', '.ots')
+register_reader(Reader('csv-v2', 'csv', csv_document), '.csv', '.tsv')
 register_reader(Reader('mail-v3', 'mail', mail_document), '.eml', '.mbox')   # v3: signatures once
 register_reader(Reader('msg-v1', 'mail', msg_document), '.msg')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
