@@ -22,27 +22,28 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'FRONT_MATTER_R
            'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE',
            'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER',
            'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE',
-           'TEXT_READERS', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV',
-           'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC',
-           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'PROSE_CELL', 'RECORD_FIELD', 'SPRM_IN_TABLE', 'SPRM_ROW_END',
-           'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED',
-           'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'Document', 'Reader',
-           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'has_html',
-           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
-           'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
-           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
-           'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names',
-           'slack_messages', 'slack_day', 'text_document', 'text_reader', 'read_document', 'locate_chunks',
-           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine',
-           'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document',
-           'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document',
-           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
-           'pptx_document', 'sheet_blocks', 'prose_columns', 'record_blocks', 'sheets_document', 'xlsx_document',
-           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
-           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
-           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
-           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
-           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document']
+           'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES',
+           'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED',
+           'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'PROSE_CELL', 'RECORD_FIELD', 'SPRM_IN_TABLE',
+           'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR',
+           'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE',
+           'HTML_SHEETS', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version',
+           'reader_version', 'has_html', 'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures',
+           'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document',
+           'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
+           'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day',
+           'slack_markdown', 'slack_names', 'slack_messages', 'slack_day', 'text_document', 'text_reader',
+           'content_kind', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
+           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
+           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
+           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'prose_columns',
+           'record_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
+           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
+           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
+           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
+           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
+           'transcript_cues', 'transcript_document', 'html_sheets_document', 'text_sheet_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1251,15 +1252,33 @@ def text_reader(path:str|Path, text:str) -> str:
     return '.'.join(names + [MDX_READER] * mdx + [DATA_URI_READER + ocr_suffix()] * pasted)
 
 # %% ../nbs/01a_readers.ipynb #f9bf8da4
+DISGUISED: dict[tuple[str, str], Reader] = {}   # (extension, `content_kind` of its bytes) → the reader to use
+
+def content_kind(data:bytes) -> str|None:
+    """What a file's first bytes say it is, whatever its name: 'ole' (Office 97-2003), 'zip' (Office Open XML...),
+    'rtf', 'mime' (a page saved as one file, MHTML), 'html', 'text' (no NUL byte), or None."""
+    head = data[:4096]
+    if head[:8] == b'\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1': return 'ole'
+    if head[:4] == b'PK\x03\x04': return 'zip'
+    s = head.lstrip(b'\xef\xbb\xbf \t\r\n')
+    low = s[:2048].lower()
+    if s[:5] == b'{\\rtf': return 'rtf'
+    if re.match(rb'[a-z-]+:', low) and b'mime-version:' in low: return 'mime'
+    if s[:1] == b'<' and re.search(rb'<(html|body|table|!doctype html)\b', low): return 'html'
+    return 'text' if b'\x00' not in head else None
+
 def read_document(path:str|Path, # the file
                   data:bytes|None=None, # its bytes, when the caller has read them already
                  ) -> Document:
-    "The file as a `Document`, by the reader of its extension, or as text; `ChunkingError` names the file otherwise."
+    """The file as a `Document`, by the reader of its extension, or as text; `ChunkingError` names the file otherwise.
+    A Word, Excel or PowerPoint 97-2003 name on another format's bytes (`DISGUISED`: Confluence's "Word" export is
+    MHTML, Jira's "Excel" one an HTML table) is read by that format's reader."""
     path, r = Path(path), reader_for(path)
     if r is None: return text_document(path, read_text_file(path))
     if data is None:
         try: data = read_file_bytes(path)
         except OSError as e: raise ChunkingError(f'{path}: cannot read ({e.strerror})') from None
+    if DISGUISED and (real := DISGUISED.get((inner_path(path).suffix.lower(), content_kind(data)))): r = real
     try: doc = r.fn(data, str(path))
     except ChunkingError: raise
     except Exception as e:
@@ -4037,6 +4056,38 @@ def transcript_document(data:bytes, # the file's bytes: WebVTT (`.vtt`) or SubRi
                   '']
     return Document('\n'.join(lines), 'transcript', anchors=anchors)
 
+# %% ../nbs/01a_readers.ipynb #fd08d67f
+def html_sheets_document(data:bytes, # an HTML page's bytes, saved under a spreadsheet's name
+                         name:str='export.xls', # for messages; its stem names the sheets
+                        ) -> Document:
+    """A web page saved as a spreadsheet (an "Excel" export that is an HTML table) as a workbook: each table of at
+    least two rows of two cells that holds no table a sheet (`sheets_document`: rows of prose as records), a cell's
+    line breaks (`<br>`, paragraphs) kept; a page without such a table is read as a page (`html_document`)."""
+    import lxml.html
+    text = re.sub(r'^\s*<\?xml[^>]*\?>', '', _html_text(data, name))
+    root = lxml.html.document_fromstring(text) if text.strip() else None
+    for el in root.iter('br', 'p', 'div', 'li') if root is not None else []: el.tail = '\n' + (el.tail or '')
+    sheets = []
+    for t in root.iter('table') if root is not None else []:
+        if t.find('.//table') is not None: continue                          # a layout table around the data
+        rows = [[_cell_text(c.text_content()) for c in tr if _tag(c) in ('td', 'th')] for tr in t.iter('tr')]
+        if sum(sum(map(bool, r)) >= 2 for r in rows) >= 2: sheets.append(rows)
+    if not sheets: return html_document(data, name)
+    stem = Path(name).stem
+    return sheets_document([(stem if k == 0 else f'{stem} {k + 1}', list(enumerate(rows, 1)))
+                            for k, rows in enumerate(sheets)], 'xls', name)
+
+def text_sheet_document(data:bytes, # text saved under a spreadsheet's name
+                        name:str='export.xls', # for messages
+                       ) -> Document:
+    "Values separated by tabs, commas or semicolons under a spreadsheet's name, read as CSV; other text refused."
+    import csv
+    try: csv.Sniffer().sniff(decode_text(data, name)[:20000], delimiters=',;\t|')
+    except csv.Error:
+        raise ChunkingError(f'{name}: text, neither an Excel file nor a table of values; give it the extension of '
+                            'what it is (.txt, .csv)') from None
+    return csv_document(data, name)
+
 # %% ../nbs/01a_readers.ipynb #361564d1
 register_reader(Reader('html-v4', 'html', html_document), '.html', '.htm', '.xhtml')
 _OCR = ocr_suffix()   # readers that read pictures say so in their version
@@ -4044,14 +4095,14 @@ register_reader(Reader('pdf-v4' + _OCR, 'pdf', pdf_document),
                 '.pdf')                       # v4: a line breaks at a page break; +ocr1: scanned pages read
 register_reader(Reader('docx-v3' + _OCR, 'docx', docx_document), '.docx',   # v3: pictures' alt text, +ocr: their text
                 '.docm', '.dotx', '.dotm')            # macro-enabled files and templates: the same package
-register_reader(Reader('doc-v1', 'doc', doc_document), '.doc', '.dot')
+register_reader(Reader('doc-v2', 'doc', doc_document), '.doc', '.dot')   # v2: other formats under its name
 register_reader(Reader('odt-v2' + _OCR, 'odt', odt_document), '.odt', '.fodt', '.ott')   # v2: pictures
 register_reader(Reader('odp-v2' + _OCR, 'odp', odp_document), '.odp', '.fodp', '.otp')
 register_reader(Reader('epub-v1', 'epub', epub_document), '.epub')
 register_reader(Reader('pptx-v2' + _OCR, 'pptx', pptx_document), '.pptx', '.pptm', '.ppsx', '.ppsm', '.potx', '.potm')
 register_reader(Reader('xlsx-v2', 'xlsx', xlsx_document), '.xlsx', '.xlsm', '.xltx', '.xltm')   # v2: records
 register_reader(Reader('xls-v2', 'xls', xls_document), '.xls', '.xlt')
-register_reader(Reader('ppt-v1', 'ppt', ppt_document), '.ppt', '.pps', '.pot')
+register_reader(Reader('ppt-v2', 'ppt', ppt_document), '.ppt', '.pps', '.pot')
 register_reader(Reader('rtf-v1', 'rtf', rtf_document), '.rtf')
 register_reader(Reader('ods-v2', 'ods', ods_document), '.ods', '.fods', '.ots')
 register_reader(Reader('csv-v2', 'csv', csv_document), '.csv', '.tsv')
@@ -4060,4 +4111,12 @@ register_reader(Reader('msg-v1', 'mail', msg_document), '.msg')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
 register_reader(Reader('mhtml-v1', 'mhtml', mhtml_document), '.mht', '.mhtml')
 register_reader(Reader('transcript-v1', 'transcript', transcript_document), '.vtt', '.srt')
+HTML_SHEETS = Reader('htmlsheet-v1', 'xls', html_sheets_document)     # an "Excel" export that is an HTML table
+for ext in ('.doc', '.dot'):
+    DISGUISED.update({(ext, 'zip'): READERS['.docx'], (ext, 'rtf'): READERS['.rtf'], (ext, 'mime'): READERS['.mhtml'],
+                      (ext, 'html'): READERS['.html']})
+for ext in ('.xls', '.xlt'):
+    DISGUISED.update({(ext, 'zip'): READERS['.xlsx'], (ext, 'html'): HTML_SHEETS,
+                      (ext, 'text'): Reader('textsheet-v1', 'xls', text_sheet_document)})
+for ext in ('.ppt', '.pps', '.pot'): DISGUISED[(ext, 'zip')] = READERS['.pptx']
 if importlib.util.find_spec('rapidocr'): register_reader(Reader('tiff-ocr1', 'tiff', tiff_document), '.tif', '.tiff')

@@ -306,6 +306,8 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     (kb / 'fake.pptx').write_text('ni yo tampoco')
     (kb / 'fake.doc').write_text('un texto con otro nombre')
     (kb / 'fake.xls').write_text('otro más')
+    (kb / 'jira.xls').write_text('<table><tr><th>Key</th><th>Summary</th></tr><tr><td>OPS-1</td><td>faro</td></tr>'
+                                 '</table>')                       # a tool's "Excel" export: an HTML table, indexed
     (kb / 'fake.ppt').write_text('y el último')
     (kb / 'fake.rtf').write_text('{\\rtf1 ' + '{' * 300)
     (kb / 'fake.msg').write_bytes(b'From: ana@nubeluz.es\n\nun correo guardado como texto')
@@ -324,13 +326,13 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     assert 'not an ODT (not a zip file); re-save it from LibreOffice' in why['fake.odt']
     assert 'not an EPUB (not a zip file)' in why['fake.epub'] and 'not a PPTX' in why['fake.pptx']
     assert 'no text in the page' in why['menu.html']
-    assert 'not a Word 97-2003 file (not an OLE file)' in why['fake.doc'] and 'not a readable XLS' in why['fake.xls']
+    assert 'not a Word 97-2003 file (not an OLE file)' in why['fake.doc'] and 'neither an Excel' in why['fake.xls']
     assert 'not a PowerPoint 97-2003 file' in why['fake.ppt'] and 'groups nested past 200' in why['fake.rtf']
     assert 'not an Outlook item (not an OLE file); if it is an .eml message, give it that extension' in why['fake.msg']
     assert all(w.startswith(str(kb)) for w in why.values())            # each message names its file
     assert rep.kind_summary() == ('doc: 1 skipped · docx: 2 skipped · epub: 1 skipped · html: 1 indexed, 1 skipped · '
                                   'mail: 1 skipped · odt: 1 skipped · pdf: 1 indexed, 2 skipped · ppt: 1 skipped · '
-                                  'pptx: 1 skipped · rtf: 1 skipped · xls: 1 skipped')
+                                  'pptx: 1 skipped · rtf: 1 skipped · xls: 1 indexed, 1 skipped')
 
 
 def test_a_new_reader_version_reindexes_only_its_files(tmp_path, monkeypatch):
