@@ -18,27 +18,27 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
                             _source_line)
 
 # %% auto #0
-__all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER',
-           'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE',
-           'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER',
-           'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE',
-           'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES',
-           'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED',
-           'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'PROSE_CELL', 'RECORD_FIELD', 'SPRM_IN_TABLE',
+__all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'PROSE_CELL', 'RECORD_FIELD', 'FRONT_MATTER_READER',
+           'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER',
+           'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
+           'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS',
+           'SLACK_SKIP', 'SLACK_PAUSE', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
+           'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV',
+           'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE',
            'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR',
            'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE',
            'HTML_SHEETS', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version',
-           'reader_version', 'has_html', 'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures',
-           'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document',
-           'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
-           'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day',
-           'slack_markdown', 'slack_names', 'slack_messages', 'slack_day', 'text_document', 'text_reader',
-           'content_kind', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
-           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
-           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
-           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'prose_columns',
-           'record_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
+           'reader_version', 'prose_columns', 'record_blocks', 'has_html', 'front_matter', 'ocr_suffix',
+           'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
+           'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape',
+           'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown',
+           'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_messages', 'slack_day',
+           'text_document', 'text_reader', 'content_kind', 'read_document', 'locate_chunks', 'page_generator',
+           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
+           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
+           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
+           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
+           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
            'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
            'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
            'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
@@ -127,6 +127,67 @@ def _markdown_table(rows:list[list[str]]) -> str:
     rows = [r + [''] * (w - len(r)) for r in rows]
     lines = ['| ' + ' | '.join(r) + ' |' for r in rows]
     return '\n'.join(lines[:1] + ['|' + '---|' * w] + lines[1:]) if rows else ''
+
+
+# %% ../nbs/01a_readers.ipynb #ec4fcc33
+_MD_START = re.compile(r'(#{1,6}\s|[>*+-]\s|\d{1,9}[.)]\s|\||```|~~~)')
+
+def _paragraph(text:str) -> str:
+    "A paragraph that cannot be read as markdown structure."
+    return '\\' + text if _MD_START.match(text) else text
+
+# %% ../nbs/01a_readers.ipynb #6fcb81dc
+PROSE_CELL = 150           # a column whose cells hold this many characters (the median) is prose: its rows are records
+_TITLE_HEADER = re.compile(r'(summary|title|t[ií]tulo|subject|asunto|resumen|question|pregunta|name|nombre|tema|'
+                           r'topic|problem|problema|incidencia|issue)\b', re.I)
+_KEY_HEADER = re.compile(r'((issue|ticket|case|caso) ?(key|id|number|n[úu]mero)|key|id|clave|ticket|n[úu]mero|nº|#)$',
+                         re.I)
+
+def _cell_lines(s:str) -> str:
+    "A cell's text: each of its lines on one line (`_clean`), empty lines out; its line breaks kept for records."
+    return '\n'.join(t for ln in str(s).split('\n') if (t := _clean(ln)))
+
+def prose_columns(header:list[str], # a sheet's first row
+                  body:list[list[str]], # its other rows
+                 ) -> set[int]:
+    "The columns of a sheet that hold prose: text cells of `PROSE_CELL` characters or more, at the median."
+    out = set()
+    for j in range(max(map(len, [header] + body))):
+        cells = sorted(len(r[j]) for r in body if j < len(r) and r[j] and not _NUMBER.fullmatch(r[j]))
+        if cells and cells[len(cells) // 2] >= PROSE_CELL: out.add(j)
+    return out
+
+_NUMBER = re.compile(r'[-+]?[\d.,:/ ]+')
+RECORD_FIELD = 80   # a record's cell longer than this is a paragraph of its own, not a `column: value` field
+_RECORD_ESCAPE = re.compile(r'^(#{1,6}\s|```|~~~)')     # a heading or a fence that a cell's line would open
+
+def record_blocks(sheet:str, header:list[str], body:list[tuple[int, list[str]]], prose:set[int],
+                 ) -> list[tuple[str, str, str, tuple]]:
+    """A sheet of tickets, questions and answers, or notes as one record per row (`(kind, markdown, anchor, ())`):
+    a `##` heading of its key and title (the columns named so, `_KEY_HEADER`, `_TITLE_HEADER`, else its first short
+    cell), its short cells on one line as `column: value`, and each prose cell (`prose`) a paragraph after its
+    column's name, line breaks kept. The chunker then cuts a long record by paragraphs and sentences, and every
+    piece keeps the record's heading: which ticket, which question."""
+    name = lambda j: header[j] if j < len(header) and header[j] else f'{j + 1}'
+    short = [j for j in range(len(header)) if j not in prose]
+    key = next((j for j in short if _KEY_HEADER.match(name(j))), None)
+    title = next((j for j in short if j != key and _TITLE_HEADER.match(name(j))), None)
+    title = title if title is not None else next((j for j in short if j != key), None)
+    out = []
+    for n, cells in body:
+        cell = lambda j: cells[j] if j < len(cells) else ''
+        head = ' · '.join(_one_line(cell(j)) for j in (key, title) if j is not None and cell(j))
+        head = head or next((_one_line(c) for c in cells if c), '')
+        lines = [f'## {head[:200]}', '']
+        rest = [j for j in range(len(cells)) if cell(j) and j not in (key, title)]
+        long = prose | {j for j in rest if len(cell(j)) > RECORD_FIELD}     # a comment among short fields
+        if fields := [f'{name(j)}: {_one_line(cell(j))}' for j in rest if j not in long]:
+            lines += [' · '.join(fields), '']
+        for j in sorted(long):              # a prose cell's `#` line is text (a prompt), not a heading; its lists stay
+            if cell(j): lines += [_RECORD_ESCAPE.sub(r'\\\1', ln) if k else _paragraph(f'{name(j)}: {ln}')
+                                  for k, ln in enumerate(cell(j).split('\n'))] + ['']
+        out.append(('record', '\n'.join(lines).rstrip('\n'), f'{sheet}!A{n}', ()))
+    return out
 
 
 # %% ../nbs/01a_readers.ipynb #9edf88b9
@@ -1442,13 +1503,6 @@ def _doxygen_markup(root):
         t.getparent().replace(t, pre)
 
 GENERATOR_MARKUP = {'doxygen': _doxygen_markup}   # `page_generator`'s name → a rewrite of its pages' markup
-
-# %% ../nbs/01a_readers.ipynb #ec4fcc33
-_MD_START = re.compile(r'(#{1,6}\s|[>*+-]\s|\d{1,9}[.)]\s|\||```|~~~)')
-
-def _paragraph(text:str) -> str:
-    "A paragraph that cannot be read as markdown structure."
-    return '\\' + text if _MD_START.match(text) else text
 
 # %% ../nbs/01a_readers.ipynb #12547e4b
 _LANG = re.compile(r'(?:^|\s)(?:language|lang|highlight|brush:?)[-_ ]?([a-z0-9+#]+)', re.I)
@@ -2927,16 +2981,6 @@ def pptx_document(data:bytes, # the file's bytes
 
 # %% ../nbs/01a_readers.ipynb #6e8ad909
 SHEET_TABLE_CHARS = 1200   # rows of a sheet per markdown table, with its header: about a chunk's target
-PROSE_CELL = 150           # a column whose cells hold this many characters (the median) is prose: its rows are records
-_TITLE_HEADER = re.compile(r'(summary|title|t[ií]tulo|subject|asunto|resumen|question|pregunta|name|nombre|tema|'
-                           r'topic|problem|problema|incidencia|issue)\b', re.I)
-_KEY_HEADER = re.compile(r'((issue|ticket|case|caso) ?(key|id|number|n[úu]mero)|key|id|clave|ticket|n[úu]mero|nº|#)$',
-                         re.I)
-
-def _cell_text(s:str) -> str:
-    "A cell's text: each of its lines on one line (`_clean`), empty lines out; its line breaks kept for records."
-    return '\n'.join(t for ln in str(s).split('\n') if (t := _clean(ln)))
-
 def _sheet_value(v) -> str:
     "A spreadsheet value as a reader sees it: dates without a midnight time, whole numbers without `.0`."
     import datetime as dt
@@ -2944,7 +2988,7 @@ def _sheet_value(v) -> str:
     if isinstance(v, dt.datetime): return v.date().isoformat() if v.time() == dt.time() else v.isoformat(sep=' ')
     if isinstance(v, (dt.date, dt.time)): return v.isoformat()
     if isinstance(v, float) and v.is_integer(): return str(int(v))
-    return _cell_text(str(v))
+    return _cell_lines(str(v))
 
 def sheet_blocks(sheet:str, # the sheet's name: its heading, and the start of each table's anchor
                  rows:Iterable[tuple[int, list[str]]], # `(row number, cell texts)`, in order
@@ -2975,48 +3019,6 @@ def sheet_blocks(sheet:str, # the sheet's name: its heading, and the start of ea
     if header is not None and not group: out.append(('table', _markdown_table([header]), f'{sheet}!A1', ()))
     flush()
     return out if len(out) > 1 else []
-
-def prose_columns(header:list[str], # a sheet's first row
-                  body:list[list[str]], # its other rows
-                 ) -> set[int]:
-    "The columns of a sheet that hold prose: text cells of `PROSE_CELL` characters or more, at the median."
-    out = set()
-    for j in range(max(map(len, [header] + body))):
-        cells = sorted(len(r[j]) for r in body if j < len(r) and r[j] and not _NUMBER.fullmatch(r[j]))
-        if cells and cells[len(cells) // 2] >= PROSE_CELL: out.add(j)
-    return out
-
-_NUMBER = re.compile(r'[-+]?[\d.,:/ ]+')
-RECORD_FIELD = 80   # a record's cell longer than this is a paragraph of its own, not a `column: value` field
-_RECORD_ESCAPE = re.compile(r'^(#{1,6}\s|```|~~~)')     # a heading or a fence that a cell's line would open
-
-def record_blocks(sheet:str, header:list[str], body:list[tuple[int, list[str]]], prose:set[int],
-                 ) -> list[tuple[str, str, str, tuple]]:
-    """A sheet of tickets, questions and answers, or notes as one record per row (`(kind, markdown, anchor, ())`):
-    a `##` heading of its key and title (the columns named so, `_KEY_HEADER`, `_TITLE_HEADER`, else its first short
-    cell), its short cells on one line as `column: value`, and each prose cell (`prose`) a paragraph after its
-    column's name, line breaks kept. The chunker then cuts a long record by paragraphs and sentences, and every
-    piece keeps the record's heading: which ticket, which question."""
-    name = lambda j: header[j] if j < len(header) and header[j] else f'{j + 1}'
-    short = [j for j in range(len(header)) if j not in prose]
-    key = next((j for j in short if _KEY_HEADER.match(name(j))), None)
-    title = next((j for j in short if j != key and _TITLE_HEADER.match(name(j))), None)
-    title = title if title is not None else next((j for j in short if j != key), None)
-    out = []
-    for n, cells in body:
-        cell = lambda j: cells[j] if j < len(cells) else ''
-        head = ' · '.join(_one_line(cell(j)) for j in (key, title) if j is not None and cell(j))
-        head = head or next((_one_line(c) for c in cells if c), '')
-        lines = [f'## {head[:200]}', '']
-        rest = [j for j in range(len(cells)) if cell(j) and j not in (key, title)]
-        long = prose | {j for j in rest if len(cell(j)) > RECORD_FIELD}     # a comment among short fields
-        if fields := [f'{name(j)}: {_one_line(cell(j))}' for j in rest if j not in long]:
-            lines += [' · '.join(fields), '']
-        for j in sorted(long):              # a prose cell's `#` line is text (a prompt), not a heading; its lists stay
-            if cell(j): lines += [_RECORD_ESCAPE.sub(r'\\\1', ln) if k else _paragraph(f'{name(j)}: {ln}')
-                                  for k, ln in enumerate(cell(j).split('\n'))] + ['']
-        out.append(('record', '\n'.join(lines).rstrip('\n'), f'{sheet}!A{n}', ()))
-    return out
 
 def sheets_document(sheets:Iterable[tuple[str, Iterable]], kind:str, name:str, title:str|None=None) -> Document:
     """A workbook's sheets (`(name, rows)` as `sheet_blocks` takes them) as one document, anchored by sheet, table
@@ -3055,7 +3057,7 @@ def _ods_rows(table) -> Iterable[tuple[int, list[str]]]:
         cells = []
         for c in row:
             if _odf_tag(c) not in ('table:table-cell', 'table:covered-table-cell'): continue
-            cells += [_cell_text('\n'.join(''.join(x.itertext()) for x in c))] * min(
+            cells += [_cell_lines('\n'.join(''.join(x.itertext()) for x in c))] * min(
                 int(_odf_attr(c, 'table:number-columns-repeated') or 1), 1024)
         reps = int(_odf_attr(row, 'table:number-rows-repeated') or 1)
         for k in range(min(reps, 1024) if any(cells) else 1): yield n + k + 1, cells
@@ -3084,7 +3086,7 @@ def csv_document(data:bytes, # the file's bytes
     text = decode_text(data, name)
     try: dialect = csv.Sniffer().sniff(text[:20000], delimiters=',;\t|')
     except csv.Error: dialect = csv.excel_tab if name.lower().endswith('.tsv') else csv.excel
-    try: rows = [(n, [_cell_text(c) for c in r]) for n, r in enumerate(csv.reader(io.StringIO(text), dialect), 1)]
+    try: rows = [(n, [_cell_lines(c) for c in r]) for n, r in enumerate(csv.reader(io.StringIO(text), dialect), 1)]
     except csv.Error as e: raise ChunkingError(f'{name}: not readable as CSV ({e}); check its quotes') from None
     doc = sheets_document([(Path(name).stem, rows)], 'csv', name)
     doc.recoded = isinstance(text, RecodedText)
@@ -4070,7 +4072,7 @@ def html_sheets_document(data:bytes, # an HTML page's bytes, saved under a sprea
     sheets = []
     for t in root.iter('table') if root is not None else []:
         if t.find('.//table') is not None: continue                          # a layout table around the data
-        rows = [[_cell_text(c.text_content()) for c in tr if _tag(c) in ('td', 'th')] for tr in t.iter('tr')]
+        rows = [[_cell_lines(c.text_content()) for c in tr if _tag(c) in ('td', 'th')] for tr in t.iter('tr')]
         if sum(sum(map(bool, r)) >= 2 for r in rows) >= 2: sheets.append(rows)
     if not sheets: return html_document(data, name)
     stem = Path(name).stem
