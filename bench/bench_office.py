@@ -11,7 +11,8 @@ tracked deletion, and a table of rows), and a MediaWiki export (10 service pages
 preformatted command, a table of ports and a captioned picture, plus their talk pages, a redirect and a template),
 a Slack workspace's export (a zip of 12 threads over six days, each question answered in its thread, every third
 the next day, among join notices, a bot's alerts and link previews), and a ticket tracker's CSV export (Jira's
-columns, two of them `Comment`: 10 incidents, each with a description of about 2,400 characters and a fix).
+columns, two of them `Comment`: 10 incidents, each with a description of about 2,400 characters and a fix), and the
+same incidents as a tracker's JSON export (GitHub's `gh issue list --json` shape; LlamaIndex reads it as text).
 Where `soffice` is installed (`apt install libreoffice-writer-nogui libreoffice-calc-nogui
 libreoffice-impress-nogui`), LibreOffice saves the Word manual, the workbook and the deck again
 as Word, Excel and PowerPoint 97-2003 (`.doc`, `.xls`, `.ppt`), and the manual as RTF.
@@ -116,6 +117,7 @@ def make(folder: pathlib.Path) -> dict:
     out['mediawiki'] = mediawiki_export(folder / 'wiki.xml')
     out['slack'] = slack_export(folder / 'slack.zip')
     out['tickets'] = ticket_export(folder / 'tickets.csv')
+    out['json'] = issue_export(folder / 'issues.json')
     if shutil.which('soffice'):                        # the same files as Word and Excel 97-2003
         for fmt, src in (('doc', 'docx'), ('xls', 'xlsx'), ('ppt', 'pptx'), ('rtf', 'docx')):
             subprocess.run(['soffice', '--headless', '--convert-to', fmt, '--outdir', str(folder), str(out[src][0])],
@@ -277,6 +279,26 @@ def ticket_export(path: pathlib.Path) -> tuple:
     return path, facts
 
 
+def issue_export(path: pathlib.Path) -> tuple:
+    """The same incidents as a tracker's JSON export (GitHub's `gh issue list --json number,title,state,body,comments`
+    shape): the facts as for the CSV."""
+    import json
+    issues, facts = [], []
+    for i in range(TICKETS):
+        body = ' '.join(f'En el nodo {j} del clúster {i} el servicio tarda {j + 2} minutos en responder tras el '
+                        f'reinicio de la noche, y el balanceador lo marca como caído durante ese tiempo.'
+                        for j in range(14))
+        first = f'Reinicié el balanceador del clúster {i} y el problema sigue igual en los nodos lentos.'
+        fix = (f'Solución: subir el tiempo de gracia del balanceador {i} a {i + 5} minutos con lbctl grace {i + 5}m; '
+               f'causa raíz: la caché del nodo se reconstruye al arrancar.')
+        issues.append(dict(number=300 + i, title=f'Nodos del clúster {i} caídos tras el reinicio', state='CLOSED',
+                           body=body, comments=[dict(author=dict(login='ana'), body=first),
+                                                dict(author=dict(login='luis'), body=fix)]))
+        facts += [first, fix, (f'{300 + i}', fix), (f'Nodos del clúster {i} caídos', fix)]
+    path.write_text(json.dumps(issues, indent=2, ensure_ascii=False), encoding='utf-8')
+    return path, facts
+
+
 def langchain_tickets(path: pathlib.Path) -> list[tuple[str, str | None]]:
     "LangChain's `CSVLoader` (a `column: value` document per row) cut by its recursive splitter; a place: its row."
     import warnings
@@ -328,7 +350,7 @@ LI_PLACES = ('page_label', 'sheet_name', 'row', 'chapter', 'title', 'section', '
 def llamaindex_chunks(fmt: str, path: pathlib.Path) -> list[tuple[str, str | None]] | None:
     "`(text, place)` of LlamaIndex's nodes of one file (None: no reader for the format)."
     from llama_index.core.node_parser import SentenceSplitter
-    if fmt in ('zip', 'mediawiki', 'slack'): return llamaindex_zip(path, unpacked=False)
+    if fmt in ('zip', 'mediawiki', 'slack', 'json'): return llamaindex_zip(path, unpacked=False)
     from llama_index.readers.file import (DocxReader, EpubReader, MboxReader, PagedCSVReader, PandasExcelReader,
                                           PptxReader, RTFReader)
     reader = dict(pptx=PptxReader, xlsx=PandasExcelReader, xls=PandasExcelReader, csv=PagedCSVReader, epub=EpubReader,

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
+from urllib.parse import quote
 
 from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer, outside_fences
 from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decode_text, inner_path, legacy_text,
@@ -18,32 +19,34 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
                             _source_line)
 
 # %% auto #0
-__all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'PROSE_CELL', 'RECORD_FIELD', 'FRONT_MATTER_READER',
-           'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER',
-           'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
-           'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS',
-           'SLACK_SKIP', 'SLACK_PAUSE', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
-           'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV',
-           'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE',
-           'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR',
-           'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE',
-           'HTML_SHEETS', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version',
-           'reader_version', 'prose_columns', 'record_blocks', 'has_html', 'front_matter', 'ocr_suffix',
-           'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
-           'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape',
-           'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown',
-           'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_messages', 'slack_day',
-           'text_document', 'text_reader', 'content_kind', 'read_document', 'locate_chunks', 'page_generator',
-           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
-           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
-           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
-           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
-           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
-           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
-           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
-           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
-           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
-           'transcript_cues', 'transcript_document', 'html_sheets_document', 'text_sheet_document']
+__all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'PROSE_CELL', 'RECORD_FIELD', 'JSON_RECORDS_READER',
+           'JSON_RECORD_EXTS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
+           'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS',
+           'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS',
+           'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME',
+           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE',
+           'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
+           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
+           'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
+           'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'Document', 'Reader', 'register_reader',
+           'reader_for', 'file_kind', 'document_version', 'reader_version', 'prose_columns', 'prose_like', 'record_key',
+           'record_blocks', 'json_items', 'json_records', 'is_json_records', 'json_record_document', 'has_html',
+           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
+           'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
+           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
+           'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names',
+           'slack_messages', 'slack_day', 'text_document', 'text_reader', 'content_kind', 'read_document',
+           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html',
+           'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document',
+           'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block',
+           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
+           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
+           'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails',
+           'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
+           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
+           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document',
+           'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document', 'html_sheets_document',
+           'text_sheet_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -140,26 +143,41 @@ def _paragraph(text:str) -> str:
 PROSE_CELL = 150           # a column whose cells hold this many characters (the median) is prose: its rows are records
 _TITLE_HEADER = re.compile(r'(summary|title|t[ií]tulo|subject|asunto|resumen|question|pregunta|name|nombre|tema|'
                            r'topic|problem|problema|incidencia|issue)\b', re.I)
-_KEY_HEADER = re.compile(r'((issue|ticket|case|caso) ?(key|id|number|n[úu]mero)|key|id|clave|ticket|n[úu]mero|nº|#)$',
-                         re.I)
+_KEY_HEADER = re.compile(r'((issue|ticket|case|caso) ?(key|id|number|n[úu]mero)|key|id|clave|ticket|number|n[úu]mero|'
+                         r'nº|#)$', re.I)
 
 def _cell_lines(s:str) -> str:
-    "A cell's text: each of its lines on one line (`_clean`), empty lines out; its line breaks kept for records."
-    return '\n'.join(t for ln in str(s).split('\n') if (t := _clean(ln)))
+    "A cell's text, each line on one line (`_clean`), paragraphs a blank line apart: a record keeps its line breaks."
+    return re.sub(r'\n{3,}', '\n\n', '\n'.join(_clean(ln) for ln in str(s).split('\n'))).strip('\n')
 
 def prose_columns(header:list[str], # a sheet's first row
                   body:list[list[str]], # its other rows
                  ) -> set[int]:
-    "The columns of a sheet that hold prose: text cells of `PROSE_CELL` characters or more, at the median."
+    """The columns of a table that hold prose: text cells of `PROSE_CELL` characters or more, at the median, most of
+    them worded as prose (`prose_like`: not lists of addresses, paths or identifiers)."""
     out = set()
     for j in range(max(map(len, [header] + body))):
-        cells = sorted(len(r[j]) for r in body if j < len(r) and r[j] and not _NUMBER.fullmatch(r[j]))
-        if cells and cells[len(cells) // 2] >= PROSE_CELL: out.add(j)
+        cells = [r[j] for r in body if j < len(r) and r[j] and not _NUMBER.fullmatch(r[j])]
+        long = [c for c in cells if len(c) >= PROSE_CELL]
+        if 2 * len(long) >= len(cells) > 0 and 2 * sum(map(prose_like, long)) > len(long): out.add(j)
     return out
+
+_WORD = re.compile(r'[^\W\d_]{2,}')
+def prose_like(s:str) -> bool:
+    "Are most of `s`'s words made of letters (at least 12 words)? Prose is; a list of URLs, paths or ids is not."
+    tokens = [t.strip('.,;:!?¿¡()[]"\'«»*_`') for t in s.split()]
+    return len(tokens) >= 12 and sum(bool(_WORD.fullmatch(t)) for t in tokens) >= 0.6 * len(tokens)
 
 _NUMBER = re.compile(r'[-+]?[\d.,:/ ]+')
 RECORD_FIELD = 80   # a record's cell longer than this is a paragraph of its own, not a `column: value` field
 _RECORD_ESCAPE = re.compile(r'^(#{1,6}\s|```|~~~)')     # a heading or a fence that a cell's line would open
+
+def record_key(header:list[str], prose:set[int]) -> tuple[int|None, int|None]:
+    "The columns of a record's key and title: those named so (`_KEY_HEADER`, `_TITLE_HEADER`), else its first short one."
+    short = [j for j in range(len(header)) if j not in prose]
+    key = next((j for j in short if _KEY_HEADER.match(header[j])), None)
+    title = next((j for j in short if j != key and _TITLE_HEADER.match(header[j])), None)
+    return key, title if title is not None else next((j for j in short if j != key), None)
 
 def record_blocks(sheet:str, header:list[str], body:list[tuple[int, list[str]]], prose:set[int],
                  ) -> list[tuple[str, str, str, tuple]]:
@@ -169,10 +187,7 @@ def record_blocks(sheet:str, header:list[str], body:list[tuple[int, list[str]]],
     column's name, line breaks kept. The chunker then cuts a long record by paragraphs and sentences, and every
     piece keeps the record's heading: which ticket, which question."""
     name = lambda j: header[j] if j < len(header) and header[j] else f'{j + 1}'
-    short = [j for j in range(len(header)) if j not in prose]
-    key = next((j for j in short if _KEY_HEADER.match(name(j))), None)
-    title = next((j for j in short if j != key and _TITLE_HEADER.match(name(j))), None)
-    title = title if title is not None else next((j for j in short if j != key), None)
+    key, title = record_key(header, prose)
     out = []
     for n, cells in body:
         cell = lambda j: cells[j] if j < len(cells) else ''
@@ -189,6 +204,90 @@ def record_blocks(sheet:str, header:list[str], body:list[tuple[int, list[str]]],
         out.append(('record', '\n'.join(lines).rstrip('\n'), f'{sheet}!A{n}', ()))
     return out
 
+
+# %% ../nbs/01a_readers.ipynb #e792b103
+JSON_RECORDS_READER = 'jsonrecords-v1'    # a JSON (or JSON Lines) file of records with prose, read as records
+JSON_RECORD_EXTS = ('.json', '.jsonl', '.ndjson')
+_JSON_GAP = re.compile(r'[\s,]*')     # between a JSON list's items
+_LONG_JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.){%d,}"' % PROSE_CELL)
+
+def json_items(text:str, # a JSON list, an object holding lists, or JSON Lines
+               name:str='data.json', # its path: `.jsonl` and `.ndjson` are read line by line; for messages
+               what:str='JSON', # what the file should be, for the message
+               fix:str='fix it, or add it to .ragnbignore',
+              ) -> list[tuple[int, object]]:
+    """`(line, item)` of each item of the list `text` holds (itself, or its top object's longest list of objects when
+    that is most of it), by the line the item opens on; of each line of a JSON Lines file. `ChunkingError` names a
+    file that is not JSON."""
+    try:
+        if name.lower().endswith(('.jsonl', '.ndjson')):
+            return [(i, json.loads(ln)) for i, ln in enumerate(text.split('\n'), 1) if ln.strip()]
+        data = json.loads(text)
+        if isinstance(data, dict):
+            lists = [(len(v), k) for k, v in data.items() if isinstance(v, list) and any(isinstance(x, dict) for x in v)]
+            if not lists: return []
+            key = max(lists)[1]
+            if len(json.dumps(data[key])) < 0.8 * len(json.dumps(data)): return []    # not the file's content
+            at = re.search(re.escape(json.dumps(key)) + r'\s*:\s*\[', text)
+            start = at.end() if at else text.index('[') + 1
+        else: start = text.index('[') + 1 if isinstance(data, list) else len(text)
+        dec, out, line, prev, i = json.JSONDecoder(), [], 1, 0, start
+        while (i := _JSON_GAP.match(text, i).end()) < len(text) and text[i] != ']':
+            item, end = dec.raw_decode(text, i)
+            line, prev = line + text.count('\n', prev, i), i
+            out.append((line, item))
+            i = end
+        return out
+    except ValueError as e:
+        raise ChunkingError(f'{name}: not a well-formed {what} ({e}); {fix}') from None
+
+def _json_flat(v, key:str='', depth:int=0) -> list[tuple[str, str]]:
+    "`(field, text)` of a JSON value: objects' fields as `a.b`, lists of values joined, a list of objects a line each."
+    if isinstance(v, dict):
+        return [f for k, x in v.items() for f in _json_flat(x, f'{key}.{k}' if key else str(k), depth + 1)] \
+            if depth < 3 else [(key, _one_line(json.dumps(v, ensure_ascii=False)))]
+    if isinstance(v, list):
+        if all(not isinstance(x, (dict, list)) for x in v): return [(key, ', '.join(_json_text(x) for x in v))]
+        return [(key, '\n'.join(' · '.join(f'{k}: {_one_line(t)}' for k, t in _json_flat(x) if t) if isinstance(x, dict)
+                                else _one_line(_json_text(x)) for x in v))]
+    return [(key, _json_text(v))]
+
+def _json_text(v) -> str:
+    "A JSON scalar as text: `None` empty, booleans as JSON writes them."
+    return '' if v is None else json.dumps(v) if isinstance(v, bool) else str(v)
+
+def json_records(text:str, name:str='data.json') -> tuple[list[str], list[tuple[int, list[str]]], set[int]]|None:
+    """A JSON file as records: `(fields, (line, cells) of each record, the prose fields)`, or None when its items
+    are not all objects or hold no prose (`prose_columns`)."""
+    raw = json_items(text, name)
+    if not raw or not all(isinstance(x, dict) for _, x in raw): return None       # all objects, or not records
+    items = [(ln, dict(_json_flat(x))) for ln, x in raw]
+    header = list(dict.fromkeys(k for _, rec in items for k in rec))
+    rows = [(ln, [_cell_lines(rec.get(k, '')) for k in header]) for ln, rec in items]
+    prose = prose_columns(header, [cells for _, cells in rows]) if rows else set()
+    return (header, rows, prose) if prose else None
+
+def is_json_records(path:str|Path, text:str) -> bool:
+    "Is `text` (a `.json`, `.jsonl` or `.ndjson` file) records with prose (`json_records`)? Cheap tests first."
+    head = text[:65536].lstrip()
+    if not head[:1] in '[{' or not _LONG_JSON_STRING.search(head): return False
+    try: return json_records(text, inner_path(path).name) is not None
+    except ChunkingError: return False
+
+def json_record_document(path:str|Path, text:str) -> dict:
+    """`Document` fields of a JSON file of records (`json_records`, `record_blocks`): each line cites where its record
+    opens, and each record is an anchor, its key (`issues.json#300`) or its place (`faq.json#3`)."""
+    header, rows, prose = json_records(text, inner_path(path).name)
+    key = record_key(header, prose)[0]
+    out, src, anchors = [], [], []
+    for k, ((ln, cells), (_, md, _, _)) in enumerate(zip(rows, record_blocks(inner_path(path).stem, header, rows,
+                                                                              prose)), 1):
+        block = md.split('\n') + ['']
+        out += block
+        src += [ln] * len(block)
+        mark = cells[key] if key is not None and key < len(cells) and cells[key] else str(k)
+        anchors.append((ln, re.sub(r'[\s%#]', lambda m: quote(m.group()), _one_line(mark))))
+    return dict(text='\n'.join(out), lines=src, anchors=anchors, mode='documental')
 
 # %% ../nbs/01a_readers.ipynb #9edf88b9
 FRONT_MATTER_READER = 'frontmatter-v1'      # the reader of a markdown file with front matter (`text_document`)
@@ -1131,24 +1230,12 @@ def _slack_names(root:str, key:tuple) -> dict[str, str]:
         names[d['id']] = ', '.join(names.get(m, m) for m in d.get('members') or [])
     return names
 
-_JSON_GAP = re.compile(r'[\s,]*')     # between a JSON list's items
-
 def slack_messages(text:str, # a day file's text: a JSON list of messages
                    name:str='general/2024-05-06.json', # its path, for messages
                   ) -> list[tuple[int, dict]]:
-    "`(line, message)` of each message in a Slack day file, by the line its object opens on."
-    dec, out, line, prev = json.JSONDecoder(), [], 1, 0
-    try:
-        i = text.index('[') + 1
-        while (i := _JSON_GAP.match(text, i).end()) < len(text) and text[i] != ']':
-            item, end = dec.raw_decode(text, i)
-            line, prev = line + text.count('\n', prev, i), i
-            if isinstance(item, dict): out.append((line, item))
-            i = end
-    except ValueError as e:
-        raise ChunkingError(f'{name}: not a well-formed day of a Slack export ({e}); export the workspace again, or '
-                            'add it to .ragnbignore') from None
-    return out
+    "`(line, message)` of each message in a Slack day file, by the line its object opens on (`json_items`)."
+    return [(ln, m) for ln, m in json_items(text, name, 'day of a Slack export', 'export the workspace again, or add '
+                                            'it to .ragnbignore') if isinstance(m, dict)]
 
 # %% ../nbs/01a_readers.ipynb #46f8da9d
 def _slack_time(ts:str, fmt:str='%H:%M') -> str:
@@ -1290,8 +1377,8 @@ _TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, tex
     MAN_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), man_markdown(t))),
     INFO_READER: lambda _, t: dict(zip(('text', 'title', 'lines', 'anchors'), info_markdown(t))),
     LATEX_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), latex_markdown(t))),
-    SLACK_READER: slack_day}
-READER_MODES[SLACK_READER] = 'documental'
+    SLACK_READER: slack_day, JSON_RECORDS_READER: json_record_document}
+READER_MODES.update({SLACK_READER: 'documental', JSON_RECORDS_READER: 'documental'})
 TEXT_READERS = (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, DATA_URI_READER, MEDIAWIKI_READER,
                 *_TEXT_DOCUMENTS)
 
@@ -1300,6 +1387,7 @@ def text_reader(path:str|Path, text:str) -> str:
     parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
     ext = inner_path(path).suffix.lower()
     if ext == '.json' and is_slack_day(path, text): return SLACK_READER
+    if ext in JSON_RECORD_EXTS and is_json_records(path, text): return JSON_RECORDS_READER
     if ext in WIKI_EXTS or ext == '.xml' and is_mediawiki_export(text): return MEDIAWIKI_READER
     if ext == '.txt' and is_dokuwiki(text): return DOKUWIKI_READER
     if ext == '.org' or _ORG_MODE_LINE.search(text[:200].split('\n', 1)[0]): return ORG_READER
