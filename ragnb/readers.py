@@ -20,33 +20,33 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'PROSE_CELL', 'RECORD_FIELD', 'JSON_RECORDS_READER',
-           'JSON_RECORD_EXTS', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER', 'FRONT_MATTER_EXTS',
-           'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS',
-           'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS',
-           'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME',
-           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE',
-           'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
-           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
-           'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
-           'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'Document', 'Reader', 'register_reader',
-           'reader_for', 'file_kind', 'document_version', 'reader_version', 'prose_columns', 'prose_like', 'record_key',
-           'record_blocks', 'json_items', 'json_records', 'is_json_records', 'json_record_document', 'has_html',
-           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
-           'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
-           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
-           'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names',
-           'slack_messages', 'slack_day', 'text_document', 'text_reader', 'content_kind', 'read_document',
-           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html',
-           'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document',
-           'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block',
-           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
-           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
-           'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails',
-           'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
-           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
-           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document',
-           'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document', 'html_sheets_document',
-           'text_sheet_document']
+           'JSON_RECORD_EXTS', 'JSON_SAMPLE', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER',
+           'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE',
+           'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER',
+           'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE',
+           'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES',
+           'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED',
+           'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST',
+           'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
+           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'Document', 'Reader',
+           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'prose_columns',
+           'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records', 'is_json_records',
+           'json_record_document', 'has_html', 'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures',
+           'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document',
+           'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
+           'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day',
+           'slack_markdown', 'slack_names', 'slack_messages', 'slack_day', 'text_document', 'text_reader',
+           'content_kind', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
+           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
+           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
+           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
+           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
+           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
+           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
+           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
+           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
+           'html_sheets_document', 'text_sheet_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -256,28 +256,53 @@ def _json_text(v) -> str:
     "A JSON scalar as text: `None` empty, booleans as JSON writes them."
     return '' if v is None else json.dumps(v) if isinstance(v, bool) else str(v)
 
-def json_records(text:str, name:str='data.json') -> tuple[list[str], list[tuple[int, list[str]]], set[int]]|None:
+def json_records(text:str, name:str='data.json', # the file's text and name
+                 raw:list|None=None, # its items (`json_items`), if read already: a sample of them decides
+                ) -> tuple[list[str], list[tuple[int, list[str]]], set[int]]|None:
     """A JSON file as records: `(fields, (line, cells) of each record, the prose fields)`, or None when its items
     are not all objects or hold no prose (`prose_columns`)."""
-    raw = json_items(text, name)
+    raw = json_items(text, name) if raw is None else raw
     if not raw or not all(isinstance(x, dict) for _, x in raw): return None       # all objects, or not records
-    items = [(ln, dict(_json_flat(x))) for ln, x in raw]
-    header = list(dict.fromkeys(k for _, rec in items for k in rec))
-    rows = [(ln, [_cell_lines(rec.get(k, '')) for k in header]) for ln, rec in items]
-    prose = prose_columns(header, [cells for _, cells in rows]) if rows else set()
+    header, rows = _json_table(raw)
+    prose = prose_columns(header, [cells for _, cells in rows])
     return (header, rows, prose) if prose else None
 
+def _json_table(raw:list[tuple[int, dict]]) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    "Objects as a table: their fields (`_json_flat`) in the order first seen, and `(line, cells)` of each."
+    items = [(ln, dict(_json_flat(x))) for ln, x in raw]
+    header = list(dict.fromkeys(k for _, rec in items for k in rec))
+    return header, [(ln, [_cell_lines(rec.get(k, '')) for k in header]) for ln, rec in items]
+
+JSON_SAMPLE = 256 * 1024   # a list's or JSON Lines file's items in its first bytes decide (a dict is read whole)
+
 def is_json_records(path:str|Path, text:str) -> bool:
-    "Is `text` (a `.json`, `.jsonl` or `.ndjson` file) records with prose (`json_records`)? Cheap tests first."
-    head = text[:65536].lstrip()
+    """Is `text` (a `.json`, `.jsonl` or `.ndjson` file) records with prose (`json_records`)? Decided on the items in
+    its first `JSON_SAMPLE` characters, since a file's version is asked for on every run."""
+    head, name = text[:65536].lstrip(), inner_path(path).name
     if not head[:1] in '[{' or not _LONG_JSON_STRING.search(head): return False
-    try: return json_records(text, inner_path(path).name) is not None
-    except ChunkingError: return False
+    try: return json_records(text, name, _json_sample(text, name)) is not None
+    except (ChunkingError, ValueError): return False
+
+def _json_sample(text:str, name:str) -> list[tuple[int, object]]:
+    "The items whole in the first `JSON_SAMPLE` characters of a list or JSON Lines file (`json_items`); a dict's all."
+    if name.lower().endswith(('.jsonl', '.ndjson')):
+        return json_items(text[:JSON_SAMPLE].rsplit('\n', 1)[0] if len(text) > JSON_SAMPLE else text, name)
+    if not text.lstrip().startswith('['): return json_items(text, name)
+    dec, out, i = json.JSONDecoder(), [], text.index('[') + 1
+    while (i := _JSON_GAP.match(text, i).end()) < min(len(text), JSON_SAMPLE) and text[i] != ']':
+        item, i = dec.raw_decode(text, i)
+        out.append((0, item))
+    return out
 
 def json_record_document(path:str|Path, text:str) -> dict:
     """`Document` fields of a JSON file of records (`json_records`, `record_blocks`): each line cites where its record
     opens, and each record is an anchor, its key (`issues.json#300`) or its place (`faq.json#3`)."""
-    header, rows, prose = json_records(text, inner_path(path).name)
+    name = inner_path(path).name
+    header, rows = _json_table([(ln, x if isinstance(x, dict) else {'value': x})        # an item not an object: kept
+                                for ln, x in json_items(text, name)])
+    prose = prose_columns(header, [cells for _, cells in rows])
+    if not prose and (sample := json_records(text, name, _json_sample(text, name))):   # as its first items decided
+        prose = {header.index(sample[0][j]) for j in sample[2] if sample[0][j] in header}
     key = record_key(header, prose)[0]
     out, src, anchors = [], [], []
     for k, ((ln, cells), (_, md, _, _)) in enumerate(zip(rows, record_blocks(inner_path(path).stem, header, rows,
