@@ -377,7 +377,8 @@ SITE_MARKERS = {'sphinx': ('searchindex.js', '_static'), 'mkdocs': ('search/sear
                 'mkdocs-source': ('mkdocs.yml', 'docs'), 'docusaurus': ('docusaurus.config.js', 'docs'),
                 'docusaurus-ts': ('docusaurus.config.ts', 'docs'), 'docsify': ('index.html', '_sidebar.md'),
                 'github-wiki': ('_Sidebar.md',),
-                'slack': ('users.json', 'channels.json')}     # a Slack workspace's export: its lists at its root
+                'slack': ('users.json', 'channels.json'),     # a Slack workspace's export: its lists at its root
+                'confluence': ('index.html', 'styles/site.css')}  # a Confluence space exported as HTML
 INDEX_PAGE = re.compile(r'genindex(-[^/]+)?\.html|[^/]*modindex\.html|search\.html')
 DOXYGEN_INDEX = re.compile(r'(annotated|classes|files|hierarchy|namespaces|modules|(functions|globals|namespacemembers)'
                            r'(_\w+)?)\.html|dir_[0-9a-f]+\.html|.+-members\.html')
@@ -435,6 +436,7 @@ def source_machinery(kind:str, # a site kept as markdown sources (`site_kind`: '
     if kind == 'docsify' and at_root and name in ('_sidebar.md', '_navbar.md', '_coverpage.md', 'index.html'):
         return 'navigation'
     if kind == 'slack' and at_root and name in SLACK_LISTS: return "chat export's lists"
+    if kind == 'confluence' and at_root and name == 'index.html': return 'index pages'     # the space's page tree
     if at_root and (name in ('book.toml', 'mkdocs.yml') or re.fullmatch(r'(docusaurus\.config|sidebars)\.[jt]s', name)):
         return 'site configuration'
     if (kind, top) in (('mdbook', 'theme'), ('mkdocs-source', 'overrides')) and not at_root: return 'theme files'

@@ -1516,6 +1516,7 @@ def _is_chrome(el) -> bool:
     role = (el.get('role') or '').lower()
     if role in _CHROME_ROLES or (el.get('id') or '').lower() in _CHROME_IDS: return True
     if t == 'aside' or role == 'complementary': return _links_only(el)
+    if 'pageSection' in _classes(el) and el.find('.//*[@id="attachments"]') is not None: return True  # Confluence's
     return t == 'a' and bool(_EDIT_LINK.match(el.text_content() or ''))
 
 def _links_only(el) -> bool:
@@ -1621,10 +1622,11 @@ GENERATOR_MARKUP = {'doxygen': _doxygen_markup}   # `page_generator`'s name → 
 _LANG = re.compile(r'(?:^|\s)(?:language|lang|highlight|brush:?)[-_ ]?([a-z0-9+#]+)', re.I)
 
 def _code_language(pre) -> str:
-    "The language a `pre` (or its `code`, or two levels of wrapper) declares in its classes, or ''."
+    """The language a `pre` (or its `code`, or two levels of wrapper) declares in its classes (or, as Confluence
+    writes it, `data-syntaxhighlighter-params="brush: bash"`), or ''."""
     code = pre.find('code')
     for e in [pre, *([code] if code is not None else []), *list(pre.iterancestors())[:2]]:
-        m = _LANG.search(e.get('class') or '')
+        m = _LANG.search((e.get('class') or '') + ' ' + (e.get('data-syntaxhighlighter-params') or ''))
         if m and m[1].lower() not in ('default', 'none', 'text'): return m[1].lower()
     return ''
 

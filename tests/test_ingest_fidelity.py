@@ -420,7 +420,8 @@ def slack_export(root: Path):
 def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(tmp_path):
     """A MediaWiki export: each content page alone, titled and cited by it, talk, redirect and template pages out; a
     DokuWiki page with its headings, steps, code and table; a NEWS file's root prompt as text; a Slack export, as a
-    folder and as a zip: a thread as prose, its lists left out; a JSON export of issues as records."""
+    folder and as a zip: a thread as prose, its lists left out; a JSON export of issues as records; a Confluence
+    export's page tree left out."""
     kb = tmp_path / 'kb'
     (kb / 'pages' / 'ops').mkdir(parents=True)
     (kb / 'pages' / 'ops' / 'copias.txt').write_text(DOKUWIKI_PAGE)
@@ -445,19 +446,25 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
                                                 {'number': 8, 'title': 'disco lleno', 'body': 'Los registros de faro '
                                                  'llenan /var en dos días si no se rotan cada noche. ' * 3}], indent=2))
     (kb / 'package.json').write_text('{"name": "faro", "version": "1.0.0"}\n')      # configuration: code, as before
+    (kb / 'ops' / 'styles').mkdir(parents=True)                     # a Confluence space exported as HTML
+    (kb / 'ops' / 'styles' / 'site.css').write_text('body { margin: 0 }\n')
+    (kb / 'ops' / 'index.html').write_text('<h2>Available Pages:</h2><ul><li><a href="Copias_1.html">Copias</a></li>'
+                                           '</ul>')
+    (kb / 'ops' / 'Copias_1.html').write_text('<title>OPS : Copias</title><div id="main-content"><p>Las copias se '
+                                              'restauran con restic.</p></div>')
     shutil.make_archive(str(kb / 'slack-export'), 'zip', kb / 'slack')      # the same export as an admin downloads it
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
         rep = index_paths(s, [kb])
         chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
         versions = {Path(k).name: v.chunker_version.split('+')[0] for k, v in s.sources().items()}
-        assert index_paths(s, [kb]).counts()['unchanged'] == 12
+        assert index_paths(s, [kb]).counts()['unchanged'] == 13
     assert {k: v for k, v in versions.items() if k != 'slack-export.zip'} == {
         'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1', 'copias.txt': 'dokuwiki-v1', 'guardia.org': 'org-v1',
         'faro.1': 'man-v1', 'faro.info': 'info-v1', 'informe.tex': 'latex-v1',
         'pom.xml': 'documental-v2:t1500-m2200-o200', '2024-05-06.json': 'slack-v1', 'issues.json': 'jsonrecords-v1',
-        'package.json': 'codigo-v2:t1500-m2200'}
+        'package.json': 'codigo-v2:t1500-m2200', 'Copias_1.html': 'html-v4'}
     assert sorted((Path(f).name, what) for f, what in rep.generated) == [
-        ('channels.json', "chat export's lists"), ('users.json', "chat export's lists")]
+        ('channels.json', "chat export's lists"), ('index.html', 'index pages'), ('users.json', "chat export's lists")]
     issues, = [c for c in chunks if c.source.endswith('issues.json')]
     assert issues.text.split('\n')[:3] == ['[Doc: issues]', '## 7 · faro no arranca', ''] and '"' not in issues.text
     assert (issues.start_line, issues.end_line, issues.cite) == (2, 7, 'kb/issues.json#7')   # its key; the file's lines

@@ -58,6 +58,12 @@ HTML_CASES = [  # (html body, markdown)
     ('<script>x()</script><style>p{}</style><p>visible</p><!-- comentario -->', 'visible'),
     ('<div class="note"><table summary="Note"><tr><td><img alt="[Note]"/></td><td>Nota: ojo.</td></tr></table></div>',
      'Nota: ojo.'),
+    # a Confluence export: the code block's language in its data attribute; the list of attachments is chrome
+    ('<pre class="syntaxhighlighter-pre" data-syntaxhighlighter-params="brush: bash; gutter: false">ls</pre>',
+     '```bash\nls\n```'),
+    ('<p>x</p><div class="pageSection group"><div class="pageSectionHeader"><h2 id="attachments" '
+     'class="pageSectionTitle">Attachments:</h2></div><div class="greybox"><a href="attachments/1/2.png">plan.png</a> '
+     '(image/png)</div></div>', 'x'),
 ]
 
 
