@@ -249,8 +249,9 @@ def slack_export(path: pathlib.Path) -> tuple:
         days.setdefault(day + (answered - asked) // 86400, []).append(reply)
         facts += [answer, (f'reinicia faro-{i} tras el corte', answer), ('Ana García', answer)]
     with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED) as z:
-        z.writestr('users.json', json.dumps([dict(id='U01', real_name='Ana García'),
-                                              dict(id='U02', real_name='Luis Gil'), dict(id='U03', real_name='Eva Sanz')]))
+        people = [dict(id='U01', real_name='Ana García'), dict(id='U02', real_name='Luis Gil'),
+                  dict(id='U03', real_name='Eva Sanz')]
+        z.writestr('users.json', json.dumps(people))
         z.writestr('channels.json', json.dumps([dict(id='C01', name='soporte')]))
         for day, msgs in days.items():
             name = time.strftime('%Y-%m-%d', time.gmtime(1714989600 + day * 86400))
@@ -259,31 +260,9 @@ def slack_export(path: pathlib.Path) -> tuple:
     return path, facts
 
 
-def ticket_export(path: pathlib.Path) -> tuple:
-    """A ticket tracker's CSV export (Jira's columns): TICKETS incidents, each a key, a summary, short fields, a
-    description of about 2,400 characters and two comments, the second the fix. The facts: each comment whole, and
-    the fix in one chunk with its ticket's key, and with its summary."""
-    facts, rows = [], [('Summary', 'Issue key', 'Issue Type', 'Status', 'Priority', 'Assignee', 'Created',
-                        'Description', 'Comment', 'Comment')]
-    for i in range(TICKETS):
-        steps = ' '.join(f'En el nodo {j} del clúster {i} el servicio tarda {j + 2} minutos en responder tras el '
-                         f'reinicio de la noche, y el balanceador lo marca como caído durante ese tiempo.'
-                         for j in range(14))
-        first = f'Reinicié el balanceador del clúster {i} y el problema sigue igual en los nodos lentos.'
-        fix = (f'Solución: subir el tiempo de gracia del balanceador {i} a {i + 5} minutos con lbctl grace {i + 5}m; '
-               f'causa raíz: la caché del nodo se reconstruye al arrancar.')
-        rows.append((f'Nodos del clúster {i} caídos tras el reinicio', f'OPS-{300 + i}', 'Incidencia', 'Resuelta',
-                     'Alta', 'Luis Gil', f'0{1 + i % 9}/05/2024 09:{10 + i}', steps, first, fix))
-        facts += [first, fix, (f'OPS-{300 + i}', fix), (f'Nodos del clúster {i} caídos tras el reinicio', fix)]
-    with open(path, 'w', newline='', encoding='utf-8') as f: csv.writer(f).writerows(rows)
-    return path, facts
-
-
-def issue_export(path: pathlib.Path) -> tuple:
-    """The same incidents as a tracker's JSON export (GitHub's `gh issue list --json number,title,state,body,comments`
-    shape): the facts as for the CSV."""
-    import json
-    issues, facts = [], []
+def incidents() -> list[tuple[int, str, str, str, str]]:
+    "TICKETS incidents: `(number, summary, description of about 2,400 characters, first comment, the fix)`."
+    out = []
     for i in range(TICKETS):
         body = ' '.join(f'En el nodo {j} del clúster {i} el servicio tarda {j + 2} minutos en responder tras el '
                         f'reinicio de la noche, y el balanceador lo marca como caído durante ese tiempo.'
@@ -291,10 +270,33 @@ def issue_export(path: pathlib.Path) -> tuple:
         first = f'Reinicié el balanceador del clúster {i} y el problema sigue igual en los nodos lentos.'
         fix = (f'Solución: subir el tiempo de gracia del balanceador {i} a {i + 5} minutos con lbctl grace {i + 5}m; '
                f'causa raíz: la caché del nodo se reconstruye al arrancar.')
-        issues.append(dict(number=300 + i, title=f'Nodos del clúster {i} caídos tras el reinicio', state='CLOSED',
-                           body=body, comments=[dict(author=dict(login='ana'), body=first),
-                                                dict(author=dict(login='luis'), body=fix)]))
-        facts += [first, fix, (f'{300 + i}', fix), (f'Nodos del clúster {i} caídos', fix)]
+        out.append((300 + i, f'Nodos del clúster {i} caídos tras el reinicio', body, first, fix))
+    return out
+
+
+def ticket_export(path: pathlib.Path) -> tuple:
+    """A ticket tracker's CSV export (Jira's columns) of the `incidents`: a key, a summary, short fields, the
+    description and two comments, the second the fix. The facts: each comment whole, and the fix in one chunk with
+    its ticket's key, and with its summary."""
+    facts, rows = [], [('Summary', 'Issue key', 'Issue Type', 'Status', 'Priority', 'Assignee', 'Created',
+                        'Description', 'Comment', 'Comment')]
+    for n, summary, body, first, fix in incidents():
+        rows.append((summary, f'OPS-{n}', 'Incidencia', 'Resuelta', 'Alta', 'Luis Gil', f'0{1 + n % 9}/05/2024',
+                     body, first, fix))
+        facts += [first, fix, (f'OPS-{n}', fix), (summary, fix)]
+    with open(path, 'w', newline='', encoding='utf-8') as f: csv.writer(f).writerows(rows)
+    return path, facts
+
+
+def issue_export(path: pathlib.Path) -> tuple:
+    """The same `incidents` as a tracker's JSON export (GitHub's `gh issue list --json number,title,state,body,
+    comments` shape): the facts as for the CSV, the number for the key."""
+    import json
+    issues, facts = [], []
+    for n, summary, body, first, fix in incidents():
+        comments = [dict(author=dict(login='ana'), body=first), dict(author=dict(login='luis'), body=fix)]
+        issues.append(dict(number=n, title=summary, state='CLOSED', body=body, comments=comments))
+        facts += [first, fix, (f'{n}', fix), (summary, fix)]
     path.write_text(json.dumps(issues, indent=2, ensure_ascii=False), encoding='utf-8')
     return path, facts
 
