@@ -24,28 +24,29 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'PROSE_CELL', '
            'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE',
            'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER',
            'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE',
-           'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES',
-           'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED',
-           'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST',
-           'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
-           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'Document', 'Reader',
-           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'prose_columns',
-           'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records', 'is_json_records',
-           'json_record_document', 'has_html', 'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures',
-           'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document',
-           'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
-           'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day',
-           'slack_markdown', 'slack_names', 'slack_messages', 'slack_day', 'text_document', 'text_reader',
-           'content_kind', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
-           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
-           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
-           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
-           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
-           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
-           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
-           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
+           'CHAT_READER', 'CHAT_FIELDS', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
+           'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV',
+           'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE',
+           'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR',
+           'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE',
+           'HTML_SHEETS', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version',
+           'reader_version', 'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records',
+           'is_json_records', 'json_record_document', 'has_html', 'front_matter', 'ocr_suffix', 'data_uris_dropped',
+           'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages',
+           'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage',
+           'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown',
+           'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_messages', 'slack_day',
+           'chat_field', 'chat_time', 'is_chat_json', 'chat_document', 'text_document', 'text_reader', 'content_kind',
+           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
+           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
+           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
+           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
+           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
+           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
+           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
+           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
+           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
+           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
            'html_sheets_document', 'text_sheet_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
@@ -173,7 +174,7 @@ RECORD_FIELD = 80   # a record's cell longer than this is a paragraph of its own
 _RECORD_ESCAPE = re.compile(r'^(#{1,6}\s|```|~~~)')     # a heading or a fence that a cell's line would open
 
 def record_key(header:list[str], prose:set[int]) -> tuple[int|None, int|None]:
-    "The columns of a record's key and title: those named so (`_KEY_HEADER`, `_TITLE_HEADER`), else its first short one."
+    "A record's key and title columns: those named so (`_KEY_HEADER`, `_TITLE_HEADER`), else its first short one."
     short = [j for j in range(len(header)) if j not in prose]
     key = next((j for j in short if _KEY_HEADER.match(header[j])), None)
     title = next((j for j in short if j != key and _TITLE_HEADER.match(header[j])), None)
@@ -224,7 +225,8 @@ def json_items(text:str, # a JSON list, an object holding lists, or JSON Lines
             return [(i, json.loads(ln)) for i, ln in enumerate(text.split('\n'), 1) if ln.strip()]
         data = json.loads(text)
         if isinstance(data, dict):
-            lists = [(len(v), k) for k, v in data.items() if isinstance(v, list) and any(isinstance(x, dict) for x in v)]
+            lists = [(len(v), k) for k, v in data.items()
+                     if isinstance(v, list) and any(isinstance(x, dict) for x in v)]
             if not lists: return []
             key = max(lists)[1]
             if len(json.dumps(data[key])) < 0.8 * len(json.dumps(data)): return []    # not the file's content
@@ -248,8 +250,9 @@ def _json_flat(v, key:str='', depth:int=0) -> list[tuple[str, str]]:
             if depth < 3 else [(key, _one_line(json.dumps(v, ensure_ascii=False)))]
     if isinstance(v, list):
         if all(not isinstance(x, (dict, list)) for x in v): return [(key, ', '.join(_json_text(x) for x in v))]
-        return [(key, '\n'.join(' · '.join(f'{k}: {_one_line(t)}' for k, t in _json_flat(x) if t) if isinstance(x, dict)
-                                else _one_line(_json_text(x)) for x in v))]
+        line = lambda x: ' · '.join(f'{k}: {_one_line(t)}' for k, t in _json_flat(x) if t) if isinstance(x, dict) \
+            else _one_line(_json_text(x))
+        return [(key, '\n'.join(map(line, v)))]
     return [(key, _json_text(v))]
 
 def _json_text(v) -> str:
@@ -1370,6 +1373,86 @@ def _slack_day(path:Path, text:str) -> dict:
     return dict(text='\n'.join(t for _, t in rows), title=f'#{names.get(channel, channel)} {path.stem}',
                 lines=[ln for ln, _ in rows], anchors=sorted(set(anchors)), kind='chat', mode='documental')
 
+# %% ../nbs/01a_readers.ipynb #83bede4e
+CHAT_READER = 'chat-v1'      # a chat's messages exported as JSON (Google Chat, Discord, Mattermost, Teams)
+CHAT_FIELDS = {  # a message's fields as each export names them (after `_json_flat`; `post.` is Mattermost's prefix)
+    'text': ('text', 'content', 'message', 'body.content', 'msg'),
+    'author': ('creator.name', 'author.name', 'author.nickname', 'from.user.displayName', 'sender.name', 'user_name',
+               'username', 'author', 'sender', 'user'),
+    'time': ('created_date', 'createdDateTime', 'timestamp', 'create_at', 'created_at', 'date', 'time'),
+    'thread': ('thread_id', 'root_id', 'replyToId', 'topic_id', 'thread.name'),
+    'id': ('id', 'message_id', 'message_id.id', 'name')}
+_CHAT_TIME_FORMATS = ('%A, %B %d, %Y at %I:%M:%S %p %Z', '%A, %d %B %Y at %H:%M:%S %Z')   # Google Takeout's
+
+def chat_field(m:dict, # a message, flattened (`_json_flat`)
+               kind:str) -> str: # 'text', 'author', 'time', 'thread' or 'id'
+    "A message's field of this kind, by the names the exports give it (`CHAT_FIELDS`), with or without `post.`."
+    return next((str(m[k]) for name in CHAT_FIELDS[kind] for k in (name, 'post.' + name) if m.get(k) not in (None, '')),
+                '')
+
+def chat_time(v:str) -> datetime.datetime|None:
+    "A message's time, in UTC: epoch seconds or milliseconds, ISO 8601, or Google Takeout's words; None if not one."
+    v = v.replace('\u202f', ' ').strip()
+    try:
+        x = float(v)
+        return datetime.datetime.fromtimestamp(x / 1000 if x > 1e11 else x, datetime.timezone.utc)
+    except (ValueError, OverflowError, OSError): pass
+    for parse in [lambda s: datetime.datetime.fromisoformat(s.replace('Z', '+00:00'))] + [
+            lambda s, f=f: datetime.datetime.strptime(s, f) for f in _CHAT_TIME_FORMATS]:
+        try: t = parse(v)
+        except ValueError: continue
+        return t.astimezone(datetime.timezone.utc) if t.tzinfo else t.replace(tzinfo=datetime.timezone.utc)
+    return None
+
+# %% ../nbs/01a_readers.ipynb #c9bdd103
+def is_chat_json(path:str|Path, text:str) -> bool:
+    """Is `text` (JSON or JSON Lines) a chat's messages: most of its first items with a text, an author and a time,
+    and the texts short (their median under 300 characters; longer ones are records: tickets, posts)?"""
+    head = text[:4096].lstrip()
+    if head[:1] not in '[{' or not any(f'"{k}"' in head for k in ('created_date', 'timestamp', 'createdDateTime',
+                                                                  'create_at', 'created_at', 'date', 'time')):
+        return False
+    try: items = [dict(_json_flat(x)) for _, x in _json_sample(text, inner_path(path).name) if isinstance(x, dict)]
+    except (ChunkingError, ValueError): return False
+    said = [m for m in items if chat_field(m, 'text') and chat_field(m, 'author') and chat_time(chat_field(m, 'time'))]
+    sizes = sorted(len(chat_field(m, 'text')) for m in said)
+    return len(said) >= 2 and 5 * len(said) >= 4 * len(items) and sizes[len(sizes) // 2] < 300
+
+def _chat_text(m:dict) -> str:
+    "A message's text as markdown lines; a Teams message's HTML body as its text."
+    t = chat_field(m, 'text')
+    if m.get('body.contentType') == 'html' or re.match(r'\s*<(p|div|span|br)\b', t):
+        t = html_lib.unescape(re.sub(r'<[^>]+>', '', re.sub(r'<br\s*/?>|</p>|</div>', '\n', t)))
+    return _cell_lines(t)
+
+def chat_document(path:str|Path, # a chat's JSON (or JSON Lines) export
+                  text:str) -> dict: # its text
+    "`Document` fields of a chat export read as conversations (`chat-v1`, above)."
+    p, rows, anchors, sections, threads = inner_path(path), [], [], [], {}
+    msgs = []
+    for ln, x in json_items(text, p.name):
+        m = dict(_json_flat(x)) if isinstance(x, dict) else {}
+        if (said := _chat_text(m)) and (who := chat_field(m, 'author')):
+            msgs.append((ln, who, chat_time(chat_field(m, 'time')), said, chat_field(m, 'thread'), chat_field(m, 'id')))
+    if all(when for _, _, when, *_ in msgs): msgs.sort(key=lambda msg: msg[2])
+    for msg in msgs:
+        thread, when = msg[4], msg[2]
+        if thread and thread in threads: threads[thread].append(msg)
+        elif thread: sections.append(threads.setdefault(thread, [msg]))
+        elif (sections and not sections[-1][0][4] and when and sections[-1][-1][2]
+              and (when - sections[-1][-1][2]).total_seconds() <= SLACK_PAUSE):
+            sections[-1].append(msg)
+        else: sections.append([msg])
+    for section in sections:
+        rows += [(section[0][0], '# ' + _slack_title(section[0][3], section[0][1])), (section[0][0], '')]
+        for ln, who, when, said, _, mid in section:
+            if mid: anchors.append((ln, re.sub(r'[\s%#]', lambda c: quote(c.group()), mid)))
+            lines = f"{who} [{when.strftime('%Y-%m-%d %H:%M') if when else '?'}]: {said}".split('\n')
+            rows += [(ln, '\\' + t if i and ATX_HEADING.match(t) else t) for i, t in enumerate(lines)] + [(ln, '')]
+    name = p.parent.name if p.stem.lower() in ('messages', 'data', 'export', 'chat') else p.stem
+    return dict(text='\n'.join(t for _, t in rows), title=name, lines=[ln for ln, _ in rows],
+                anchors=sorted(set(anchors)), kind='chat', mode='documental')
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
@@ -1402,8 +1485,8 @@ _TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, tex
     MAN_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), man_markdown(t))),
     INFO_READER: lambda _, t: dict(zip(('text', 'title', 'lines', 'anchors'), info_markdown(t))),
     LATEX_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), latex_markdown(t))),
-    SLACK_READER: slack_day, JSON_RECORDS_READER: json_record_document}
-READER_MODES.update({SLACK_READER: 'documental', JSON_RECORDS_READER: 'documental'})
+    SLACK_READER: slack_day, CHAT_READER: chat_document, JSON_RECORDS_READER: json_record_document}
+READER_MODES.update({SLACK_READER: 'documental', CHAT_READER: 'documental', JSON_RECORDS_READER: 'documental'})
 TEXT_READERS = (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, DATA_URI_READER, MEDIAWIKI_READER,
                 *_TEXT_DOCUMENTS)
 
@@ -1412,6 +1495,7 @@ def text_reader(path:str|Path, text:str) -> str:
     parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
     ext = inner_path(path).suffix.lower()
     if ext == '.json' and is_slack_day(path, text): return SLACK_READER
+    if ext in JSON_RECORD_EXTS and is_chat_json(path, text): return CHAT_READER
     if ext in JSON_RECORD_EXTS and is_json_records(path, text): return JSON_RECORDS_READER
     if ext in WIKI_EXTS or ext == '.xml' and is_mediawiki_export(text): return MEDIAWIKI_READER
     if ext == '.txt' and is_dokuwiki(text): return DOKUWIKI_READER

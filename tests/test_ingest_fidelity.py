@@ -420,8 +420,8 @@ def slack_export(root: Path):
 def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(tmp_path):
     """A MediaWiki export: each content page alone, titled and cited by it, talk, redirect and template pages out; a
     DokuWiki page with its headings, steps, code and table; a NEWS file's root prompt as text; a Slack export, as a
-    folder and as a zip: a thread as prose, its lists left out; a JSON export of issues as records; a Confluence
-    export's page tree left out."""
+    folder and as a zip: a thread as prose, its lists left out; a Google Chat export as a conversation; a JSON export
+    of issues as records; a Confluence export's page tree left out."""
     kb = tmp_path / 'kb'
     (kb / 'pages' / 'ops').mkdir(parents=True)
     (kb / 'pages' / 'ops' / 'copias.txt').write_text(DOKUWIKI_PAGE)
@@ -446,6 +446,12 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
                                                 {'number': 8, 'title': 'disco lleno', 'body': 'Los registros de faro '
                                                  'llenan /var en dos días si no se rotan cada noche. ' * 3}], indent=2))
     (kb / 'package.json').write_text('{"name": "faro", "version": "1.0.0"}\n')      # configuration: code, as before
+    (kb / 'chat').mkdir()                                           # a Google Chat space from Takeout
+    (kb / 'chat' / 'messages.json').write_text(json.dumps({'messages': [
+        {'creator': {'name': 'Ana García'}, 'created_date': 'Tuesday, May 7, 2024 at 10:00:00 AM UTC',
+         'text': '¿Quién tiene la llave del CPD?'},
+        {'creator': {'name': 'Luis Gil'}, 'created_date': 'Tuesday, May 7, 2024 at 10:05:00 AM UTC',
+         'text': 'La tiene el turno de noche.'}]}, indent=2))
     (kb / 'ops' / 'styles').mkdir(parents=True)                     # a Confluence space exported as HTML
     (kb / 'ops' / 'styles' / 'site.css').write_text('body { margin: 0 }\n')
     (kb / 'ops' / 'index.html').write_text('<h2>Available Pages:</h2><ul><li><a href="Copias_1.html">Copias</a></li>'
@@ -457,14 +463,18 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
         rep = index_paths(s, [kb])
         chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
         versions = {Path(k).name: v.chunker_version.split('+')[0] for k, v in s.sources().items()}
-        assert index_paths(s, [kb]).counts()['unchanged'] == 13
+        assert index_paths(s, [kb]).counts()['unchanged'] == 14
     assert {k: v for k, v in versions.items() if k != 'slack-export.zip'} == {
         'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1', 'copias.txt': 'dokuwiki-v1', 'guardia.org': 'org-v1',
         'faro.1': 'man-v1', 'faro.info': 'info-v1', 'informe.tex': 'latex-v1',
         'pom.xml': 'documental-v2:t1500-m2200-o200', '2024-05-06.json': 'slack-v1', 'issues.json': 'jsonrecords-v1',
-        'package.json': 'codigo-v2:t1500-m2200', 'Copias_1.html': 'html-v4'}
+        'package.json': 'codigo-v2:t1500-m2200', 'Copias_1.html': 'html-v4', 'messages.json': 'chat-v1'}
     assert sorted((Path(f).name, what) for f, what in rep.generated) == [
         ('channels.json', "chat export's lists"), ('index.html', 'index pages'), ('users.json', "chat export's lists")]
+    chat, = [c for c in chunks if c.source.endswith('messages.json')]
+    assert chat.text.split('\n')[:1] + chat.text.split('\n\n')[1:] == [
+        '[Doc: chat > ¿Quién tiene la llave del CPD?]', 'Ana García [2024-05-07 10:00]: ¿Quién tiene la llave del CPD?',
+        'Luis Gil [2024-05-07 10:05]: La tiene el turno de noche.']
     issues, = [c for c in chunks if c.source.endswith('issues.json')]
     assert issues.text.split('\n')[:3] == ['[Doc: issues]', '## 7 · faro no arranca', ''] and '"' not in issues.text
     assert (issues.start_line, issues.end_line, issues.cite) == (2, 7, 'kb/issues.json#7')   # its key; the file's lines
