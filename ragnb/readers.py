@@ -165,8 +165,8 @@ def prose_columns(header:list[str], # a sheet's first row
 
 _WORD = re.compile(r'[^\W\d_]{2,}')
 def prose_like(s:str) -> bool:
-    "Are most of `s`'s words made of letters (at least 12 words)? Prose is; a list of URLs, paths or ids is not."
-    tokens = [t.strip('.,;:!?¿¡()[]"\'«»*_`') for t in s.split()]
+    "Are most of `s`'s words (its first 100) made of letters, 12 or more? Prose is; a list of URLs, paths or ids not."
+    tokens = [t.strip('.,;:!?¿¡()[]"\'«»*_`') for t in s.split(maxsplit=100)[:100]]
     return len(tokens) >= 12 and sum(bool(_WORD.fullmatch(t)) for t in tokens) >= 0.6 * len(tokens)
 
 _NUMBER = re.compile(r'[-+]?[\d.,:/ ]+')
@@ -247,11 +247,11 @@ def _json_flat(v, key:str='', depth:int=0) -> list[tuple[str, str]]:
     "`(field, text)` of a JSON value: objects' fields as `a.b`, lists of values joined, a list of objects a line each."
     if isinstance(v, dict):
         return [f for k, x in v.items() for f in _json_flat(x, f'{key}.{k}' if key else str(k), depth + 1)] \
-            if depth < 3 else [(key, _one_line(json.dumps(v, ensure_ascii=False)))]
+            if depth < 4 else [(key, _one_line(json.dumps(v, ensure_ascii=False)))]
     if isinstance(v, list):
         if all(not isinstance(x, (dict, list)) for x in v): return [(key, ', '.join(_json_text(x) for x in v))]
-        line = lambda x: ' · '.join(f'{k}: {_one_line(t)}' for k, t in _json_flat(x) if t) if isinstance(x, dict) \
-            else _one_line(_json_text(x))
+        line = lambda x: ' · '.join(f'{k}: {_one_line(t)}' for k, t in _json_flat(x, '', depth + 1) if t) \
+            if isinstance(x, dict) else _one_line(_json_text(x))             # deeper than 4: the rest as JSON
         return [(key, '\n'.join(map(line, v)))]
     return [(key, _json_text(v))]
 
@@ -276,7 +276,7 @@ def _json_table(raw:list[tuple[int, dict]]) -> tuple[list[str], list[tuple[int, 
     header = list(dict.fromkeys(k for _, rec in items for k in rec))
     return header, [(ln, [_cell_lines(rec.get(k, '')) for k in header]) for ln, rec in items]
 
-JSON_SAMPLE = 256 * 1024   # a list's or JSON Lines file's items in its first bytes decide (a dict is read whole)
+JSON_SAMPLE = 64 * 1024   # a list's or JSON Lines file's items in its first characters decide (a dict: read whole)
 
 def is_json_records(path:str|Path, text:str) -> bool:
     """Is `text` (a `.json`, `.jsonl` or `.ndjson` file) records with prose (`json_records`)? Decided on the items in
@@ -287,12 +287,16 @@ def is_json_records(path:str|Path, text:str) -> bool:
     except (ChunkingError, ValueError): return False
 
 def _json_sample(text:str, name:str) -> list[tuple[int, object]]:
-    "The items whole in the first `JSON_SAMPLE` characters of a list or JSON Lines file (`json_items`); a dict's all."
+    """The items whole in the first `JSON_SAMPLE` characters (100 at most) of a JSON Lines file, of a list, or of an
+    object's list of objects that opens in its first 4 KB (`{"issues": [{...`); none for other objects."""
     if name.lower().endswith(('.jsonl', '.ndjson')):
         return json_items(text[:JSON_SAMPLE].rsplit('\n', 1)[0] if len(text) > JSON_SAMPLE else text, name)
-    if not text.lstrip().startswith('['): return json_items(text, name)
-    dec, out, i = json.JSONDecoder(), [], text.index('[') + 1
-    while (i := _JSON_GAP.match(text, i).end()) < min(len(text), JSON_SAMPLE) and text[i] != ']':
+    if text.lstrip().startswith('['): i = text.index('[') + 1
+    elif (m := re.search(r'"(?:[^"\\]|\\.)*"\s*:\s*\[\s*(?=\{)', text[:4096])) and \
+            text.count('{', 0, m.start()) - text.count('}', 0, m.start()) == 1: i = m.end()    # a key of the top object
+    else: return []
+    dec, out = json.JSONDecoder(), []
+    while (i := _JSON_GAP.match(text, i).end()) < min(len(text), JSON_SAMPLE) and text[i] != ']' and len(out) < 100:
         item, i = dec.raw_decode(text, i)
         out.append((0, item))
     return out
@@ -301,8 +305,9 @@ def json_record_document(path:str|Path, text:str) -> dict:
     """`Document` fields of a JSON file of records (`json_records`, `record_blocks`): each line cites where its record
     opens, and each record is an anchor, its key (`issues.json#300`) or its place (`faq.json#3`)."""
     name = inner_path(path).name
+    if not (items := json_items(text, name)): return dict(text=text, mode='codigo')   # its sample misled: as code
     header, rows = _json_table([(ln, x if isinstance(x, dict) else {'value': x})        # an item not an object: kept
-                                for ln, x in json_items(text, name)])
+                                for ln, x in items])
     prose = prose_columns(header, [cells for _, cells in rows])
     if not prose and (sample := json_records(text, name, _json_sample(text, name))):   # as its first items decided
         prose = {header.index(sample[0][j]) for j in sample[2] if sample[0][j] in header}
@@ -1175,8 +1180,9 @@ _SLACK_TS = re.compile(r'"ts"\s*:\s*"\d{9,}\.\d+"')
 
 def is_slack_path(path:str|Path) -> bool:
     "Is `path` where a Slack export keeps a channel's day: `YYYY-MM-DD.json` in a folder beside the export's lists?"
-    p = Path(path)
-    return bool(_SLACK_DAY.fullmatch(p.name)) and all(os.path.isfile(p.parent.parent / f) for f in SLACK_LISTS[:2])
+    if not _SLACK_DAY.fullmatch(os.path.basename(os.fspath(path))): return False     # most files: no `Path` made
+    root = Path(path).parent.parent
+    return all(os.path.isfile(root / f) for f in SLACK_LISTS[:2])
 
 PLACE_KINDS.append(lambda p: 'chat' if is_slack_path(p) else None)
 
