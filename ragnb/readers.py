@@ -1297,7 +1297,7 @@ def _slack_body(m:dict, names:dict) -> str:
                        else f.get('title') or f.get('name')) for f in files]
     return '\n'.join(p for p in parts if p.strip())
 
-def _slack_title(md:str, fallback:str) -> str:
+def _chat_title(md:str, fallback:str) -> str:
     "A section's title from its first message: the first line of prose, markup out, at most 80 characters."
     for ln in outside_fences(md.split('\n')):
         text = _one_line(re.sub(r'\[([^\]]*)\]\([^)]*\)|[*~`>]', lambda m: m[1] or '', ln[1]).lstrip('- '))
@@ -1319,7 +1319,7 @@ def _slack_parent(path:Path, thread:str, names:dict, here:dict) -> tuple[str, st
     if m is None: return None
     md = _slack_body(m, names)
     head = f"{_slack_author(m, names)} [{_slack_time(thread, '%Y-%m-%d %H:%M')}]: "
-    return _slack_title(md, head), '\n'.join('> ' + ln for ln in (head + md).split('\n'))
+    return _chat_title(md, head), '\n'.join('> ' + ln for ln in (head + md).split('\n'))
 
 @functools.lru_cache(maxsize=32)
 def _slack_day_messages(path:str, _mtime:int) -> dict[str, dict]: # its time: a changed file is read again
@@ -1347,7 +1347,7 @@ def slack_day(path:str|Path, # the day file: `<channel>/<YYYY-MM-DD>.json` in th
     """A Slack export's day of one channel as markdown, one section per thread (its first message, then its
     replies; replies to a message of another day, or of a conversation, under that message quoted) and per
     conversation outside threads (messages less than `SLACK_PAUSE` apart), each titled by its first message
-    (`_slack_title`). A message is a paragraph, `Ana García [09:12]: ...`; joins, leaves, topic changes and other
+    (`_chat_title`). A message is a paragraph, `Ana García [09:12]: ...`; joins, leaves, topic changes and other
     notices (`SLACK_SKIP`) are left out. Returns `Document` fields: its text, title (`#general 2024-05-06`), the
     file's line of each line (where its message opens) and an anchor per message (`p1715000000000100`: Slack's link
     to it is `https://WORKSPACE.slack.com/archives/CHANNEL/p1715000000000100`)."""
@@ -1367,7 +1367,7 @@ def _slack_day(path:Path, text:str) -> dict:
         at, first = msgs[0]
         parent = _slack_parent(path, thread, names, here) if thread and thread != first['ts'] else None
         fallback = f"{_slack_author(first, names)} [{_slack_time(first['ts'])}]"
-        rows += [(at, '# ' + (parent[0] if parent else _slack_title(_slack_body(first, names), fallback))), (at, '')]
+        rows += [(at, '# ' + (parent[0] if parent else _chat_title(_slack_body(first, names), fallback))), (at, '')]
         if parent: rows += [(at, q) for q in parent[1].split('\n')] + [(at, '')]
         for ln, m in msgs:
             anchors.append((ln, 'p' + m['ts'].replace('.', '')))
@@ -1387,7 +1387,7 @@ CHAT_FIELDS = {  # a message's fields as each export names them (after `_json_fl
                'username', 'author', 'sender', 'user'),
     'time': ('created_date', 'createdDateTime', 'timestamp', 'create_at', 'created_at', 'date', 'time'),
     'thread': ('thread_id', 'root_id', 'replyToId', 'topic_id', 'thread.name'),
-    'id': ('id', 'message_id', 'message_id.id', 'name')}
+    'id': ('id', 'message_id', 'message_id.id')}
 _CHAT_TIME_FORMATS = ('%A, %B %d, %Y at %I:%M:%S %p %Z', '%A, %d %B %Y at %H:%M:%S %Z')   # Google Takeout's
 
 def chat_field(m:dict, # a message, flattened (`_json_flat`)
@@ -1450,7 +1450,7 @@ def chat_document(path:str|Path, # a chat's JSON (or JSON Lines) export
             sections[-1].append(msg)
         else: sections.append([msg])
     for section in sections:
-        rows += [(section[0][0], '# ' + _slack_title(section[0][3], section[0][1])), (section[0][0], '')]
+        rows += [(section[0][0], '# ' + _chat_title(section[0][3], section[0][1])), (section[0][0], '')]
         for ln, who, when, said, _, mid in section:
             if mid: anchors.append((ln, re.sub(r'[\s%#]', lambda c: quote(c.group()), mid)))
             lines = f"{who} [{when.strftime('%Y-%m-%d %H:%M') if when else '?'}]: {said}".split('\n')
