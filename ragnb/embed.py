@@ -1238,7 +1238,7 @@ def int8_encoder(doc:OpenVinoEncoder) -> OpenVinoEncoder:
             except OSError:
                 if not (dest / 'model.xml').exists(): raise
         finally: shutil.rmtree(tmp, ignore_errors=True)
-    return OpenVinoEncoder(doc.folder, dest / 'model.xml', bf16=doc.precision == 'bf16')
+    return OpenVinoEncoder(doc.folder, dest / 'model.xml', bf16=False)   # f32 around int8 products: "Sentences in int8"
 
 # %% ../nbs/02_embed.ipynb #ce15af1f
 @patch
