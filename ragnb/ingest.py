@@ -25,7 +25,7 @@ from .stores import StoreAPI, open_store, store_exists
 from .shards import SHARDS_FILE
 from .embed import Embedder, bundled_data_dir, model_for_languages, resolve_model, shows_progress
 from .lexical import text_language
-from .readers import (READERS, SLACK_LISTS, TARBALLS, TEXT_READERS, Document, Reader, document_version,
+from .readers import (DISGUISED, READERS, SLACK_LISTS, TARBALLS, TEXT_READERS, Document, Reader, document_version,
                            file_kind, locate_chunks, read_document, reader_for, reader_version, register_reader,
                            text_document)
 
@@ -722,8 +722,8 @@ def archive_document(data:bytes, # the archive's bytes
     return doc
 
 ARCHIVE_READER = register_reader(Reader(   # its version names every reader and chunker: a better one re-reads archives
-    'archive-v1.' + hashlib.sha1(' '.join(sorted({r.name for r in READERS.values()} | set(CHUNKERS)
-                                                 | set(TEXT_READERS)))
+    'archive-v1.' + hashlib.sha1(' '.join(sorted({r.name for r in (*READERS.values(), *DISGUISED.values())}
+                                                 | set(CHUNKERS) | set(TEXT_READERS)))
                                  .encode())
     .hexdigest()[:8], 'archive', archive_document), *ARCHIVE_EXTS)
 
@@ -839,8 +839,8 @@ def checked_paths(paths:list|str|Path) -> list[Path]:
     return paths
 
 # %% ../nbs/03a_ingest.ipynb #1feb43a7
-SAMPLE_SLOW = {'pdf': 3, 'archive': 2}   # files of a kind that takes seconds to read (a PDF: 1-4 s; an archive,
-                                         # a folder of files) read for the sample, at most
+SAMPLE_SLOW = {'pdf': 3, 'archive': 2, 'json': 12}   # files of a kind that take seconds to read (a PDF: 1-4 s; an
+                                       # archive, a folder of files; a large JSON export) read for the sample, at most
 _FENCED = re.compile(r'^(```|~~~).*?^\1[^\n]*$', re.M | re.S)
 _PARAGRAPH_LETTERS = 20   # a shorter paragraph (a heading, a table row) is too short to tell a language by
 _ADDRESS = re.compile(r'\S+@\S+|\w+://\S+|<[^>\s]*>')
@@ -874,6 +874,7 @@ def _kind_languages(files:list[Path], rep:IndexReport, max_chars:int) -> Counter
     for f in files:
         got = _read_or_report(f, rep, MAX_FILE_BYTES)
         doc = got and _document_or_report(f, got[0], rep)
+        if doc and doc.kind == 'json' and not (doc.reader and doc.mode == 'documental'): doc = None   # data: no prose
         prose = '\n\n'.join(_prose(doc.text, max_chars)) if doc else ''
         if lang := text_language(prose): sizes[lang] += len(prose)
     return sizes

@@ -5,7 +5,7 @@
 # %% ../nbs/01a_readers.ipynb #47841ec2
 from __future__ import annotations
 import base64, bisect, datetime, functools, html as html_lib, importlib.util, io, itertools, json, os, posixpath, re
-import struct, threading, unicodedata
+import hashlib, struct, threading, unicodedata
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -19,9 +19,9 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
                             _source_line)
 
 # %% auto #0
-__all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'PROSE_CELL', 'RECORD_FIELD', 'JSON_RECORDS_READER',
-           'JSON_RECORD_EXTS', 'JSON_SAMPLE', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER', 'MDX_READER',
-           'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE',
+__all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS', 'PROSE_CELL', 'RECORD_FIELD',
+           'JSON_RECORDS_READER', 'JSON_RECORD_EXTS', 'JSON_SAMPLE', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
+           'MDX_READER', 'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE',
            'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER',
            'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE',
            'CHAT_READER', 'CHAT_FIELDS', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
@@ -35,19 +35,19 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'PROSE_CELL', '
            'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages',
            'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage',
            'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown',
-           'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_messages', 'slack_day',
-           'chat_field', 'chat_time', 'is_chat_json', 'chat_document', 'text_document', 'text_reader', 'content_kind',
-           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document',
-           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
-           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
-           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
-           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
-           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
-           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
-           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
-           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
-           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
-           'html_sheets_document', 'text_sheet_document']
+           'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages',
+           'slack_day', 'chat_field', 'chat_time', 'is_chat_json', 'chat_document', 'text_document', 'text_reader',
+           'disguised_digest', 'content_kind', 'read_document', 'locate_chunks', 'page_generator',
+           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
+           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
+           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
+           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
+           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
+           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
+           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
+           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
+           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
+           'transcript_cues', 'transcript_document', 'html_sheets_document', 'text_sheet_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -95,7 +95,7 @@ def reader_for(path:str|Path) -> Reader|None:
     return READERS.get('.tar' if p.name.lower().endswith(TARBALLS) else p.suffix.lower())
 
 # %% ../nbs/01a_readers.ipynb #71b5c350
-PLACE_KINDS: list[Callable] = []   # `f(path)` → a text file's kind by where it is ('chat': a Slack day), or None
+PLACE_KINDS: list[Callable] = []   # `f(path)` → a text file's kind by its place or name ('chat', 'json'), or None
 
 def file_kind(path:str|Path) -> str:
     """What a file is, for reports and for telling a corpus's languages: its reader's kind, the kind its place
@@ -110,9 +110,12 @@ def document_version(path:str|Path,
     "What the store records as the file's chunker version: the reader's name, if any, and the chunking strategy."
     r = reader_for(path)
     name = r.name if r else text_reader(path, text) if text is not None else ''
-    return reader_version(name, strategy_version(path, mode=READER_MODES.get(name), **kw))
+    mode = READER_MODES.get(name)
+    if (inputs := READER_INPUTS.get(name)) and (digest := inputs(path)): name = f'{name}.{digest}'
+    return reader_version(name, strategy_version(path, mode=mode, **kw))
 
 READER_MODES = {}   # a text reader's name → the chunking mode of what it reads, where not the extension's
+READER_INPUTS = {}  # a text reader's name → `f(path)`: a digest of what else it reads (a Slack export's names)
 
 def reader_version(reader:str, chunker_version:str) -> str:
     "The one format of a converted file's version: 'html-v1+documental-v2:…'; the chunker's alone for plain files."
@@ -209,6 +212,8 @@ def record_blocks(sheet:str, header:list[str], body:list[tuple[int, list[str]]],
 # %% ../nbs/01a_readers.ipynb #e792b103
 JSON_RECORDS_READER = 'jsonrecords-v1'    # a JSON (or JSON Lines) file of records with prose, read as records
 JSON_RECORD_EXTS = ('.json', '.jsonl', '.ndjson')
+PLACE_KINDS.append(lambda p: 'json' if inner_path(p).suffix.lower() in JSON_RECORD_EXTS else None)  # records, a chat,
+                                                      # or data: only its text tells (the language sample reads it)
 _JSON_GAP = re.compile(r'[\s,]*')     # between a JSON list's items
 _LONG_JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.){%d,}"' % PROSE_CELL)
 
@@ -1184,7 +1189,7 @@ def is_slack_path(path:str|Path) -> bool:
     root = Path(path).parent.parent
     return all(os.path.isfile(root / f) for f in SLACK_LISTS[:2])
 
-PLACE_KINDS.append(lambda p: 'chat' if is_slack_path(p) else None)
+PLACE_KINDS.insert(0, lambda p: 'chat' if is_slack_path(p) else None)   # before 'json': a Slack day is a JSON file
 
 def is_slack_day(path:str|Path, text:str) -> bool:
     """Is `text` a day of a Slack export's channel: a file named `YYYY-MM-DD.json` holding a list of messages with
@@ -1237,17 +1242,34 @@ def _slack_token(inner:str, names:dict) -> str:
 def slack_names(root:str|Path) -> dict[str, str]:
     """Ids → names in the Slack export whose root is `root`: people (`users.json`) by their real names, channels
     and group chats by theirs, a direct message by its people's; `{}` where the folder holds none of those lists."""
-    root, key = Path(root), []
+    key = _slack_lists(Path(root))
+    return _slack_names(str(root), key) if key else {}
+
+def slack_names_digest(path:str|Path) -> str: # a day file: `<channel>/<YYYY-MM-DD>.json`
+    """A digest of the names a day file's messages are shown with (`slack_names` of its export), in its version
+    (`READER_INPUTS`): a person or channel renamed in the export re-reads its days; '' where it has no lists."""
+    root = Path(path).parent.parent
+    key = _slack_lists(root)
+    return _slack_digest(str(root), key) if key else ''
+
+def _slack_lists(root:Path) -> tuple:
+    "`(name, time, size)` of the export's lists found in the folder `root`: a change of one reads them again."
+    key = []
     for f in SLACK_LISTS:
-        try: key.append((f, os.stat(root / f).st_mtime_ns))
-        except OSError: pass
-    return _slack_names(str(root), tuple(key)) if key else {}
+        try: st = os.stat(root / f)
+        except OSError: continue
+        key.append((f, st.st_mtime_ns, st.st_size))
+    return tuple(key)
+
+@functools.lru_cache(maxsize=8)
+def _slack_digest(root:str, key:tuple) -> str:
+    return hashlib.sha1(json.dumps(sorted(_slack_names(root, key).items())).encode()).hexdigest()[:8]
 
 @functools.lru_cache(maxsize=8)
 def _slack_names(root:str, key:tuple) -> dict[str, str]:
-    "`slack_names` of the lists in `key` (name, time), read once per change."
+    "`slack_names` of the lists in `key` (`_slack_lists`), read once per change."
     lists = {}
-    for f, _ in key:
+    for f, *_ in key:
         try: got = json.loads(read_text_file(Path(root) / f))
         except (ValueError, OSError, ChunkingError): continue       # a list that cannot be read names nothing
         lists[f] = [it for it in got if isinstance(it, dict) and isinstance(it.get('id'), str)] \
@@ -1493,6 +1515,7 @@ _TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, tex
     LATEX_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), latex_markdown(t))),
     SLACK_READER: slack_day, CHAT_READER: chat_document, JSON_RECORDS_READER: json_record_document}
 READER_MODES.update({SLACK_READER: 'documental', CHAT_READER: 'documental', JSON_RECORDS_READER: 'documental'})
+READER_INPUTS[SLACK_READER] = slack_names_digest
 TEXT_READERS = (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, DATA_URI_READER, MEDIAWIKI_READER,
                 *_TEXT_DOCUMENTS)
 
@@ -1517,6 +1540,14 @@ def text_reader(path:str|Path, text:str) -> str:
 
 # %% ../nbs/01a_readers.ipynb #f9bf8da4
 DISGUISED: dict[tuple[str, str], Reader] = {}   # (extension, `content_kind` of its bytes) → the reader to use
+
+def disguised_digest(*exts:str, # the extensions of one format ('.doc', '.dot')
+                     table:dict|None=None, # (extension, kind) → reader; `DISGUISED`
+                    ) -> str:
+    """A digest of the readers that files under these names may go to instead of their own, in their version
+    (`READER_INPUTS`): a better DOCX reader re-reads a DOCX saved as `.doc` too; '' where there are none."""
+    names = sorted({r.name for (e, _), r in (DISGUISED if table is None else table).items() if e in exts})
+    return hashlib.sha1(' '.join(names).encode()).hexdigest()[:8] if names else ''
 
 def content_kind(data:bytes) -> str|None:
     """What a file's first bytes say it is, whatever its name: 'ole' (Office 97-2003), 'zip' (Office Open XML...),
@@ -4326,4 +4357,6 @@ for ext in ('.xls', '.xlt'):
     DISGUISED.update({(ext, 'zip'): READERS['.xlsx'], (ext, 'html'): HTML_SHEETS,
                       (ext, 'text'): Reader('textsheet-v1', 'xls', text_sheet_document)})
 for ext in ('.ppt', '.pps', '.pot'): DISGUISED[(ext, 'zip')] = READERS['.pptx']
+for exts in (('.doc', '.dot'), ('.xls', '.xlt'), ('.ppt', '.pps', '.pot')):
+    READER_INPUTS[READERS[exts[0]].name] = lambda _, exts=exts: disguised_digest(*exts)
 if importlib.util.find_spec('rapidocr'): register_reader(Reader('tiff-ocr1', 'tiff', tiff_document), '.tif', '.tiff')

@@ -420,8 +420,9 @@ def slack_export(root: Path):
 def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(tmp_path):
     """A MediaWiki export: each content page alone, titled and cited by it, talk, redirect and template pages out; a
     DokuWiki page with its headings, steps, code and table; a NEWS file's root prompt as text; a Slack export, as a
-    folder and as a zip: a thread as prose, its lists left out; a Google Chat export as a conversation; a JSON export
-    of issues as records; a Confluence export's page tree left out."""
+    folder and as a zip: a thread as prose, its lists left out, its days read again when a person is renamed; a
+    Google Chat export as a conversation; a JSON export of issues as records; a Confluence export's page tree left
+    out."""
     kb = tmp_path / 'kb'
     (kb / 'pages' / 'ops').mkdir(parents=True)
     (kb / 'pages' / 'ops' / 'copias.txt').write_text(DOKUWIKI_PAGE)
@@ -462,8 +463,14 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
         rep = index_paths(s, [kb])
         chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
-        versions = {Path(k).name: v.chunker_version.split('+')[0] for k, v in s.sources().items()}
+        versions = {Path(k).name: v.chunker_version.split('+')[0].split('.')[0] for k, v in s.sources().items()}
         assert index_paths(s, [kb]).counts()['unchanged'] == 14
+        users = json.loads((kb / 'slack' / 'users.json').read_text())
+        users[1]['profile']['real_name'] = 'Luis Gil Pérez'                 # renamed in the workspace, exported again
+        (kb / 'slack' / 'users.json').write_text(json.dumps(users))
+        again = index_paths(s, [kb])
+        renamed = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
+    assert [Path(f).name for f in again.updated] == ['2024-05-06.json'] and again.counts()['unchanged'] == 13
     assert {k: v for k, v in versions.items() if k != 'slack-export.zip'} == {
         'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1', 'copias.txt': 'dokuwiki-v1', 'guardia.org': 'org-v1',
         'faro.1': 'man-v1', 'faro.info': 'info-v1', 'informe.tex': 'latex-v1',
@@ -485,6 +492,8 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
     assert day.text == zipped.text == (
         '[Doc: #soporte 2024-05-06 > ¿Cómo reinicio faro? @Luis Gil]\n# ¿Cómo reinicio faro? @Luis Gil\n\n'
         'Ana García [10:01]: ¿Cómo reinicio **faro**? @Luis Gil\n\nLuis Gil [10:03]: Con `systemctl restart faro`.')
+    assert [c.text for c in renamed if c.source.endswith('slack/soporte/2024-05-06.json')] == [
+        day.text.replace('Luis Gil', 'Luis Gil Pérez')]                    # the day read again with the new name
     assert [(p.rsplit('/', 1)[-1], why[:60]) for p, why in rep.skipped] == [
         ('roto.xml', f'{kb / "roto.xml"}: not a well-formed MediaWiki export'[:60])]
     wiki = sorted((c for c in chunks if c.source.endswith('wiki.xml')), key=lambda c: c.start_line)
