@@ -12,7 +12,8 @@ preformatted command, a table of ports and a captioned picture, plus their talk 
 a Slack workspace's export (a zip of 12 threads over six days, each question answered in its thread, every third
 the next day, among join notices, a bot's alerts and link previews), and a ticket tracker's CSV export (Jira's
 columns, two of them `Comment`: 10 incidents, each with a description of about 2,400 characters and a fix), and the
-same incidents as a tracker's JSON export (GitHub's `gh issue list --json` shape; LlamaIndex reads it as text).
+same incidents as a tracker's JSON export (GitHub's `gh issue list --json` shape; LlamaIndex reads it as text), and
+an API's OpenAPI description (20 operations, their request bodies' schemas by `$ref`; LlamaIndex reads it as text).
 Where `soffice` is installed (`apt install libreoffice-writer-nogui libreoffice-calc-nogui
 libreoffice-impress-nogui`), LibreOffice saves the Word manual, the workbook and the deck again
 as Word, Excel and PowerPoint 97-2003 (`.doc`, `.xls`, `.ppt`), and the manual as RTF.
@@ -27,7 +28,8 @@ Per format and tool:
 
 - facts: the bullets, notes, paragraphs and rows written that reach one chunk whole (a row: all its cells; a Slack
   answer: alone, with its question, and with the asker's name; a ticket's comments, and its fix with its key and
-  with its summary);
+  with its summary; an API operation's description, alone and with its summary, and its path with the description
+  of its request body's required field);
 - placed: chunks whose metadata says where in the file they are (slide, sheet and row, chapter, heading, message);
 - headed: for the spreadsheets, the chunks holding rows that also hold the column names;
 - chars: the characters of all chunks, what an LLM would be given to read; ms: reading and splitting.
@@ -36,7 +38,7 @@ Per format and tool:
 """
 import contextlib, csv, io, pathlib, re, shutil, subprocess, sys, tempfile, time
 
-SLIDES, ROWS, CHAPTERS, SECTIONS, MESSAGES, PAGES, THREADS, TICKETS = 12, 300, 8, 6, 20, 10, 12, 10
+SLIDES, ROWS, CHAPTERS, SECTIONS, MESSAGES, PAGES, THREADS, TICKETS, OPERATIONS = 12, 300, 8, 6, 20, 10, 12, 10, 20
 HEADER = ('equipo', 'sala', 'ip', 'responsable')
 
 
@@ -118,6 +120,7 @@ def make(folder: pathlib.Path) -> dict:
     out['slack'] = slack_export(folder / 'slack.zip')
     out['tickets'] = ticket_export(folder / 'tickets.csv')
     out['json'] = issue_export(folder / 'issues.json')
+    out['openapi'] = api_description(folder / 'api.yaml')
     if shutil.which('soffice'):                        # the same files as Word and Excel 97-2003
         for fmt, src in (('doc', 'docx'), ('xls', 'xlsx'), ('ppt', 'pptx'), ('rtf', 'docx')):
             subprocess.run(['soffice', '--headless', '--convert-to', fmt, '--outdir', str(folder), str(out[src][0])],
@@ -301,6 +304,33 @@ def issue_export(path: pathlib.Path) -> tuple:
     return path, facts
 
 
+def api_description(path: pathlib.Path) -> tuple:
+    """An API's OpenAPI description in YAML (PyYAML's dump, as frameworks write it): OPERATIONS operations, each with
+    a summary, a description of about 250 characters and a request body naming its schema by `$ref`, the schemas
+    at the end under `components`. The facts: each description whole, and with its summary; each operation's path
+    with the description of its body's required field."""
+    import yaml
+    paths, schemas, facts = {}, {}, []
+    for i in range(OPERATIONS):
+        desc = (f'Reinicia el servicio faro-{i} sin cortar las conexiones abiertas: primero deja de aceptar '
+                f'peticiones nuevas, luego espera a que acaben las que están en curso y por último arranca la '
+                f'versión desplegada. Solo pueden llamarla los operadores del turno {i % 3}.')
+        field = f'Segundos que faro-{i} espera a que acaben las peticiones en curso antes de reiniciar.'
+        paths[f'/servicios/faro-{i}/reinicio'] = {'post': {
+            'operationId': f'reiniciaFaro{i}', 'summary': f'Reinicia faro-{i}', 'description': desc,
+            'requestBody': {'required': True, 'content': {'application/json': {'schema': {
+                '$ref': f'#/components/schemas/Reinicio{i}'}}}},
+            'responses': {'202': {'description': f'Reinicio de faro-{i} aceptado.'}}}}
+        schemas[f'Reinicio{i}'] = {'type': 'object', 'required': ['espera'], 'properties': {
+            'espera': {'type': 'integer', 'description': field},
+            'motivo': {'type': 'string', 'description': f'Motivo del reinicio de faro-{i}, que queda en el registro.'}}}
+        facts += [desc, (f'Reinicia faro-{i}', desc), (f'/servicios/faro-{i}/reinicio', field)]
+    spec = {'openapi': '3.0.3', 'info': {'title': 'API de operaciones de Faro', 'version': '1.4'}, 'paths': paths,
+            'components': {'schemas': schemas}}
+    path.write_text(yaml.safe_dump(spec, allow_unicode=True, sort_keys=False), encoding='utf-8')
+    return path, facts
+
+
 def langchain_tickets(path: pathlib.Path) -> list[tuple[str, str | None]]:
     "LangChain's `CSVLoader` (a `column: value` document per row) cut by its recursive splitter; a place: its row."
     import warnings
@@ -352,7 +382,7 @@ LI_PLACES = ('page_label', 'sheet_name', 'row', 'chapter', 'title', 'section', '
 def llamaindex_chunks(fmt: str, path: pathlib.Path) -> list[tuple[str, str | None]] | None:
     "`(text, place)` of LlamaIndex's nodes of one file (None: no reader for the format)."
     from llama_index.core.node_parser import SentenceSplitter
-    if fmt in ('zip', 'mediawiki', 'slack', 'json'): return llamaindex_zip(path, unpacked=False)
+    if fmt in ('zip', 'mediawiki', 'slack', 'json', 'openapi'): return llamaindex_zip(path, unpacked=False)
     from llama_index.readers.file import (DocxReader, EpubReader, MboxReader, PagedCSVReader, PandasExcelReader,
                                           PptxReader, RTFReader)
     reader = dict(pptx=PptxReader, xlsx=PandasExcelReader, xls=PandasExcelReader, csv=PagedCSVReader, epub=EpubReader,

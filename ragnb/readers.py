@@ -24,30 +24,31 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'MDX_READER', 'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE',
            'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER',
            'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE',
-           'CHAT_READER', 'CHAT_FIELDS', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
-           'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV',
-           'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE',
-           'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR',
-           'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE',
-           'HTML_SHEETS', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version',
-           'reader_version', 'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records',
-           'is_json_records', 'json_record_document', 'has_html', 'front_matter', 'ocr_suffix', 'data_uris_dropped',
-           'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages',
-           'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage',
-           'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown',
-           'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages',
-           'slack_day', 'chat_field', 'chat_time', 'is_chat_json', 'chat_document', 'text_document', 'text_reader',
-           'disguised_digest', 'content_kind', 'read_document', 'locate_chunks', 'page_generator',
-           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
-           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
-           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
-           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
-           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
-           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
-           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
-           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
-           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
-           'transcript_cues', 'transcript_document', 'html_sheets_document', 'text_sheet_document']
+           'CHAT_READER', 'CHAT_FIELDS', 'OPENAPI_READER', 'OPENAPI_EXTS', 'HTTP_METHODS', 'TEXT_READERS', 'DISGUISED',
+           'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI',
+           'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
+           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
+           'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
+           'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'Document', 'Reader', 'register_reader',
+           'reader_for', 'file_kind', 'document_version', 'reader_version', 'prose_columns', 'prose_like', 'record_key',
+           'record_blocks', 'json_items', 'json_records', 'is_json_records', 'json_record_document', 'has_html',
+           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
+           'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
+           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
+           'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names',
+           'slack_names_digest', 'slack_messages', 'slack_day', 'chat_field', 'chat_time', 'is_chat_json',
+           'chat_document', 'is_openapi', 'openapi_document', 'text_document', 'text_reader', 'disguised_digest',
+           'content_kind', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
+           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
+           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
+           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
+           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
+           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
+           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
+           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
+           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
+           'html_sheets_document', 'text_sheet_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1481,6 +1482,161 @@ def chat_document(path:str|Path, # a chat's JSON (or JSON Lines) export
     return dict(text='\n'.join(t for _, t in rows), title=name, lines=[ln for ln, _ in rows],
                 anchors=sorted(set(anchors)), kind='chat', mode='documental')
 
+# %% ../nbs/01a_readers.ipynb #34ebb950
+OPENAPI_READER = 'openapi-v1'     # an OpenAPI 3 or Swagger 2 description, read as a page per operation
+OPENAPI_EXTS = ('.json', '.yaml', '.yml')
+HTTP_METHODS = ('get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace')
+_OPENAPI_HEAD = re.compile(r'^(?:[ \t]*\{?[ \t]*"(?:openapi|swagger)"[ \t]*:[ \t]*"|(?:openapi|swagger)[ \t]*:[ \t]*'
+                           r'["\']?)[23]\.', re.M)
+
+def is_openapi(path:str|Path, text:str) -> bool:
+    "Is `text` an API's description: JSON or YAML whose top level says `openapi: 3.x` or `swagger: \"2.0\"`?"
+    return inner_path(path).suffix.lower() in OPENAPI_EXTS and _OPENAPI_HEAD.search(text[:4096]) is not None
+
+def _api_ref(spec:dict, node, seen:frozenset=frozenset()) -> tuple[object, str, frozenset]:
+    "`(node, name, seen)`: a `$ref` inside the file followed (a chain too), with its last name; others as they are."
+    name = ''
+    while isinstance(node, dict) and isinstance(node.get('$ref'), str) and node['$ref'].startswith('#/'):
+        ref = node['$ref']
+        if ref in seen: return {}, ref.rsplit('/', 1)[-1], seen            # a schema that holds itself: named only
+        seen, name, node = seen | {ref}, ref.rsplit('/', 1)[-1], spec
+        for part in ref[2:].split('/'):
+            node = node.get(part.replace('~1', '/').replace('~0', '~'), {}) if isinstance(node, dict) else {}
+    return node, name, seen
+
+def _api_list(x) -> list: return x if isinstance(x, list) else []     # what a hand-edited file may hold instead
+def _api_dict(x) -> dict: return x if isinstance(x, dict) else {}
+
+def _api_type(spec:dict, schema, seen:frozenset=frozenset()) -> str:
+    "A schema in a few words: `string`, `integer (int64)`, `Tenant`, `array of Tenant`, `string: basico, pro`."
+    s, name, seen = _api_ref(spec, schema, seen)
+    if not isinstance(s, dict): return ''
+    if s.get('type') == 'array' or 'items' in s:
+        return f"array of {_api_type(spec, s.get('items') or {}, seen) or 'items'}"     # a list of itself: named
+    t = s.get('type') or ('object' if s.get('properties') or s.get('allOf') else '')
+    t = name or (' or '.join(map(str, t)) if isinstance(t, list) else str(t))      # 3.1: `type: [string, 'null']`
+    if s.get('format') and not name: t = f"{t} ({s['format']})"
+    if isinstance(s.get('enum'), list): t = f"{t}: {', '.join(map(str, s['enum'][:12]))}"
+    return t
+
+def _api_object(spec:dict, schema, seen:frozenset=frozenset()) -> tuple[dict, set, frozenset]:
+    "`(properties, required, seen)` of an object schema, `allOf` parts merged, `oneOf`/`anyOf` ones as optional."
+    s, _, seen = _api_ref(spec, schema, seen)
+    if not isinstance(s, dict): return {}, set(), seen
+    props, req = {}, set()
+    for part in _api_list(s.get('allOf')):
+        p, r, _ = _api_object(spec, part, seen)
+        props, req = {**props, **p}, req | r
+    for part in _api_list(s.get('oneOf')) or _api_list(s.get('anyOf')):
+        props = {**props, **_api_object(spec, part, seen)[0]}
+    props = {**props, **_api_dict(s.get('properties'))}
+    return props, req | {r for r in _api_list(s.get('required')) if isinstance(r, str)}, seen
+
+def _api_fields(spec:dict, schema, prefix:str='', depth:int=0, seen:frozenset=frozenset()) -> list[list[str]]:
+    "`[field, type, required, description]` of a schema's properties (an array's: its items'), nested ones as `a.b`."
+    s, _, _ = _api_ref(spec, schema, seen)
+    if depth == 0 and isinstance(s, dict) and s.get('type') == 'array': schema = s.get('items') or {}
+    props, req, seen = _api_object(spec, schema, seen)
+    rows = []
+    for name, prop in props.items():
+        p, _, _ = _api_ref(spec, prop, seen)
+        desc = next((x['description'] for x in (p, prop) if isinstance(x, dict) and x.get('description')), '')
+        rows.append([prefix + str(name), _api_type(spec, prop), 'yes' if name in req else 'no', _one_line(str(desc))])
+        if depth < 1 and _api_object(spec, prop, seen)[0]:
+            rows += _api_fields(spec, prop, f'{prefix}{name}.', depth + 1, seen)
+    return rows
+
+# %% ../nbs/01a_readers.ipynb #87d516c7
+def _api_operation(spec:dict, path:str, method:str, op:dict, shared:list) -> list[str]:
+    "An operation as markdown lines: its heading, description, parameters, request body's fields and responses."
+    summary = f" · {_one_line(str(op['summary']))}" if op.get('summary') else ''
+    out = [f'## {method.upper()} {path}{summary}', '']
+    if op.get('description'): out += [str(op['description']).strip(), '']
+    if op.get('deprecated'): out += ['Deprecated.', '']
+    params, body = [], None
+    for prm in [*_api_list(shared), *_api_list(op.get('parameters'))]:
+        p, _, _ = _api_ref(spec, prm)
+        if not isinstance(p, dict): continue
+        if p.get('in') == 'body': body = (p.get('schema') or {}, bool(p.get('required')), '')     # Swagger 2
+        else: params.append([str(p.get('name', '')), str(p.get('in', '')), _api_type(spec, p.get('schema') or p),
+                             'yes' if p.get('required') else 'no', _one_line(str(p.get('description') or ''))])
+    if params:
+        out += ['Parameters:', '', _markdown_table([['name', 'in', 'type', 'required', 'description'], *params]), '']
+    rb, _, _ = _api_ref(spec, op.get('requestBody'))
+    if isinstance(rb, dict) and isinstance(rb.get('content'), dict) and rb['content']:
+        media, kind = next(iter(rb['content'].items()))
+        body = (_api_dict(kind).get('schema') or {}, bool(rb.get('required')), str(media))
+    if body is not None:
+        how = ', '.join(x for x in (body[2], 'required' * body[1]) if x)
+        out += [f"Request body{f' ({how})' if how else ''}: {_api_type(spec, body[0]) or 'any'}", '']
+        if fields := _api_fields(spec, body[0]):
+            out += [_markdown_table([['field', 'type', 'required', 'description'], *fields]), '']
+    said = []
+    for code, r in _api_dict(op.get('responses')).items():
+        r, _, _ = _api_ref(spec, r)
+        if not isinstance(r, dict): continue
+        content = r.get('content') if isinstance(r.get('content'), dict) else {}
+        schema = r.get('schema') or next((m.get('schema') for m in content.values() if isinstance(m, dict)), None)
+        t = _api_type(spec, schema) if schema else ''
+        said.append(f"- `{code}`: {_one_line(str(r.get('description') or ''))}" + (f' ({t})' if t else ''))
+    return out + (['Responses:', '', *said, ''] if said else [])
+
+def _key_lines(text:str):
+    "`find(key, start) -> (line, end)`: the file's line of the next `key:` (YAML) or `\"key\":` (JSON) from `start`."
+    starts = [0] + [m.end() for m in re.finditer('\n', text)]
+    def find(key:str, start:int) -> tuple[int|None, int]:
+        m = re.compile(r'''(?:^|[{,\s])["']?%s["']?[ \t]*:''' % re.escape(key), re.M).search(text, start)
+        return (bisect.bisect_right(starts, m.start() + 1), m.end()) if m else (None, start)
+    return find
+
+def openapi_document(path:str|Path, # an API's description: `openapi.yaml`, `swagger.json`
+                     text:str) -> dict: # its text
+    """An OpenAPI 3 or Swagger 2 description as markdown: its description, a section per operation in the file's
+    order (`_api_operation`), then a section per schema with its fields. Returns `Document` fields: the text, its
+    title (the API's and its version), the file's line of each line (an operation's: its method's) and an anchor
+    per operation (its `operationId`, else `post-tenants-tenantId`), per schema (`schema-Tenant`) and for the
+    description (`info`)."""
+    import yaml
+    try: spec = json.loads(text)                     # JSON is YAML too, but read 20 times as fast by `json`
+    except ValueError: spec = None
+    try: spec = yaml.safe_load(text) if spec is None else spec
+    except yaml.YAMLError as e:
+        raise ChunkingError(f'{path}: not a well-formed API description ({type(e).__name__}: {str(e)[:200]}); fix it, '
+                            'or add it to .ragnbignore') from None
+    if not isinstance(spec, dict): raise ChunkingError(f'{path}: not an API description (no mapping at its top)')
+    info = spec.get('info') if isinstance(spec.get('info'), dict) else {}
+    title = _one_line(f"{info.get('title') or inner_path(path).stem} {info.get('version') or ''}")
+    rows, anchors, find, at = [], [], _key_lines(text), 0          # the title is the document's, in every chunk
+    if info.get('description'):
+        ln = find('info', 0)[0] or 1
+        anchors.append((ln, 'info'))
+        rows += [(ln, t) for t in str(info['description']).strip().split('\n')] + [(ln, '')]
+    for p, item in (spec.get('paths') if isinstance(spec.get('paths'), dict) else {}).items():
+        item, _, _ = _api_ref(spec, item)
+        if not isinstance(item, dict): continue
+        line, at = find(str(p), at)
+        for method, op in item.items():
+            if str(method).lower() not in HTTP_METHODS or not isinstance(op, dict): continue
+            mline, at = find(str(method), at)
+            ln = mline or line or 1
+            anchors.append((ln, str(op.get('operationId') or re.sub(r'[^\w-]+', '-', f'{method}{p}').strip('-'))))
+            rows += [(ln, '')] + [(ln, t) for t in '\n'.join(_api_operation(spec, str(p), str(method), op, item.get(
+                'parameters') or [])).split('\n')]
+    schemas = (spec.get('components') or {}).get('schemas') if isinstance(spec.get('components'), dict) else None
+    for name, schema in (schemas if isinstance(schemas, dict) else spec.get('definitions') or {}).items():
+        ln = find(str(name), at)[0] or (rows[-1][0] if rows else 1)
+        s, _, _ = _api_ref(spec, schema)
+        desc = str(s.get('description') or '').strip() if isinstance(s, dict) else ''
+        fields = _api_fields(spec, schema)
+        anchors.append((ln, f'schema-{name}'))
+        part = [f'## Schema {name}', ''] + [desc, ''] * bool(desc) + [_markdown_table(
+            [['field', 'type', 'required', 'description'], *fields])] * bool(fields)
+        rows += [(ln, '')] + [(ln, t) for t in '\n'.join(part).split('\n')]
+    rows = [r for i, r in enumerate(rows) if r[1].strip() or i and rows[i - 1][1].strip()]      # one blank line
+    while rows and not rows[-1][1].strip(): rows.pop()
+    return dict(text='\n'.join(t for _, t in rows), title=title, lines=[ln for ln, _ in rows],
+                anchors=sorted(set(anchors)), mode='documental')
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
@@ -1492,7 +1648,8 @@ def text_document(path:str|Path, # the file, by which its kind is known
     that markdown would take for a heading and plain text does not mean as one (`plain_text_titles`); a MediaWiki
     export or page by `MEDIAWIKI_READER` (`wiki_document`), a DokuWiki page by `DOKUWIKI_READER`, an Org file by
     `ORG_READER`, a man page by `MAN_READER`, an Info manual by `INFO_READER`, LaTeX by `LATEX_READER`, a day of a
-    Slack export by `SLACK_READER` (chunked as prose, `Document.mode`)."""
+    Slack export by `SLACK_READER`, another chat by `CHAT_READER`, JSON records by `JSON_RECORDS_READER`, an API's
+    description by `OPENAPI_READER` (each chunked as prose, `Document.mode`)."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == MEDIAWIKI_READER: return replace(wiki_document(text, str(path)), recoded=recoded)
@@ -1513,8 +1670,10 @@ _TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, tex
     MAN_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), man_markdown(t))),
     INFO_READER: lambda _, t: dict(zip(('text', 'title', 'lines', 'anchors'), info_markdown(t))),
     LATEX_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), latex_markdown(t))),
-    SLACK_READER: slack_day, CHAT_READER: chat_document, JSON_RECORDS_READER: json_record_document}
-READER_MODES.update({SLACK_READER: 'documental', CHAT_READER: 'documental', JSON_RECORDS_READER: 'documental'})
+    SLACK_READER: slack_day, CHAT_READER: chat_document, JSON_RECORDS_READER: json_record_document,
+    OPENAPI_READER: openapi_document}
+READER_MODES.update({SLACK_READER: 'documental', CHAT_READER: 'documental', JSON_RECORDS_READER: 'documental',
+                     OPENAPI_READER: 'documental'})
 READER_INPUTS[SLACK_READER] = slack_names_digest
 TEXT_READERS = (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, DATA_URI_READER, MEDIAWIKI_READER,
                 *_TEXT_DOCUMENTS)
@@ -1523,6 +1682,7 @@ def text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
     parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
     ext = inner_path(path).suffix.lower()
+    if ext in OPENAPI_EXTS and is_openapi(path, text): return OPENAPI_READER
     if ext == '.json' and is_slack_day(path, text): return SLACK_READER
     if ext in JSON_RECORD_EXTS and is_chat_json(path, text): return CHAT_READER
     if ext in JSON_RECORD_EXTS and is_json_records(path, text): return JSON_RECORDS_READER

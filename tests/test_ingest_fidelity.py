@@ -6,6 +6,7 @@ import json, re, shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from faults import HashEmbedder
@@ -421,8 +422,8 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
     """A MediaWiki export: each content page alone, titled and cited by it, talk, redirect and template pages out; a
     DokuWiki page with its headings, steps, code and table; a NEWS file's root prompt as text; a Slack export, as a
     folder and as a zip: a thread as prose, its lists left out, its days read again when a person is renamed; a
-    Google Chat export as a conversation; a JSON export of issues as records; a Confluence export's page tree left
-    out."""
+    Google Chat export as a conversation; a JSON export of issues as records; an API's description as its
+    operations; a Confluence export's page tree left out."""
     kb = tmp_path / 'kb'
     (kb / 'pages' / 'ops').mkdir(parents=True)
     (kb / 'pages' / 'ops' / 'copias.txt').write_text(DOKUWIKI_PAGE)
@@ -447,6 +448,16 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
                                                 {'number': 8, 'title': 'disco lleno', 'body': 'Los registros de faro '
                                                  'llenan /var en dos días si no se rotan cada noche. ' * 3}], indent=2))
     (kb / 'package.json').write_text('{"name": "faro", "version": "1.0.0"}\n')      # configuration: code, as before
+    ops = {f'/servicios/{n}': {'post': {
+        'operationId': f'reinicia_{n}', 'summary': f'Reinicia {n}', 'description': f'Reinicia {n} sin cortar las '
+        'conexiones abiertas. ' * 14, 'requestBody': {'content': {'application/json': {'schema': {
+            '$ref': '#/components/schemas/Reinicio'}}}}, 'responses': {'202': {'description': 'Aceptado.'}}}}
+        for n in ('faro', 'nube')}
+    (kb / 'api.yaml').write_text(yaml.safe_dump({                    # an API's description: an operation a page
+        'openapi': '3.0.3', 'info': {'title': 'API de Faro', 'version': '2'}, 'paths': ops,
+        'components': {'schemas': {'Reinicio': {'type': 'object', 'required': ['espera'], 'properties': {'espera': {
+            'type': 'integer', 'description': 'Segundos de espera a que acaben las peticiones.'}}}}}},
+        allow_unicode=True, sort_keys=False))
     (kb / 'chat').mkdir()                                           # a Google Chat space from Takeout
     (kb / 'chat' / 'messages.json').write_text(json.dumps({'messages': [
         {'creator': {'name': 'Ana García'}, 'created_date': 'Tuesday, May 7, 2024 at 10:00:00 AM UTC',
@@ -464,24 +475,30 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
         rep = index_paths(s, [kb])
         chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
         versions = {Path(k).name: v.chunker_version.split('+')[0].split('.')[0] for k, v in s.sources().items()}
-        assert index_paths(s, [kb]).counts()['unchanged'] == 14
+        assert index_paths(s, [kb]).counts()['unchanged'] == 15
         users = json.loads((kb / 'slack' / 'users.json').read_text())
         users[1]['profile']['real_name'] = 'Luis Gil Pérez'                 # renamed in the workspace, exported again
         (kb / 'slack' / 'users.json').write_text(json.dumps(users))
         again = index_paths(s, [kb])
         renamed = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
-    assert [Path(f).name for f in again.updated] == ['2024-05-06.json'] and again.counts()['unchanged'] == 13
+    assert [Path(f).name for f in again.updated] == ['2024-05-06.json'] and again.counts()['unchanged'] == 14
     assert {k: v for k, v in versions.items() if k != 'slack-export.zip'} == {
         'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1', 'copias.txt': 'dokuwiki-v1', 'guardia.org': 'org-v1',
         'faro.1': 'man-v1', 'faro.info': 'info-v1', 'informe.tex': 'latex-v1',
         'pom.xml': 'documental-v2:t1500-m2200-o200', '2024-05-06.json': 'slack-v1', 'issues.json': 'jsonrecords-v1',
-        'package.json': 'codigo-v2:t1500-m2200', 'Copias_1.html': 'html-v4', 'messages.json': 'chat-v1'}
+        'package.json': 'codigo-v2:t1500-m2200', 'Copias_1.html': 'html-v4', 'messages.json': 'chat-v1',
+        'api.yaml': 'openapi-v1'}
     assert sorted((Path(f).name, what) for f, what in rep.generated) == [
         ('channels.json', "chat export's lists"), ('index.html', 'index pages'), ('users.json', "chat export's lists")]
     chat, = [c for c in chunks if c.source.endswith('messages.json')]
     assert chat.text.split('\n')[:1] + chat.text.split('\n\n')[1:] == [
         '[Doc: chat > ¿Quién tiene la llave del CPD?]', 'Ana García [2024-05-07 10:00]: ¿Quién tiene la llave del CPD?',
         'Luis Gil [2024-05-07 10:05]: La tiene el turno de noche.']
+    api = sorted((c for c in chunks if c.source.endswith('api.yaml')), key=lambda c: c.start_line)
+    assert [(c.cite, c.text.split('\n')[0]) for c in api[:2]] == [
+        ('kb/api.yaml#reinicia_faro', '[Doc: API de Faro 2 > POST /servicios/faro · Reinicia faro]'),
+        ('kb/api.yaml#reinicia_nube', '[Doc: API de Faro 2]')]           # with the schema's page: the two merged
+    assert '| espera | integer | yes | Segundos de espera a que acaben las peticiones. |' in api[0].text  # its $ref
     issues, = [c for c in chunks if c.source.endswith('issues.json')]
     assert issues.text.split('\n')[:3] == ['[Doc: issues]', '## 7 · faro no arranca', ''] and '"' not in issues.text
     assert (issues.start_line, issues.end_line, issues.cite) == (2, 7, 'kb/issues.json#7')   # its key; the file's lines

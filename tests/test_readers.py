@@ -793,6 +793,53 @@ def test_a_damaged_ppt_is_read_or_refused_never_hangs(flips):
     assert len(doc.text) < 50 * len(data)
 
 
+API_SPEC = {'openapi': '3.0.3', 'info': {'title': 'Faro', 'version': '2'}, 'paths': {'/tenants': {
+    'parameters': [{'name': 'X-Id', 'in': 'header', 'schema': {'type': 'string'}}],
+    'post': {'operationId': 'createTenant', 'summary': 'Crea un tenant', 'requestBody': {'content': {
+        'application/json': {'schema': {'$ref': '#/components/schemas/New'}}}},
+        'responses': {'201': {'description': 'Creado.', 'content': {'application/json': {'schema': {
+            'type': 'array', 'items': {'$ref': '#/components/schemas/Tenant'}}}}}}}}},
+    'components': {'schemas': {
+        'New': {'type': 'object', 'required': ['name'], 'properties': {'name': {'type': 'string'},
+                                                                       'owner': {'$ref': '#/components/schemas/New'}}},
+        'Tenant': {'allOf': [{'$ref': '#/components/schemas/New'}, {'properties': {'id': {'type': 'integer'}}}]}}}}
+API_JUNK = [None, 1, 'x', [], {}, [1, {}], {'$ref': '#/nope'}, {'$ref': '#/components/schemas/Tenant'},
+            {'$ref': 'other.yaml#/X'}, {'type': ['string', 'null']}, {'enum': 'x'}, {'properties': [1]}, {'allOf': 'a'}]
+
+
+def _api_places(o, path=()):
+    "Every place in a parsed description, as the keys that lead to it."
+    yield path
+    for k, v in (o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else ()):
+        yield from _api_places(v, path + (k,))
+
+
+@settings(max_examples=100, deadline=5000)
+@given(st.data(), st.booleans())
+def test_a_hand_edited_api_description_is_read_or_refused(data, as_json):
+    """An OpenAPI description with values put where they should not be (missing and external `$ref`s, a schema
+    that holds itself, lists for maps): read, each operation left cited by its id and its lines as the text's, or
+    refused naming the file; never another error."""
+    import copy, yaml
+    from ragnb.readers import openapi_document
+    spec = copy.deepcopy(API_SPEC)
+    for _ in range(data.draw(st.integers(1, 4))):
+        *up, last = data.draw(st.sampled_from(list(_api_places(spec))[1:]))
+        parent = spec
+        for k in up: parent = parent[k]
+        parent[last] = copy.deepcopy(data.draw(st.sampled_from(API_JUNK)))
+    text = json.dumps(spec) if as_json else yaml.safe_dump(spec, allow_unicode=True)
+    try: doc = openapi_document('api.yaml', text)
+    except ChunkingError as e:
+        assert str(e).startswith('api.yaml: ')
+        return
+    assert len(doc['lines']) == len(doc['text'].split('\n')) and all(isinstance(n, int) for n in doc['lines'])
+    post = spec.get('paths', {}).get('/tenants', {}).get('post') if isinstance(spec.get('paths'), dict) and \
+        isinstance(spec['paths'].get('/tenants'), dict) else None
+    if isinstance(post, dict) and post.get('operationId') == 'createTenant':
+        assert 'createTenant' in [a for _, a in doc['anchors']]
+
+
 @pytest.mark.parametrize('name', ['corte.msg', 'nota.msg'])      # a plain-text body, a compressed RTF one
 @settings(max_examples=40, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
 @given(flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=12))
