@@ -24,9 +24,9 @@ __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEF
            'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV', 'IDLE_LOOKS', 'IDLE_PAUSE', 'TRIM_AFTER', 'ONEDNN_CACHE_ENV',
            'ONEDNN_CACHE', 'EMBED_WINDOW', 'UNK_PENALTY', 'WORD_SPLITS', 'QUERY_RUNTIME_ENV', 'LOADED_ON_FIRST_USE',
            'SHAPES_KEPT', 'DOCUMENT_RUNTIME_ENV', 'DOCUMENT_RUNTIMES', 'BATCH_TOKENS', 'INT8_VERSION',
-           'model_languages', 'packaged_model_path', 'resolve_model', 'model_for_languages', 'read_pooling',
-           'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16', 'read_max_length',
-           'runtime_choice', 'sentence_choice', 'Embedder', 'model_location', 'ModelUnavailable',
+           'INT8_MIN_COSINE', 'model_languages', 'packaged_model_path', 'resolve_model', 'model_for_languages',
+           'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16',
+           'read_max_length', 'runtime_choice', 'sentence_choice', 'Embedder', 'model_location', 'ModelUnavailable',
            'hub_download_problem', 'usable_cores', 'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress',
            'trim_heap', 'bound_onednn_cache', 'special_tokens_around', 'safetensors_f32', 'WordRows', 'word_embeddings',
            'OnnxQueryEncoder', 'UnigramIds', 'unigram_cache_file', 'light_or_parsed', 'FastTokenizer', 'fast_tokenizer',
@@ -1250,8 +1250,24 @@ def _sentence_encoder(self:Embedder):
         if why := int8_problem(doc.onnx_file if doc is not None else None):
             raise ValueError(f"{self.name}: sentences cannot run in int8: {why}; use sentence_precision='full' or "
                              f'${SENTENCE_PRECISION_ENV}=full')
-        self.__dict__['_int8'] = int8_encoder(doc)
+        self.__dict__['_int8'] = self._int8_agreeing(int8_encoder(doc))
     return self.__dict__['_int8']
+
+INT8_MIN_COSINE = 0.95   # an int8 sentence vector this far from full precision's, on the sample: the CPU runs it wrong
+
+@patch
+def _int8_agreeing(self:Embedder, enc, n:int=100):
+    """`enc`, once its vectors of the sample corpus's last `n` sentences agree with full precision's (cosine at least
+    `INT8_MIN_COSINE` each; 0.3-0.6 s, once per process); else `ValueError` with the figure and the fix:
+    how a CPU runs the int8 graph is not the graph's to promise (see \"Sentences in int8\")."""
+    sample = calibration_texts()[-n:]
+    got = self._embed(sample, False, prompt=self.document_prompt, encoder=enc)
+    cos = float((got * self._embed(sample, False, prompt=self.document_prompt)).sum(1).min(initial=1.0))
+    if cos < INT8_MIN_COSINE:
+        raise ValueError(f'{self.name}: int8 sentence vectors disagree with full precision on this CPU (cosine '
+                         f"{cos:.3f} on a sample sentence, under {INT8_MIN_COSINE}); use sentence_precision='full' or "
+                         f'${SENTENCE_PRECISION_ENV}=full')
+    return enc
 
 @patch
 def embed_sentences(self:Embedder, texts:list[str], progress:bool|None=None) -> np.ndarray:
