@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, replace as dc_replace
 from pathlib import Path, PurePosixPath
 from itertools import chain
 from typing import Callable, Iterable
-from urllib.parse import quote
 
 from fastcore.basics import patch
 
@@ -25,9 +24,9 @@ from .stores import StoreAPI, open_store, store_exists
 from .shards import SHARDS_FILE
 from .embed import Embedder, bundled_data_dir, model_for_languages, resolve_model, shows_progress
 from .lexical import text_language
-from .readers import (DISGUISED, READERS, SLACK_LISTS, TARBALLS, TEXT_READERS, Document, Reader, document_version,
-                           file_kind, locate_chunks, read_document, reader_for, reader_version, register_reader,
-                           text_document)
+from .readers import (DISGUISED, READERS, SLACK_LISTS, TARBALLS, TEXT_READERS, Document, Reader, anchor_text,
+                           document_version, file_kind, locate_chunks, read_document, reader_for, reader_version,
+                           register_reader, text_document)
 
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'DOKUWIKI_MACHINERY',
@@ -664,7 +663,7 @@ def part_anchors(path:str, # the file's path in the archive
                  shift:int=0) -> list[tuple[int, str]]: # and is `shift` lines lower than in `doc`
     """A file's anchors in an archive's document: the file itself, its own anchors after its path, its pages or
     slides (`plan.pdf#page=3`); a space in the path is written `%20`, so `Chunk.cite` does not take it for a heading."""
-    q = re.sub(r'[\s%#]', lambda m: quote(m.group()), path)
+    q = anchor_text(path)
     out = [(at, q)] + [(ln + shift + at - 1, f'{q}#{a}') for ln, a in text_anchors(doc)]
     unit = 'slide' if doc.kind in ('pptx', 'ppt', 'odp') else 'page'
     out += [(i + shift + at, f'{q}#{unit}={p}') for i, (p, _) in enumerate(doc.pages or [])

@@ -30,25 +30,25 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
            'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
            'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'Document', 'Reader', 'register_reader',
-           'reader_for', 'file_kind', 'document_version', 'reader_version', 'prose_columns', 'prose_like', 'record_key',
-           'record_blocks', 'json_items', 'json_records', 'is_json_records', 'json_record_document', 'has_html',
-           'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
-           'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
-           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
-           'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names',
-           'slack_names_digest', 'slack_messages', 'slack_day', 'chat_field', 'chat_time', 'is_chat_json',
-           'chat_document', 'is_openapi', 'openapi_document', 'text_document', 'text_reader', 'disguised_digest',
-           'content_kind', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
-           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
-           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
-           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
-           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
-           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
-           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
-           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
-           'html_sheets_document', 'text_sheet_document']
+           'reader_for', 'file_kind', 'document_version', 'reader_version', 'anchor_text', 'prose_columns',
+           'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records', 'is_json_records',
+           'json_record_document', 'has_html', 'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures',
+           'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document',
+           'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
+           'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day',
+           'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages', 'slack_day', 'chat_field',
+           'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document', 'text_document',
+           'text_reader', 'disguised_digest', 'content_kind', 'read_document', 'locate_chunks', 'page_generator',
+           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
+           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
+           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
+           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
+           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
+           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
+           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
+           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
+           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
+           'transcript_cues', 'transcript_document', 'html_sheets_document', 'text_sheet_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -126,6 +126,10 @@ def reader_version(reader:str, chunker_version:str) -> str:
 def _one_line(s:str) -> str: return ' '.join(s.split())
 
 def _clean(s:str) -> str: return _one_line(s.replace('¶', ''))
+
+def anchor_text(s:str) -> str:
+    "`s` as an anchor in a citation: spaces, `%` and `#` percent-encoded, so that `Chunk.cite` reads it as one."
+    return re.sub(r'[\s%#]', lambda m: quote(m.group()), s)
 
 def _markdown_table(rows:list[list[str]]) -> str:
     "Rows of cell texts as a markdown table, the first row as the header, short rows padded; '' when all are empty."
@@ -325,7 +329,7 @@ def json_record_document(path:str|Path, text:str) -> dict:
         out += block
         src += [ln] * len(block)
         mark = cells[key] if key is not None and key < len(cells) and cells[key] else str(k)
-        anchors.append((ln, re.sub(r'[\s%#]', lambda m: quote(m.group()), _one_line(mark))))
+        anchors.append((ln, anchor_text(_one_line(mark))))
     return dict(text='\n'.join(out), lines=src, anchors=anchors, mode='documental')
 
 # %% ../nbs/01a_readers.ipynb #9edf88b9
@@ -1475,7 +1479,7 @@ def chat_document(path:str|Path, # a chat's JSON (or JSON Lines) export
     for section in sections:
         rows += [(section[0][0], '# ' + _chat_title(section[0][3], section[0][1])), (section[0][0], '')]
         for ln, who, when, said, _, mid in section:
-            if mid: anchors.append((ln, re.sub(r'[\s%#]', lambda c: quote(c.group()), mid)))
+            if mid: anchors.append((ln, anchor_text(mid)))
             lines = f"{who} [{when.strftime('%Y-%m-%d %H:%M') if when else '?'}]: {said}".split('\n')
             rows += [(ln, '\\' + t if i and ATX_HEADING.match(t) else t) for i, t in enumerate(lines)] + [(ln, '')]
     name = p.parent.name if p.stem.lower() in ('messages', 'data', 'export', 'chat') else p.stem
