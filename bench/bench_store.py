@@ -5,7 +5,8 @@ Usage: python bench/bench_store.py [--sizes 10000,100000] [--engines ragnb,hnswl
 
 Every (engine, size) runs in a child process of its own, so peak RSS is that engine's. Data: 384-d unit vectors
 around 256 random centres, 10 chunks per source, 100 tenants (a tenant filter keeps 1%, ten tenants 10%), and
-a `part` key (row number mod 100, spread over the store) for filters of exactly 5,000, 10,000 and 20,000 ids.
+a `part` key (row number mod 100, spread over the store) for filters of exactly 5,000, 10,000 and 20,000 ids, and
+for a range that keeps 10% (`part` from lo to lo + 9: `{'$gte': lo, '$lt': lo + 10}`, chroma's `$and` of both).
 HNSW M=32, efC=200, ef=128 everywhere. Recall@10 is against brute force over the rows that pass the filter.
 Times: build (wall and CPU), open (a new process opens and answers a first query; ragnb: a reader), p50/p95,
 add 1% (persisted), remove one source (persisted). Prints one table.
@@ -37,8 +38,19 @@ def column(tenant, key):
     return tenant if key == 'tenant' else np.arange(len(tenant)) % GROUPS
 
 
+RANGE = 10     # a range filter keeps parts lo .. lo + RANGE - 1
+
+
+def passing(tenant, filt):
+    "Which rows pass `filt`: ('tenant' or 'part', values), or ('range', lo)."
+    if filt[0] == 'range':
+        part = column(tenant, 'part')
+        return (part >= filt[1]) & (part < filt[1] + RANGE)
+    return np.isin(column(tenant, filt[0]), filt[1])
+
+
 def truth(x, tenant, q, filt):
-    ids = np.arange(len(x)) if filt is None else np.flatnonzero(np.isin(column(tenant, filt[0]), filt[1]))
+    ids = np.arange(len(x)) if filt is None else np.flatnonzero(passing(tenant, filt))
     return [set(ids[np.argsort(-(x[ids] @ v))[:K]].tolist()) for v in q]
 
 
@@ -76,7 +88,8 @@ class Ragnb:
         return self.s
 
     def query(self, v, filt):
-        f = None if filt is None else {filt[0]: [int(t) for t in filt[1]]}
+        if filt and filt[0] == 'range': f = {'part': {'$gte': filt[1], '$lt': filt[1] + RANGE}}
+        else: f = None if filt is None else {filt[0]: [int(t) for t in filt[1]]}
         return [i - self.ids[0] for i, _ in self.s.search_ids(v, K, f)]
 
     def add(self, x, tenant, start):
@@ -109,8 +122,8 @@ class Hnswlib:
     def query(self, v, filt):
         fn = None
         if filt is not None:
-            ok, t = set(int(a) for a in filt[1]), column(self.tenant, filt[0])
-            fn = lambda j: int(t[j]) in ok
+            ok = passing(self.tenant, filt)
+            fn = lambda j: bool(ok[j])
         return self.i.knn_query(v, k=K, filter=fn)[0][0].tolist()
 
     def add(self, x, tenant, start):
@@ -137,7 +150,9 @@ class Chroma:
         self.c = self.cl.get_collection('bench')
 
     def query(self, v, filt):
-        where = None if filt is None else {filt[0]: {'$in': [int(t) for t in filt[1]]}}
+        if filt and filt[0] == 'range':
+            where = {'$and': [{'part': {'$gte': filt[1]}}, {'part': {'$lt': filt[1] + RANGE}}]}
+        else: where = None if filt is None else {filt[0]: {'$in': [int(t) for t in filt[1]]}}
         return [int(i) for i in self.c.query(query_embeddings=[v], n_results=K, where=where)['ids'][0]]
 
     def add(self, x, tenant, start):
@@ -173,7 +188,7 @@ class Faiss:
     def query(self, v, filt):
         import faiss
         sel = None
-        if filt is not None: sel = faiss.IDSelectorBatch(np.flatnonzero(np.isin(column(self.tenant, filt[0]), filt[1])))
+        if filt is not None: sel = faiss.IDSelectorBatch(np.flatnonzero(passing(self.tenant, filt)))
         p = faiss.SearchParametersHNSW(efSearch=EF, sel=sel)
         return [int(j) for j in self.i.search(v[None], K, params=p)[1][0] if j >= 0]
 
@@ -199,6 +214,7 @@ def child(engine, n, n_queries):
     ten = [('tenant', rng.choice(TENANTS, 10, replace=False).tolist()) for _ in range(n_queries)]
     ids = {c: [('part', rng.choice(GROUPS, c * GROUPS // n, replace=False).tolist()) for _ in range(n_queries)]
            for c in (5_000, 10_000, 20_000) if c <= n}
+    ranges = [('range', int(lo)) for lo in rng.integers(0, GROUPS - RANGE + 1, n_queries)]
     d = Path(tempfile.mkdtemp(prefix=f'bench-store-{engine}-'))
     e, row = ENGINES[engine](), dict(engine=engine, n=n)
     try:
@@ -209,7 +225,7 @@ def child(engine, n, n_queries):
         row['open_s'] = fresh_open(engine, d, n, q[0])
         e.open(d)
         for name, filt in (('all', [None] * n_queries), ('1%', one), ('10%', ten),
-                           *((f'{c // 1000}k', f) for c, f in ids.items())):
+                           *((f'{c // 1000}k', f) for c, f in ids.items()), ('range', ranges)):
             gt = [truth(x, tenant, q[j:j + 1], filt[j])[0] for j in range(n_queries)]
             for j in range(min(5, n_queries)): e.query(q[j], filt[j])            # warm up
             times, hits = [], 0
@@ -290,7 +306,7 @@ def main():
             ('all_recall', 'recall'), ('1%_p50_ms', '1% p50'), ('1%_p95_ms', '1% p95'), ('1%_recall', '1% rec'),
             ('10%_p50_ms', '10% p50'), ('10%_p95_ms', '10% p95'), ('10%_recall', '10% rec'),
             *((f'{c}k_{m}', f'{c}k ids {h}') for c in (5, 10, 20) for m, h in (('p50_ms', 'p50'), ('recall', 'rec'))),
-            ('open_s', 'open s'),
+            ('range_p50_ms', '10% range p50'), ('range_recall', 'range rec'), ('open_s', 'open s'),
             ('add_1pct_s', 'add 1% s'), ('remove_s', 'remove s'), ('build_s', 'build s'),
             ('build_cpu_s', 'build CPU s'), ('disk_mb', 'disk MB'), ('peak_rss_mb', 'peak RSS MB')]
     print('| ' + ' | '.join(h for _, h in cols) + ' |')

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_cli.ipynb #a59509a7
 from __future__ import annotations
-import argparse, contextlib, functools, json, os, shlex, shutil, sys, warnings
+import argparse, contextlib, functools, json, os, re, shlex, shutil, sys, warnings
 from collections import Counter
 from pathlib import Path
 
@@ -119,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
     s.add_argument('-k', type=_positive_int, default=5, help='how many chunks (default 5)')
     s.add_argument('--filter', action='append', metavar='KEY=VALUE',
-                   help='metadata or source filter; repeat a key for "in"')
+                   help="metadata or source filter, repeatable: key=value (repeat a key for any of its values), "
+                        "key!=value, 'key>=value' (also >, <=, <), key^=prefix (source^=docs/es/)")
     s.add_argument('--model', help=argparse.SUPPRESS)
     s.add_argument('--trim', action='store_true',
                    help='cut each chunk to the sentences close to the question (also: RETRIEVAL_TRIM=1)')
@@ -241,6 +242,26 @@ def _parse_kv(items, what):
         k, v = it.split('=', 1)
         out.setdefault(k, []).append(v)
     return {k: v[0] if len(v) == 1 else v for k, v in out.items()}
+
+# %% ../nbs/09_cli.ipynb #9abdc086
+_FILTER_SIGNS = {'!=': '$ne', '>=': '$gte', '<=': '$lte', '^=': '$prefix', '=': '$eq', '>': '$gt', '<': '$lt'}
+_FILTER_ITEM = re.compile(r'([\w-]+)(!=|>=|<=|\^=|=|>|<)(.*)', re.S)
+
+def _parse_filters(items:list[str]|None) -> dict:
+    "`--filter` items as the filters of `ragnb.filters`: `key=v` (repeated: any of them), `!=`, ranges and `^=`."
+    from ragnb.filters import filter_number
+    equal, ops = {}, {}
+    for it in items or []:
+        if not (m := _FILTER_ITEM.fullmatch(it)):
+            raise UserError(f"--filter must look like key=value, key!=value, 'key>=value' or key^=prefix, got {it!r}")
+        k, sign, v = m.groups()
+        op = _FILTER_SIGNS[sign]
+        if op == '$eq': equal.setdefault(k, []).append(v)
+        elif op == '$ne': ops.setdefault(k, {}).setdefault('$nin', []).append(v)
+        elif op in ops.get(k, {}): raise UserError(f'--filter {it!r}: {k}{sign} is given twice; give it once')
+        else: ops.setdefault(k, {})[op] = v if op == '$prefix' or filter_number(v) is None else filter_number(v)
+    out = {k: v[0] if len(v) == 1 else v for k, v in equal.items() if k not in ops}
+    return out | {k: o | ({'$in': equal[k]} if k in equal else {}) for k, o in ops.items()}
 
 # %% ../nbs/09_cli.ipynb #fa186f07
 def _load_embedder(name, store=None): # the store it is for: a model it was not built with is refused first
@@ -529,7 +550,7 @@ def cmd_ask(args) -> int:
         if store.stats()['chunks'] == 0:
             raise UserError(f'{store.path}: the store is empty; index some files first: '
                             f'ragnb index DOCS --store {store.path}')
-        res = retrieve(store, args.question, top_k=args.k, opts=opts, filters=_parse_kv(args.filter, '--filter'))
+        res = retrieve(store, args.question, top_k=args.k, opts=opts, filters=_parse_filters(args.filter))
     except (ValueError, StoreError) as e: raise UserError(str(e)) from None
     finally: store.close()
     if args.json: print(json.dumps(res.to_dict(), ensure_ascii=False, indent=1))

@@ -4,64 +4,149 @@
 
 # %% ../nbs/02f_filters.ipynb #a93ad9b2
 from __future__ import annotations
+import math
+import re
 from functools import partial
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['FILTER_INDEX_VERSION', 'narrowed_filters', 'FilterIndex']
+__all__ = ['FILTER_OPS', 'FILTER_INDEX_VERSION', 'FEW_VALUES', 'filter_terms', 'filter_number', 'term_holds', 'narrowed_filters',
+           'FilterIndex']
 
 # %% ../nbs/02f_filters.ipynb #8adf5f2a
-def _filter_values(key:str, value) -> list:
-    "The values a filter on `key` admits (a list, tuple or set, else the one value); `ValueError` for a bad key."
+def _check_key(key:str) -> str:
+    "`key`, if it can name a metadata key (letters, digits, `_` and `-`); `ValueError` otherwise."
     if not isinstance(key, str) or not key.replace('_', '').replace('-', '').isalnum():
         raise ValueError(f'bad filter key {key!r}')
+    return key
+
+def _filter_values(key:str, value) -> list:
+    "The values a filter on `key` admits (a list, tuple or set, else the one value); `ValueError` for a bad key."
+    _check_key(key)
     values = list(value) if isinstance(value, (list, tuple, set)) else [value]
     if bad := [v for v in values if v is not None and not isinstance(v, (str, int, float))]:   # bool is an int
         kind = type(bad[0]).__name__
         raise ValueError(f'filter {key!r}: values must be strings, numbers or None, got {kind} {bad[0]!r}')
     return values
 
+# %% ../nbs/02f_filters.ipynb #f18d196c
+FILTER_OPS = ('$eq', '$ne', '$in', '$nin', '$gt', '$gte', '$lt', '$lte', '$prefix')
+_RANGES = {'$gt': '>', '$gte': '>=', '$lt': '<', '$lte': '<='}
+
+def _bound(key:str, op:str, x):
+    "The operand of a range or `$prefix`: a string, or (ranges) a finite number; `ValueError` otherwise."
+    number = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    if isinstance(x, str) or (number and op != '$prefix'): return x
+    wanted = 'a string' if op == '$prefix' else 'a number or a string'
+    raise ValueError(f'filter {key!r}: {op} takes {wanted}, got {type(x).__name__} {x!r}')
+
+def filter_terms(key:str, # `source` or a metadata key
+                 value, # a value, a list of values, or an object of operators
+                ) -> list[tuple[str, Any]]:
+    """The terms that must all hold for a filter on `key`: a value or list is `('$in', values)`, an object one term
+    per operator (`$eq` and `$ne` as `$in` and `$nin` of one value). `ValueError` names what is wrong and the fix."""
+    if not isinstance(value, dict): return [('$in', _filter_values(key, value))]
+    _check_key(key)
+    if not value: raise ValueError(f'filter {key!r}: an empty object; give operators, e.g. {{"$gte": 2024}}')
+    out = []
+    for op, x in value.items():
+        if op not in FILTER_OPS:
+            raise ValueError(f'filter {key!r}: unknown operator {op!r}; use one of {", ".join(FILTER_OPS)}')
+        if op in ('$in', '$nin'):
+            if not isinstance(x, (list, tuple, set)): raise ValueError(f'filter {key!r}: {op} takes a list, got {x!r}')
+            out.append((op, _filter_values(key, x)))
+        elif op in ('$eq', '$ne'):
+            if isinstance(x, (list, tuple, set, dict)):
+                raise ValueError(f"filter {key!r}: {op} takes one value, got {x!r}; "
+                                 f"{'$in' if op == '$eq' else '$nin'} takes a list")
+            out.append(('$in' if op == '$eq' else '$nin', _filter_values(key, x)))
+        else: out.append((op, _bound(key, op, x)))
+    return out
+
+# %% ../nbs/02f_filters.ipynb #aab765cf
+_DECIMAL = re.compile(r'[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?')
+
+def filter_number(value) -> int|float|None:
+    "`value` as a range compares it with a number: a number, or text that is a decimal number; None otherwise."
+    if isinstance(value, (int, float)): return value
+    if not isinstance(value, str) or not _DECIMAL.fullmatch(value): return None
+    return float(value) if any(c in value for c in '.eE') else int(value)
+
+# %% ../nbs/02f_filters.ipynb #1c1be1e7
+def term_holds(value, # one chunk's value for the key: a string or a number; None where it has none
+               op:str, x, # a term of `filter_terms`
+              ) -> bool:
+    "Does a chunk whose key holds `value` pass the term `(op, x)`? What the filter SQL implements."
+    if op == '$in': return value is not None and any(isinstance(v, str) == isinstance(value, str) and v == value
+                                                     for v in x)
+    if op == '$nin': return not term_holds(value, '$in', x)
+    if op == '$prefix': return isinstance(value, str) and value.startswith(x)
+    a = (value if isinstance(value, str) else None) if isinstance(x, str) else filter_number(value)
+    return a is not None and {'$gt': a > x, '$gte': a >= x, '$lt': a < x, '$lte': a <= x}[op]
+
+# %% ../nbs/02f_filters.ipynb #4a4a0d3c
+def _term_sql(op:str, x, col:str) -> tuple[str, list]:
+    "The SQL that holds where the column expression `col` passes a positive term, and its arguments."
+    if op == '$in': return f'{col} in ({",".join("?" * len(x))})', list(x)
+    if op == '$prefix': return f"typeof({col}) = 'text' and {col} >= ? and substr({col}, 1, ?) = ?", [x, len(x), x]
+    if isinstance(x, str): return f"typeof({col}) = 'text' and {col} {_RANGES[op]} ?", [x]
+    r = _RANGES[op]                          # a number: numbers sort before all text (`< ''`), text that is a number
+    return f"(({col} {r} ? and {col} < '') or ({col} >= '' and ragnb_number({col}) {r} ?))", [x, x]
+
 # %% ../nbs/02f_filters.ipynb #5e9fb78d
 def _filter_sql(filters:dict|None, display:bool=True, # the store has display paths
                 indexed:bool=True, # metadata through `chunk_meta` (else `json_extract`, for older stores)
                ) -> tuple[str, list]:
-    "The SQL `where` clause over `chunks` and its arguments for `filters`: `in` for lists, `=` otherwise."
+    "The SQL `where` clause over `chunks` and its arguments for `filters`: each term of each key (`filter_terms`)."
     where, args = ['1=1'], []
     for k, v in (filters or {}).items():
-        v = _filter_values(k, v)
-        if not v:
-            where.append('0')
-            continue
-        marks = ','.join('?' * len(v))
-        if k == 'source' and display:         # the source key, or the path shown for it
-            where.append(f'(source in ({marks}) or coalesce(display, source) in ({marks}))')
-            args += v + v
-        elif k == 'source':                   # an older store, read only: it has no display paths yet
-            where.append(f'source in ({marks})')
-            args += v
-        elif indexed:
-            where.append(f'id in (select id from chunk_meta where key = ? and value in ({marks}))')
-            args += [k, *v]
-        else:
-            where.append(f"json_extract(metadata, '$.{k}') in ({marks})")
-            args += v
+        for op, x in filter_terms(k, v):
+            sql, a = _key_term_sql(k, op, x, display, indexed)
+            where.append(sql)
+            args += a
     return ' and '.join(where), args
 
+def _key_term_sql(key:str, op:str, x, display:bool, indexed:bool) -> tuple[str, list]:
+    "One term on `key`: the source or its shown path, a `chunk_meta` range, or `json_extract` in an older store."
+    if op == '$in' and not x: return '0', []                  # an empty list allows nothing
+    if op == '$nin' and not x: return '1', []
+    plus = '$in' if op == '$nin' else op                      # `$nin` is the negation of its `$in`
+    if key == 'source':                                       # the source key, or the path shown for it
+        cols = ['source', 'coalesce(display, source)'] if display else ['source']   # older stores: no display
+        parts = [_term_sql(plus, x, c) for c in cols]
+        sql, args = ' or '.join(p[0] for p in parts), [a for p in parts for a in p[1]]
+        sql = f'({sql})' if display else sql
+        return (f'not {sql}' if display else f'not ({sql})', args) if op == '$nin' else (sql, args)
+    if indexed:
+        sql, args = _term_sql(plus, x, 'value')
+        which = 'not in' if op == '$nin' else 'in'
+        return f'id {which} (select id from chunk_meta where key = ? and {sql})', [key, *args]
+    sql, args = _term_sql(plus, x, f"json_extract(metadata, '$.{key}')")
+    return (f'not coalesce({sql}, 0)', args) if op == '$nin' else (sql, args)
+
 # %% ../nbs/02f_filters.ipynb #c4462e7a
+def _scope_term(value, op:str, x) -> bool:
+    "Does a scope's `value` pass a caller's term? Equality as text (a pin is text, a client may send 2024)."
+    if op in ('$in', '$nin'):
+        found = str(value) in {str(y) for y in (x if isinstance(x, (list, tuple, set)) else [x])}
+        return found if op == '$in' else not found
+    return term_holds(value, op, x)
+
 def narrowed_filters(filters:dict|None, # a caller's filters
                      scope:dict[str, list], # e.g. {'tenant': ['acme']}
                     ) -> dict|None:
-    "`filters` narrowed to `scope`: per scoped key, the values both allow; None when they allow nothing in common."
+    """`filters` narrowed to `scope`: per scoped key, the scope's values that the caller's filter on it passes (as
+    text for equality, `term_holds` for a range or prefix); None when it passes none of them."""
     out = dict(filters or {})
     for k, allowed in scope.items():
         allowed = allowed if isinstance(allowed, list) else [allowed]
         asked = out.get(k, allowed)
-        asked = {str(x) for x in (asked if isinstance(asked, list) else [asked])}
-        keep = [v for v in allowed if str(v) in asked]
+        terms = filter_terms(k, asked) if isinstance(asked, dict) else [('$in', asked)]
+        keep = [v for v in allowed if all(_scope_term(v, op, x) for op, x in terms)]
         if not keep: return None
         out[k] = keep
     return out
@@ -83,6 +168,7 @@ class FilterIndex:
                  indexed:bool=True, # `chunk_meta` is built (else `json_extract`, for an older store not migrated yet)
                  cached:Callable|None=None): # (key, compute) -> compute(), kept per generation
         self.db, self.display, self.indexed = db, display, indexed
+        db.create_function('ragnb_number', 1, filter_number, deterministic=True)   # a range's number bound
         self.cached = cached or (lambda _key, compute: compute())
     def __repr__(self): return f'FilterIndex(display={self.display}, indexed={self.indexed})'
     def where(self, filters:dict|None) -> tuple[str, list]:
@@ -112,11 +198,14 @@ def remove(self:FilterIndex, ids:list[int]):
 # %% ../nbs/02f_filters.ipynb #6f9015d4
 @patch
 def allowed_ids(self:FilterIndex, filters:dict) -> np.ndarray:
-    "The sorted ids of the chunks that pass `filters`, in a snapshot: per key the union over values, then intersected."
+    """The sorted ids of the chunks that pass `filters`, in a snapshot: per key the union over its values (or what its
+    operators pass), then intersected; each key's ids kept for the generation."""
     out = None
     for k, v in filters.items():
-        parts = [self.cached(('ids', k, repr(x)), partial(self._ids_with, k, x)) for x in _filter_values(k, v)]
-        ids = _union_sorted(parts)
+        if isinstance(v, dict):                                 # operators: one query per key, kept as well
+            ids = self.cached(('ids', k, repr(filter_terms(k, v))), partial(self._ids_where, k, v))
+        else: ids = _union_sorted([self.cached(('ids', k, repr(x)), partial(self._ids_with, k, x))
+                                   for x in _filter_values(k, v)])
         out = ids if out is None else np.intersect1d(out, ids, assume_unique=True)
     return out
 
@@ -138,6 +227,51 @@ def _ids_with(self:FilterIndex, key:str, value) -> np.ndarray:
         where, args = self.where({key: value})
         rows = self.db.execute(f'select id from chunks where {where} order by id', args)
     return np.fromiter((r[0] for r in rows), np.int64)
+
+@patch
+def _ids_where(self:FilterIndex, key:str, value:dict) -> np.ndarray:
+    """The sorted ids of the chunks whose `key` passes an object of operators (`filter_terms`): on a metadata key,
+    the positive terms together off `chunk_meta`'s index (`_passing_ids`), less each `$nin`'s values' ids."""
+    if key == 'source' or not self.indexed:
+        where, args = self.where({key: value})
+        return np.fromiter((r[0] for r in self.db.execute(f'select id from chunks where {where} order by id', args)),
+                           np.int64)
+    terms = filter_terms(key, value)
+    out = self._passing_ids(key, [t for t in terms if t[0] != '$nin'])
+    for _, x in (t for t in terms if t[0] == '$nin'):
+        ids = np.setdiff1d(self.cached(('ids', None), self._all_ids), self._passing_ids(key, [('$in', x)]), True)
+        out = ids if out is None else np.intersect1d(out, ids, assume_unique=True)
+    return out
+
+@patch
+def _passing_ids(self:FilterIndex, key:str, terms:list) -> np.ndarray|None:
+    """The sorted ids whose metadata `key` passes every positive term (None without terms): the numbers and the text
+    values each as one range of `chunk_meta`'s index, so that a range reads only the rows it keeps."""
+    if not terms: return None
+    numbers = [(op, x) for op, x in terms if op in _RANGES and not isinstance(x, str)]
+    others = [(op, x) for op, x in terms if (op, x) not in numbers]
+    rest = [_term_sql(op, x, 'value') for op, x in others]
+    kinds = [("value >= ''", 'ragnb_number(value)')]                       # text, and text that is a number
+    if all(op == '$in' for op, _ in others):                               # no text bound: numbers may pass
+        kinds.append(("value < ''", 'value'))
+    parts = []
+    for kind, number in kinds:
+        conds = [*((f'{number} {_RANGES[op]} ?', [x]) for op, x in numbers), *rest, (kind, [])]
+        sql = 'from chunk_meta where key = ? and ' + ' and '.join(c for c, _ in conds)
+        args = [key, *(arg for _, some in conds for arg in some)]
+        values = [r[0] for r in self.db.execute(f'select distinct value {sql} limit ?', [*args, FEW_VALUES + 1])]
+        if len(values) <= FEW_VALUES:          # a few values: their ids as one value's filter keeps them, kept too
+            parts += [self.cached(('ids', key, repr(v)), partial(self._ids_with, key, v)) for v in values]
+        elif ids := self.db.execute(f'select group_concat(id) {sql}', args).fetchone()[0]:
+            parts.append(np.sort(np.array(ids.split(','), np.int64)))
+    return _union_sorted(parts) if parts else np.zeros(0, np.int64)
+
+FEW_VALUES = 64   # a range over at most this many distinct values is the union of each value's ids
+
+@patch
+def _all_ids(self:FilterIndex) -> np.ndarray:
+    "The sorted ids of every chunk."
+    return np.fromiter((r[0] for r in self.db.execute('select id from chunks order by id')), np.int64)
 
 # %% ../nbs/02f_filters.ipynb #a83d5178
 @patch

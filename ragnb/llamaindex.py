@@ -10,6 +10,7 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.vector_stores.types import FilterCondition, MetadataFilters
 
 from .adapters import chunk_from_framework, chunk_metadata, trim_texts, trimmed_metadata
 from .trim import DEFAULT_TRIM_POLICY
@@ -18,7 +19,7 @@ from .index import Store
 from .retrieve import RetrieveOpts, retrieve
 
 # %% auto #0
-__all__ = ['chunk_node', 'RagnbRetriever', 'SentenceTrimPostprocessor']
+__all__ = ['chunk_node', 'ragnb_filters', 'RagnbRetriever', 'SentenceTrimPostprocessor']
 
 # %% ../nbs/11_llamaindex.ipynb #f5ad4d73
 def chunk_node(c:Chunk, store:Store|None=None) -> NodeWithScore:
@@ -29,14 +30,38 @@ def chunk_node(c:Chunk, store:Store|None=None) -> NodeWithScore:
                     excluded_embed_metadata_keys=hidden, excluded_llm_metadata_keys=hidden)
     return NodeWithScore(node=node, score=c.score)
 
+# %% ../nbs/11_llamaindex.ipynb #20e0d85d
+_LLAMA_OPS = {'==': '$eq', '!=': '$ne', '>': '$gt', '>=': '$gte', '<': '$lt', '<=': '$lte', 'in': '$in', 'nin': '$nin'}
+
+def ragnb_filters(filters:dict|MetadataFilters|None) -> dict|None:
+    """LlamaIndex `MetadataFilters` (`and` of `==`, `!=`, `>`, `>=`, `<`, `<=`, `in`, `nin`, nested) as ragnb's
+    filters (`ragnb.filters`); a dict or None as it is. `ValueError` for what ragnb's filters cannot say."""
+    if filters is None or isinstance(filters, dict): return filters
+    out = {}
+    def add(f):
+        if isinstance(f, MetadataFilters):
+            if f.condition not in (None, FilterCondition.AND):
+                raise ValueError(f'MetadataFilters with condition {f.condition.value!r}: ragnb filters must all hold '
+                                 "('and'); retrieve once per alternative instead")
+            for g in f.filters: add(g)
+            return
+        op = _LLAMA_OPS.get(f.operator.value)
+        if op is None: raise ValueError(f'filter {f.key!r}: operator {f.operator.value!r} has no ragnb equal; use one '
+                                        f'of {", ".join(_LLAMA_OPS)}')
+        if op in (ops := out.setdefault(f.key, {})): raise ValueError(f'filter {f.key!r}: {f.operator.value} twice')
+        ops[op] = list(f.value) if op in ('$in', '$nin') else f.value
+    add(filters)
+    return out
+
 # %% ../nbs/11_llamaindex.ipynb #7ef6dfc9
 class RagnbRetriever(BaseRetriever):
     "A LlamaIndex retriever over a ragnb store: `retrieve(store, query, top_k, opts, filters)` as nodes."
     def __init__(self, store:Store, # an open store (read-only is enough)
                  top_k:int=5, opts:RetrieveOpts|None=None, # search mode, trim, HyDE (see `RetrieveOpts`)
-                 filters:dict|None=None, **kw): # e.g. {'tenant': 'acme'}; kw go to `BaseRetriever`
+                 filters:dict|MetadataFilters|None=None, **kw): # {'tenant': 'acme'}, or LlamaIndex's own
         super().__init__(**kw)
-        self.store, self.top_k, self.opts, self.filters = store, top_k, opts or RetrieveOpts(), filters
+        self.store, self.top_k, self.opts = store, top_k, opts or RetrieveOpts()
+        self.filters = ragnb_filters(filters)
 
     def _retrieve(self, query_bundle:QueryBundle) -> list[NodeWithScore]:
         res = retrieve(self.store, query_bundle.query_str, self.top_k, self.opts, self.filters)

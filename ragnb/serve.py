@@ -15,7 +15,7 @@ from pydantic import Field
 
 from .embed import THREADS_ENV, trim_heap, usable_cores
 from .eval import EvalQuestion, eval_retrieval as evaluate_retrieval
-from .filters import narrowed_filters
+from .filters import filter_terms, narrowed_filters
 from .index import ScopedStore, Store, StoreError
 from .shards import ShardedStore
 from .lexical import load_language_detector
@@ -61,12 +61,13 @@ def parse_pins(pins:list[str]|None) -> dict[str, list[str]]:
 
 # %% ../nbs/08_serve.ipynb #47b85543
 def check_filters(filters:Any, limits:ServeLimits=ServeLimits()) -> dict:
-    "The client's filters, validated: {key: value or list of values}, strings or numbers."
+    "The client's filters, validated: {key: a value, a list of values or an object of operators (`filter_terms`)}."
     if filters is None: return {}
     if not isinstance(filters, dict): raise RequestError('filters must be an object like {"tenant": "acme"}')
     for k, v in filters.items():
-        vals = v if isinstance(v, list) else [v]
-        if not k.replace('_', '').replace('-', '').isalnum(): raise RequestError(f'bad filter key {k!r}')
+        try: terms = filter_terms(k, v)           # the store's own reading of a filter, its errors with the fix
+        except ValueError as e: raise RequestError(str(e)) from None
+        vals = [x for _, xs in terms for x in (xs if isinstance(xs, list) else [xs])]
         if len(vals) > limits.max_filter_values:
             raise RequestError(f'filter {k!r}: over {limits.max_filter_values} values')
         if not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in vals):
@@ -231,9 +232,12 @@ def _strict_arguments(server):
 # %% ../nbs/08_serve.ipynb #83de0363
 Question = Annotated[str, Field(description='The question, in the words of the user (Spanish or English).')]
 K = Annotated[int, Field(description='How many chunks to return.', ge=1)]
-Filters = Annotated[dict[str, str|int|float|list[str|int|float]]|None,
-                    Field(description='Metadata filters, e.g. {"app": "core"} or {"source": "docs/guide.md"}; they '
-                                      'can only narrow what the server allows.')]
+_Value = str|int|float|list[str|int|float]
+Filters = Annotated[dict[str, _Value|dict[str, _Value]]|None,
+                    Field(description='Metadata filters, e.g. {"app": "core"}, {"source": "docs/guide.md"}, '
+                                      '{"source": {"$prefix": "docs/es/"}}, {"year": {"$gte": 2024}} or {"status": '
+                                      '{"$ne": "archived"}} (operators: $eq $ne $in $nin $gt $gte $lt $lte $prefix); '
+                                      'they can only narrow what the server allows.')]
 Mode = Annotated[str, Field(description="'hybrid' (lexical + dense, best default), 'dense' or 'lexical'.")]
 Threshold = Annotated[float|str|None, Field(description="Trim cut (implies trim): a cosine such as 0.38, or 'auto' "
                                                         "for the store's calibrated value.")]

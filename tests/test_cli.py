@@ -55,6 +55,11 @@ def test_index_then_ask_with_filters(tmp_path):
     assert out['tokens_in_context'] > 0
     r = ragnb('ask', 'How long are logs kept?', '--store', str(store), '--filter', 'tenant=t2', '--json')
     assert json.loads(r.stdout)['chunks'] == []
+    for filters, found in [(['tenant!=t1'], []),
+                           (['tenant!=t2', 'source^=docs/a/'], ['docs/a/keys.md', 'docs/a/logs.md'])]:
+        r = ragnb('ask', 'How long are logs kept?', '--store', str(store), *[f'--filter={f}' for f in filters],
+                  '--json')
+        assert sorted(c['display_path'] for c in json.loads(r.stdout)['chunks']) == found, r.stderr
     r = ragnb('ask', 'logs', '--store', str(tmp_path / 'nothing'))
     assert r.returncode == 2 and b'no store here' in r.stderr
 

@@ -10,6 +10,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from ragnb.filters import filter_terms, term_holds
 from ragnb.index import Store
 from ragnb.ingest import bundled_data_dir, index_paths
 from ragnb.serve import RetrievalService, auto_workers
@@ -58,9 +59,12 @@ def test_stdio_client_lists_tools_and_answers_like_the_library(store_dir, servic
                                                                     QUESTIONS[1]], 'trim_threshold': 0.3})
             src = await c.call_tool('sources', {'filters': {'tenant': 'globex'}})
             ctx = await c.call_tool('ask', {'question': QUESTIONS[0], 'k': 4, 'context_budget': 120})
-            return tools, ask, ev, src, budget, ctx
+            ops = await c.call_tool('sources', {'filters': {'source': {'$prefix': 'es/'}, 'tenant': {'$ne': 'x'}}})
+            return tools, ask, ev, src, budget, ctx, ops
 
-    tools, ask, ev, src, budget, ctx = anyio.run(run)
+    tools, ask, ev, src, budget, ctx, ops = anyio.run(run)
+    listed = ops.structured_content['sources']              # operators pass the SDK's argument check as they are
+    assert listed and all(p['path'].startswith('es/') for p in listed), ops
     assert [t.name for t in tools] == ['ask', 'eval_retrieval', 'sources']
     props = tools[0].input_schema['properties']
     assert {'question', 'k', 'trim', 'threshold', 'window', 'mode', 'hyde', 'filters', 'policy', 'budget'} <= set(props)
@@ -171,6 +175,29 @@ def test_a_pinned_tenant_never_sees_another(store_dir, mode):
     s.close()
 
 
+OPERATOR_FILTERS = [   # (filters, whether they leave acme's chunks out)
+    ({'tenant': {'$ne': 'acme'}}, True), ({'tenant': {'$nin': ['globex']}}, False),
+    ({'tenant': {'$prefix': 'a'}}, False), ({'tenant': {'$gt': 'b'}}, True), ({'source': {'$prefix': 'en/'}}, True),
+    ({'source': {'$ne': 'es/faq.md'}}, False),
+    ({'tenant': {'$ne': 'globex'}, 'source': {'$prefix': 'es/'}}, False), ({'tenant': {'$gte': 0}}, True)]
+
+
+def test_a_pinned_tenant_never_sees_another_under_operators(store_dir, service):
+    s = Store.open(store_dir, readonly=True)
+    acme = RetrievalService(s, pins={'tenant': ['acme']})
+    for filters, none in OPERATOR_FILTERS:
+        for q in QUESTIONS[1:3]:                         # in English, globex's docs would answer first
+            got = acme.ask(q, k=20, filters=filters)['chunks']
+            assert all(c['metadata']['tenant'] == 'acme' for c in got) and (got == []) == none, filters
+            assert all(term_holds(c['display_path'] if k == 'source' else c['metadata'].get(k), op, x)
+                       for c in got for k, v in filters.items() for op, x in filter_terms(k, v)), filters
+        listed = acme.sources(filters)['sources']
+        assert all(p['path'].startswith('es/') for p in listed) and (listed == []) == none, filters
+    assert {c['metadata']['tenant'] for c in service.ask(QUESTIONS[0], k=20, filters=OPERATOR_FILTERS[0][0])['chunks']
+            } == {'globex'}
+    s.close()
+
+
 def test_200_concurrent_asks_match_the_serial_answers(service):
     calls = [(q, k, trim) for q in QUESTIONS for k in (3, 5) for trim in (False, True)] * 7
     calls = calls[:200]
@@ -200,7 +227,7 @@ def test_errors_are_clear_and_never_leak_tracebacks_or_the_key(store_dir):
         async with Client(params, read_timeout_seconds=120) as c:
             return [await c.call_tool('ask', args) for args in (
                 {'question': 'x' * 5000}, {'question': 'rollback', 'k': 0}, {'question': 'rollback', 'mode': 'x'},
-                {'question': 'rollback', 'filters': {'tenant': {'$ne': 'acme'}}}, {'question': ''},
+                {'question': 'rollback', 'filters': {'tenant': {'$like': 'a%'}}}, {'question': ''},
                 {'question': 'rollback', 'hyde': True})] + [
                 await c.call_tool('eval_retrieval', {'questions': ['q'] * 500}),
                 await c.call_tool('eval_retrieval', {'questions': '/etc/passwd'})]
@@ -211,6 +238,7 @@ def test_errors_are_clear_and_never_leak_tracebacks_or_the_key(store_dir):
         assert r.is_error and 'Traceback' not in text and 'File "' not in text, text
     assert 'the limit is 2000' in bad[0].content[0].text and 'greater than or equal to 1' in bad[1].content[0].text
     assert 'limit per call is 200' in too_many.content[0].text
+    assert "filter 'tenant': unknown operator '$like'; use one of $eq" in bad[3].content[0].text
     assert not hyde.is_error and hyde.structured_content['hyde']['hyde'] == 'fallback'
     assert 'very-secret' not in str(hyde.structured_content) and hyde.structured_content['chunks']
 

@@ -61,3 +61,74 @@ def test_deletions_leave_fewer_than_k(tmp_path):
     res = s.search(v[0], k=5)
     assert sorted(c.source for c in res) == ['f1.md'] * 3
     s.close()
+
+
+# Operators: the store's answer to any filter equals `term_holds`, the meaning `ragnb.filters` gives each term, on the
+# chunk filter index, on an older store's `json_extract` path, in dense and lexical search, and inside a pin.
+from hypothesis import example, given, settings, strategies as st, HealthCheck
+
+from ragnb.filters import FILTER_OPS, FilterIndex, term_holds, filter_terms
+from ragnb.index import ScopedStore
+
+META = {'tenant': ['t0', 't1', 't2', None], 'status': ['archived', 'live', 'draft', None],
+        'year': [2019, 2023, 2024, '2024', '2023.5', '2024-05-01', '2025-01-31', 7.5, None]}
+OPERANDS = st.sampled_from(['t1', 't9', 'live', '', 'a', 'src/1', 'src/4', 'src/1.md', 2023, 2024, '2024', '2024-02',
+                            '2023', 7.5, 0])
+
+
+@pytest.fixture(scope='module')
+def meta_store(tmp_path_factory):
+    rng = np.random.default_rng(11)
+    metas = [{k: v for k, vs in META.items() if (v := vs[rng.integers(len(vs))]) is not None} for _ in range(240)]
+    vecs = rng.normal(size=(len(metas), 64)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    chunks = [Chunk(f'[Doc: d{i}]\nchunk {i} of the ledger', f'src/{i % 13}.md', 'documental', 's', 1, 1, 0, 1, 'v', m)
+              for i, m in enumerate(metas)]
+    s = Store.open(tmp_path_factory.mktemp('ops'), embedder=VecOnly(), sentence_vectors=False)
+    s.add_documents(chunks, vecs)
+    got = s.get_chunks(list(range(1, len(metas) + 1)))
+    yield s, {int(c.id): (c.metadata, [c.source, c.display_path or c.source]) for c in got}
+    s.close()
+
+
+def expected_ids(chunks:dict, filters:dict) -> set:
+    "The ids `term_holds` lets through: each term of each key (on `source`, the indexed or the shown path)."
+    def holds(meta, paths, key, op, x):
+        if key != 'source': return term_holds(meta.get(key), op, x)
+        if op == '$nin': return not any(term_holds(p, '$in', x) for p in paths)
+        return any(term_holds(p, op, x) for p in paths)
+    return {i for i, (meta, paths) in chunks.items()
+            if all(holds(meta, paths, k, op, x) for k, v in filters.items() for op, x in filter_terms(k, v))}
+
+
+def an_operator_object():
+    ranges = st.sampled_from([o for o in FILTER_OPS if o not in ('$in', '$nin')])
+    lists = st.tuples(st.sampled_from(['$in', '$nin']), st.lists(OPERANDS, max_size=3))
+    one = st.one_of(st.tuples(ranges, OPERANDS), lists)
+    return st.lists(one, min_size=1, max_size=2).map(dict).filter(
+        lambda d: '$prefix' not in d or isinstance(d['$prefix'], str))
+
+FILTERS = st.dictionaries(st.sampled_from(['tenant', 'status', 'year', 'source']),
+                          st.one_of(OPERANDS, st.lists(OPERANDS, max_size=3), an_operator_object()),
+                          min_size=1, max_size=2)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(filters=FILTERS)
+@example({'year': {'$prefix': '2024'}})                    # the number 2024 has no prefix, the text '2024' has
+@example({'year': {'$gte': 2024, '$lt': '2025'}})          # both kinds of bound: nothing is both a number and text
+@example({'status': {'$ne': 'live'}, 'source': {'$nin': ['src/1.md']}})
+def test_every_filter_means_what_term_holds_says(meta_store, filters):
+    s, chunks = meta_store
+    want = expected_ids(chunks, filters)
+    with s._snapshot():
+        assert set(s.filters.allowed_ids(filters).tolist()) == want, filters
+        older = FilterIndex(s.db, display=True, indexed=False)             # a store before `chunk_meta`
+        assert set(older.allowed_ids(filters).tolist()) == want, filters
+    q = np.ones(64, np.float32) / 8
+    assert {i for i, _ in s.search_ids(q, k=len(chunks), filters=filters)} == want, filters
+    assert {i for i, _ in s.search_lexical('ledger', k=len(chunks), filters=filters)} == want, filters
+    pinned = ScopedStore(s, {'tenant': ['t1']})                           # a pin: only t1, whatever the filter says
+    inside = {i for i in want if chunks[i][0].get('tenant') == 't1'}
+    assert {i for i, _ in pinned.search_ids(q, k=len(chunks), filters=filters)} == inside, filters
+    assert {i for i, _ in pinned.search_lexical('ledger', k=len(chunks), filters=filters)} == inside, filters
