@@ -12,7 +12,7 @@ from .sentences import prefix_path, sentence_spans
 
 # %% auto #0
 __all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'NOTHING_FOUND', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index',
-           'cmd_remove', 'cmd_ask', 'cmd_check', 'cmd_cache', 'cmd_serve', 'cmd_eval']
+           'cmd_remove', 'cmd_ask', 'cmd_check', 'cmd_sources', 'cmd_cache', 'cmd_serve', 'cmd_eval']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -55,6 +55,8 @@ RAY_SHARDS = 4   # `ragnb index --ray` builds this many shards unless --shards s
 _THREADS_HELP = 'torch threads for embedding (default $RAGNB_THREADS, else 1 per query and min(cores, batch) to index)'
 
 _MODE_HELP = 'hybrid (dense + lexical, fused), dense or lexical (default $RETRIEVAL_MODE or hybrid)'
+_FILTER_HELP = ("metadata or source filter, repeatable: key=value (repeat a key for any of its values), key!=value, "
+                "'key>=value' (also >, <=, <), key^=prefix (source^=docs/es/)")
 
 SERVE_LIMIT_FLAGS = (   # `ragnb serve`'s HTTP limits: flag, `ServeLimits`' default (kept equal by a test), help
     ('--request-timeout', 30, 'S', 'HTTP: close a connection whose request has not fully arrived S seconds after '
@@ -111,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
     s = sub.add_parser('check', help='verify a store end to end and print one table (exit 1 on any problem)')
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
+    s = sub.add_parser('sources', help='list the indexed documents and their chunks (within --filter)')
+    s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
+    s.add_argument('--filter', action='append', metavar='KEY=VALUE', help=_FILTER_HELP)
+    s.add_argument('--json', action='store_true', help='JSON: {"sources": [{"path", "chunks"}], "chunks"}')
     s = sub.add_parser('cache', help="show ragnb's cache of model copies; --prune removes the stale ones")
     s.add_argument('--prune', action='store_true',
                    help='remove copies whose source file changed or went, and temporaries a dead process left')
@@ -118,9 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('question')
     s.add_argument('--store', help='store directory (default: built from the bundled data/ on first use)')
     s.add_argument('-k', type=_positive_int, default=5, help='how many chunks (default 5)')
-    s.add_argument('--filter', action='append', metavar='KEY=VALUE',
-                   help="metadata or source filter, repeatable: key=value (repeat a key for any of its values), "
-                        "key!=value, 'key>=value' (also >, <=, <), key^=prefix (source^=docs/es/)")
+    s.add_argument('--filter', action='append', metavar='KEY=VALUE', help=_FILTER_HELP)
     s.add_argument('--model', help=argparse.SUPPRESS)
     s.add_argument('--trim', action='store_true',
                    help='cut each chunk to the sentences close to the question (also: RETRIEVAL_TRIM=1)')
@@ -243,7 +247,7 @@ def _parse_kv(items, what):
         out.setdefault(k, []).append(v)
     return {k: v[0] if len(v) == 1 else v for k, v in out.items()}
 
-# %% ../nbs/09_cli.ipynb #9abdc086
+# %% ../nbs/09_cli.ipynb #5e7f62b0
 _FILTER_SIGNS = {'!=': '$ne', '>=': '$gte', '<=': '$lte', '^=': '$prefix', '=': '$eq', '>': '$gt', '<': '$lt'}
 _FILTER_ITEM = re.compile(r'([\w-]+)(!=|>=|<=|\^=|=|>|<)(.*)', re.S)
 
@@ -598,6 +602,20 @@ def cmd_check(args) -> int:
     bad = v is None or bool(v['problems'])
     print(f"\n{'problems found: see the table' if bad else 'the store is sound'}")
     return 1 if bad else 0
+
+# %% ../nbs/09_cli.ipynb #cd89dbcf
+def cmd_sources(args) -> int:
+    from ragnb.index import StoreError
+    store = _open_store(args)
+    try: rows = store.list_sources(_parse_filters(args.filter))
+    except (ValueError, StoreError) as e: raise UserError(str(e)) from None
+    finally: store.close()
+    n = sum(r['chunks'] for r in rows)
+    if args.json: print(json.dumps(dict(sources=rows, chunks=n), ensure_ascii=False, indent=1))
+    else:
+        print(f"{store.path}: {len(rows)} documents, {n} chunks{' within --filter' * bool(args.filter)}\n")
+        print('| document | chunks |\n|---|---|\n' + ''.join(f"| {r['path']} | {r['chunks']} |\n" for r in rows))
+    return 0
 
 # %% ../nbs/09_cli.ipynb #35a91106
 def cmd_cache(args) -> int:

@@ -33,7 +33,7 @@ def _filter_values(key:str, value) -> list:
         raise ValueError(f'filter {key!r}: values must be strings, numbers or None, got {kind} {bad[0]!r}')
     return values
 
-# %% ../nbs/02f_filters.ipynb #f18d196c
+# %% ../nbs/02f_filters.ipynb #43080ea6
 FILTER_OPS = ('$eq', '$ne', '$in', '$nin', '$gt', '$gte', '$lt', '$lte', '$prefix')
 _RANGES = {'$gt': '>', '$gte': '>=', '$lt': '<', '$lte': '<='}
 
@@ -67,7 +67,7 @@ def filter_terms(key:str, # `source` or a metadata key
         else: out.append((op, _bound(key, op, x)))
     return out
 
-# %% ../nbs/02f_filters.ipynb #aab765cf
+# %% ../nbs/02f_filters.ipynb #2341c63e
 _DECIMAL = re.compile(r'[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?')
 
 def filter_number(value) -> int|float|None:
@@ -76,7 +76,7 @@ def filter_number(value) -> int|float|None:
     if not isinstance(value, str) or not _DECIMAL.fullmatch(value): return None
     return float(value) if any(c in value for c in '.eE') else int(value)
 
-# %% ../nbs/02f_filters.ipynb #1c1be1e7
+# %% ../nbs/02f_filters.ipynb #a8aca6d7
 def term_holds(value, # one chunk's value for the key: a string or a number; None where it has none
                op:str, x, # a term of `filter_terms`
               ) -> bool:
@@ -88,7 +88,7 @@ def term_holds(value, # one chunk's value for the key: a string or a number; Non
     a = (value if isinstance(value, str) else None) if isinstance(x, str) else filter_number(value)
     return a is not None and {'$gt': a > x, '$gte': a >= x, '$lt': a < x, '$lte': a <= x}[op]
 
-# %% ../nbs/02f_filters.ipynb #4a4a0d3c
+# %% ../nbs/02f_filters.ipynb #38af89e7
 def _term_sql(op:str, x, col:str) -> tuple[str, list]:
     "The SQL that holds where the column expression `col` passes a positive term, and its arguments."
     if op == '$in': return f'{col} in ({",".join("?" * len(x))})', list(x)

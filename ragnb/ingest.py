@@ -772,8 +772,10 @@ def attached_document(doc:Document, # a message read (`mail_document`, `msg_docu
 # %% ../nbs/03a_ingest.ipynb #0e51356e
 def document_chunks(sf:SourceFile, metadata:dict|None=None) -> list[Chunk]:
     """The chunks of a file read: of its text, or, for an archive, of each file it holds (`Document.parts`) by that
-    file's own mode and title, so no chunk runs from one file into the next and a script in it is chunked as code."""
-    doc, meta = sf.document, dict(metadata or {})
+    file's own mode and title, so no chunk runs from one file into the next and a script in it is chunked as code.
+    Its chunks carry `metadata` (the run's `--meta`) over what the file says of itself (`Document.metadata`)."""
+    doc = sf.document
+    meta = {**doc.metadata, **(metadata or {})}                   # the run's word wins: a page cannot move tenant
     if not doc.parts:
         title = {'title': doc.title} if doc.title else {}
         return chunk_text(sf.text, sf.path, source=sf.source, metadata=meta, strategies=sf.strategies, mode=doc.mode,

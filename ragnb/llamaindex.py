@@ -30,7 +30,7 @@ def chunk_node(c:Chunk, store:Store|None=None) -> NodeWithScore:
                     excluded_embed_metadata_keys=hidden, excluded_llm_metadata_keys=hidden)
     return NodeWithScore(node=node, score=c.score)
 
-# %% ../nbs/11_llamaindex.ipynb #20e0d85d
+# %% ../nbs/11_llamaindex.ipynb #9b360c0c
 _LLAMA_OPS = {'==': '$eq', '!=': '$ne', '>': '$gt', '>=': '$gte', '<': '$lt', '<=': '$lte', 'in': '$in', 'nin': '$nin'}
 
 def ragnb_filters(filters:dict|MetadataFilters|None) -> dict|None:

@@ -21,34 +21,34 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decod
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS', 'PROSE_CELL', 'RECORD_FIELD',
            'JSON_RECORDS_READER', 'JSON_RECORD_EXTS', 'JSON_SAMPLE', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
-           'MDX_READER', 'FRONT_MATTER_EXTS', 'DATA_URI_READER', 'PLAIN_TEXT_READER', 'CONFIG_EXTS', 'OUTLINE_SAMPLE',
-           'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER',
-           'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE',
-           'CHAT_READER', 'CHAT_FIELDS', 'OPENAPI_READER', 'OPENAPI_EXTS', 'HTTP_METHODS', 'TEXT_READERS', 'DISGUISED',
-           'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI',
-           'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
-           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
-           'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
-           'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'Document', 'Reader', 'register_reader',
-           'reader_for', 'file_kind', 'document_version', 'reader_version', 'anchor_text', 'prose_columns',
-           'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records', 'is_json_records',
-           'json_record_document', 'has_html', 'front_matter', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures',
-           'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document',
-           'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
-           'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day',
-           'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages', 'slack_day', 'chat_field',
-           'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document', 'text_document',
-           'text_reader', 'disguised_digest', 'content_kind', 'read_document', 'locate_chunks', 'page_generator',
-           'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page',
-           'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines',
-           'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker',
-           'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document', 'pptx_document',
-           'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document', 'unquoted',
-           'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document',
-           'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document',
-           'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document',
-           'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id', 'notebook_document',
-           'transcript_cues', 'transcript_document', 'html_sheets_document', 'text_sheet_document']
+           'MDX_READER', 'FRONT_MATTER_EXTS', 'FRONT_TEXT_FIELDS', 'DATA_URI_READER', 'PLAIN_TEXT_READER',
+           'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
+           'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS',
+           'SLACK_SKIP', 'SLACK_PAUSE', 'CHAT_READER', 'CHAT_FIELDS', 'OPENAPI_READER', 'OPENAPI_EXTS', 'HTTP_METHODS',
+           'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES',
+           'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED',
+           'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST',
+           'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
+           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'Document', 'Reader',
+           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'anchor_text',
+           'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records',
+           'is_json_records', 'json_record_document', 'has_html', 'front_matter', 'front_metadata', 'ocr_suffix',
+           'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
+           'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape',
+           'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown',
+           'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages',
+           'slack_day', 'chat_field', 'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document',
+           'text_document', 'text_reader', 'disguised_digest', 'content_kind', 'read_document', 'locate_chunks',
+           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine',
+           'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document',
+           'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document',
+           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
+           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
+           'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document',
+           'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title',
+           'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader',
+           'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id',
+           'notebook_document', 'transcript_cues', 'transcript_document', 'html_sheets_document', 'text_sheet_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -70,6 +70,7 @@ class Document:
     ocr_pages: int = 0                            # pages read by OCR: scans (`ragnb[ocr]`)
     mode: str|None = None                         # the chunking mode, where the reader decides it (a chat's `.json`)
     modes: dict = field(default_factory=dict)     # an archive: path → mode of each file whose reader decided it
+    metadata: dict = field(default_factory=dict)  # what the file says of itself (front matter): its chunks' metadata
 
 # %% ../nbs/01a_readers.ipynb #b2ebb0ac
 @dataclass(frozen=True)
@@ -333,7 +334,7 @@ def json_record_document(path:str|Path, text:str) -> dict:
     return dict(text='\n'.join(out), lines=src, anchors=anchors, mode='documental')
 
 # %% ../nbs/01a_readers.ipynb #9edf88b9
-FRONT_MATTER_READER = 'frontmatter-v1'      # the reader of a markdown file with front matter (`text_document`)
+FRONT_MATTER_READER = 'frontmatter-v2'      # the reader of a markdown file with front matter (`text_document`)
 MARKDOWN_HTML_READER = 'mdhtml-v1'          # ... and of one with HTML in it (`markdown_html`)
 MDX_READER = 'mdx-v1'                       # ... and of an MDX page: its components and admonitions read too
 _MDX_ESM = re.compile(r'^(import|export)\s', re.M)   # an MDX page's ESM lines (`markdown_html(mdx=True)`)
@@ -360,14 +361,29 @@ def _front_block(text:str) -> re.Match|None:
     return m if m and _FRONT_KEY.match(m.group(2)) else None
 
 def _front_fields(block:str, toml:bool) -> dict:
-    "The top-level fields of a front matter block whose values are plain strings or numbers; {} when it is not valid."
+    """The top-level fields of a front matter block whose values are plain: strings, numbers, `true`/`false`, dates
+    and times (ISO, so that they sort as dates), each as text; {} when the block is not valid."""
     import tomllib, yaml
     try: data = tomllib.loads(block) if toml else yaml.safe_load(block)
     except (tomllib.TOMLDecodeError, yaml.YAMLError): return {}
     if not isinstance(data, dict): return {}
-    plain = {str(k).lower(): ' '.join(str(v).split()) for k, v in data.items()
-             if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+    plain = {str(k).lower(): ' '.join(_front_text(v).split()) for k, v in data.items() if _front_text(v) is not None}
     return {k: v for k, v in plain.items() if v}
+
+def _front_text(v) -> str|None:
+    "A front matter value as text: `true`/`false` as YAML writes them, dates and times in ISO; None for a list or map."
+    if isinstance(v, bool): return str(v).lower()
+    if isinstance(v, (datetime.date, datetime.time)): return v.isoformat()
+    return str(v) if isinstance(v, (str, int, float)) else None
+
+FRONT_TEXT_FIELDS = ('title', 'description', 'summary')    # read as text: the title, the line that keeps its place
+_META_KEY = re.compile(r'[A-Za-z0-9_-]{1,64}')
+
+def front_metadata(fields:dict) -> dict:
+    """The fields of `front_matter` that its file's chunks carry as metadata, to filter on (`date`, `draft`, `version`):
+    all but those read as text, `source` (a filter's name for the path), keys a filter cannot name, and long values."""
+    return {k: v for k, v in fields.items()
+            if k not in (*FRONT_TEXT_FIELDS, 'source') and _META_KEY.fullmatch(k) and len(v) <= 200}
 
 # %% ../nbs/01a_readers.ipynb #b37534ee
 DATA_URI_READER = 'datauri-v1'    # ... and of one with pictures pasted in as `data:` URIs (`pasted_pictures`)
@@ -1664,7 +1680,7 @@ def text_document(path:str|Path, # the file, by which its kind is known
     if pics is not None: body = pasted_pictures(body, pics)
     html = markdown_html(body, inner_path(path).suffix.lower() == '.mdx') if MARKDOWN_HTML_READER in reader else None
     doc = Document(html[0] if html else body, kind, reader=reader, title=fields.get('title'), recoded=recoded,
-                   lines=html[1] if html else None)
+                   lines=html[1] if html else None, metadata=front_metadata(fields))
     return pics.noted(doc) if pics else doc
 
 _TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, text)`

@@ -323,8 +323,14 @@ def test_front_matter_titles_the_page_and_only_its_files_are_chunked_again(tmp_p
         assert page.text.split('\n')[:4] == ['[Doc: Copias de seguridad y restauración]',
                                              'Cómo se copian y restauran los datos.', '', '## Restaurar']
         assert (page.start_line, page.end_line) == (1, 10) and 'sidebar_position' not in page.text
-        assert s.sources()[page.source].chunker_version.startswith('frontmatter-v1+documental-v2:')
+        assert s.sources()[page.source].chunker_version.startswith('frontmatter-v2+documental-v2:')
         assert index_paths(s, [docs]).counts()['unchanged'] == 2
+        assert page.metadata == {'sidebar_position': '3', 'slug': '/ops/copias'}     # the rest of its block
+        found = s.search_lexical('restic restore', 5, filters={'sidebar_position': {'$gte': 3}})
+        assert [i for i, _ in found] == [int(page.id)]
+        index_paths(s, [docs], metadata={'slug': 'guardias'})                        # the run's word wins
+        again = s.get_chunks([i for i, _ in s.search_lexical('restic restore', 5)])
+        assert {c.metadata['slug'] for c in again} == {'guardias'}
 
 
 def _archive_bytes(kind:str) -> bytes:
