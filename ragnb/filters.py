@@ -4,6 +4,7 @@
 
 # %% ../nbs/02f_filters.ipynb #a93ad9b2
 from __future__ import annotations
+import json
 import math
 import re
 from functools import partial
@@ -14,8 +15,8 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['FILTER_OPS', 'FILTER_INDEX_VERSION', 'FEW_VALUES', 'filter_terms', 'filter_number', 'term_holds', 'narrowed_filters',
-           'FilterIndex']
+__all__ = ['FILTER_OPS', 'FILTER_INDEX_VERSION', 'FEW_VALUES', 'filter_terms', 'filter_number', 'term_holds', 'key_values',
+           'key_holds', 'narrowed_filters', 'FilterIndex']
 
 # %% ../nbs/02f_filters.ipynb #8adf5f2a
 def _check_key(key:str) -> str:
@@ -88,6 +89,22 @@ def term_holds(value, # one chunk's value for the key: a string or a number; Non
     a = (value if isinstance(value, str) else None) if isinstance(x, str) else filter_number(value)
     return a is not None and {'$gt': a > x, '$gte': a >= x, '$lt': a < x, '$lte': a <= x}[op]
 
+def key_values(value) -> list:
+    "The values a chunk's key holds for a filter: none, the one value, or a list as its JSON text and its elements."
+    if value is None: return []
+    if not isinstance(value, list): return [value]
+    return [json.dumps(value, ensure_ascii=False, separators=(',', ':')),
+            *(v for v in value if isinstance(v, (str, int, float)))]
+
+def key_holds(value, # one chunk's value for the key, as stored: a string, a number, a list; None where it has none
+              terms:list, # `filter_terms` of the key
+             ) -> bool:
+    """Does a chunk whose key holds `value` pass all `terms`? One of its values must pass every positive term (`$in`,
+    ranges, `$prefix`: a list's elements each count, as MongoDB's do), and none may be excluded by a `$nin`."""
+    held, plus = key_values(value), [t for t in terms if t[0] != '$nin']
+    return ((not plus or any(all(term_holds(v, op, x) for op, x in plus) for v in held))
+            and not any(term_holds(v, '$in', x) for op, x in terms if op == '$nin' for v in held))
+
 # %% ../nbs/02f_filters.ipynb #38af89e7
 def _term_sql(op:str, x, col:str) -> tuple[str, list]:
     "The SQL that holds where the column expression `col` passes a positive term, and its arguments."
@@ -101,32 +118,44 @@ def _term_sql(op:str, x, col:str) -> tuple[str, list]:
 def _filter_sql(filters:dict|None, display:bool=True, # the store has display paths
                 indexed:bool=True, # metadata through `chunk_meta` (else `json_extract`, for older stores)
                ) -> tuple[str, list]:
-    "The SQL `where` clause over `chunks` and its arguments for `filters`: each term of each key (`filter_terms`)."
+    "The SQL `where` clause over `chunks` and its arguments for `filters`: each key's terms (`filter_terms`)."
     where, args = ['1=1'], []
     for k, v in (filters or {}).items():
-        for op, x in filter_terms(k, v):
-            sql, a = _key_term_sql(k, op, x, display, indexed)
-            where.append(sql)
-            args += a
+        sql, a = _key_sql(k, filter_terms(k, v), display, indexed)
+        where.append(sql)
+        args += a
     return ' and '.join(where), args
 
-def _key_term_sql(key:str, op:str, x, display:bool, indexed:bool) -> tuple[str, list]:
-    "One term on `key`: the source or its shown path, a `chunk_meta` range, or `json_extract` in an older store."
-    if op == '$in' and not x: return '0', []                  # an empty list allows nothing
-    if op == '$nin' and not x: return '1', []
-    plus = '$in' if op == '$nin' else op                      # `$nin` is the negation of its `$in`
+def _key_sql(key:str, terms:list, display:bool, indexed:bool) -> tuple[str, list]:
+    "`key_holds` in SQL: one value passes the positive terms together, and no value is one a `$nin` excludes."
+    if any(op == '$in' and not x for op, x in terms): return '0', []     # an empty list allows nothing
+    plus = [t for t in terms if t[0] != '$nin']
+    groups = ([(plus, '')] if plus else []) + [([('$in', x)], 'not ') for op, x in terms if op == '$nin' and x]
+    sql, args = [], []
+    for ts, neg in groups:
+        s, a = _any_value(key, ts, display, indexed)
+        sql.append(neg + s)
+        args += a
+    return (' and '.join(sql), args) if sql else ('1', [])
+
+def _all_of(terms:list, col:str) -> tuple[str, list]:
+    "The SQL that holds where the column expression `col` passes every positive term of `terms`."
+    parts = [_term_sql(op, x, col) for op, x in terms]
+    return ' and '.join(f'({s})' if len(parts) > 1 else s for s, _ in parts), [a for _, p in parts for a in p]
+
+def _any_value(key:str, terms:list, display:bool, indexed:bool) -> tuple[str, list]:
+    """The SQL that holds where one of a chunk's values for `key` passes all positive `terms`: its source or shown
+    path, a row of `chunk_meta`, or in an older store the value `json_extract` gives or an element of its list."""
     if key == 'source':                                       # the source key, or the path shown for it
-        cols = ['source', 'coalesce(display, source)'] if display else ['source']   # older stores: no display
-        parts = [_term_sql(plus, x, c) for c in cols]
-        sql, args = ' or '.join(p[0] for p in parts), [a for p in parts for a in p[1]]
-        sql = f'({sql})' if display else sql
-        return (f'not {sql}' if display else f'not ({sql})', args) if op == '$nin' else (sql, args)
+        parts = [_all_of(terms, c) for c in (['source', 'coalesce(display, source)'] if display else ['source'])]
+        return '(' + ' or '.join(s for s, _ in parts) + ')', [a for _, p in parts for a in p]
     if indexed:
-        sql, args = _term_sql(plus, x, 'value')
-        which = 'not in' if op == '$nin' else 'in'
-        return f'id {which} (select id from chunk_meta where key = ? and {sql})', [key, *args]
-    sql, args = _term_sql(plus, x, f"json_extract(metadata, '$.{key}')")
-    return (f'not coalesce({sql}, 0)', args) if op == '$nin' else (sql, args)
+        s, a = _all_of(terms, 'value')
+        return f'id in (select id from chunk_meta where key = ? and {s})', [key, *a]
+    at = f"metadata, '$.{key}'"
+    (whole, a1), (each, a2) = _all_of(terms, f'json_extract({at})'), _all_of(terms, 'e.value')
+    return (f"(coalesce({whole}, 0) or exists (select 1 from json_each({at}) e where json_type({at}) = 'array' "
+            f"and e.type not in ('null', 'array', 'object') and {each}))", a1 + a2)
 
 # %% ../nbs/02f_filters.ipynb #c4462e7a
 def _scope_term(value, op:str, x) -> bool:
@@ -156,9 +185,14 @@ _FILTERS_DDL = ('create table if not exists chunk_meta (key text not null, value
                 'primary key (key, value, id)) without rowid',
                 'create index if not exists chunk_meta_id on chunk_meta(id)',
                 'create table if not exists tombstones (id integer primary key)')
-FILTER_INDEX_VERSION = 'chunk-meta-v1'
-_META_ROWS = ("select j.key, j.value, c.id from chunks c, json_each(c.metadata) j "
-              "where j.type != 'null' and j.key is not null")      # the chunk_meta rows, from the metadata JSON
+FILTER_INDEX_VERSION = 'chunk-meta-v2'     # v2: a list's elements have rows too
+
+def _meta_rows(where:str='') -> str:
+    "The `chunk_meta` rows of the metadata JSON (`where`: more conditions on `c`): each value, and a list's elements."
+    return ("select * from (select j.key, j.value, c.id from chunks c, json_each(c.metadata) j "
+            f"where j.type != 'null' and j.key is not null{where} union "
+            "select j.key, e.value, c.id from chunks c, json_each(c.metadata) j, json_each(j.value) e "
+            f"where j.type = 'array' and e.type not in ('null', 'array', 'object') and j.key is not null{where})")
 
 class FilterIndex:
     """The `chunk_meta` table of a store and what a filter allows. Thread-safety: that of its SQLite connection; a
@@ -180,15 +214,15 @@ class FilterIndex:
 def rebuild(self:FilterIndex):
     "Fill `chunk_meta` from every chunk and index the shown path (inside the writer's open transaction)."
     self.db.execute('delete from chunk_meta')
-    self.db.execute(f'insert or ignore into chunk_meta {_META_ROWS}')
+    self.db.execute(f'insert or ignore into chunk_meta {_meta_rows()}')
     self.db.execute('create index if not exists chunks_shown on chunks(coalesce(display, source))')
     self.db.execute("insert or replace into meta values ('filter_index', ?)", (FILTER_INDEX_VERSION,))
 
 @patch
 def insert(self:FilterIndex, first:int, last:int):
     "Index the metadata of the chunks with ids `first` to `last` (just written, in the writer's transaction)."
-    if self.indexed: self.db.execute(f'insert or ignore into chunk_meta {_META_ROWS} and c.id between ? and ?',
-                                     (first, last))
+    if self.indexed: self.db.execute(f"insert or ignore into chunk_meta {_meta_rows(' and c.id between ? and ?')}",
+                                     (first, last) * 2)
 
 @patch
 def remove(self:FilterIndex, ids:list[int]):
@@ -278,7 +312,7 @@ def _all_ids(self:FilterIndex) -> np.ndarray:
 def problems(self:FilterIndex) -> list[str]:
     "Rows of `chunk_meta` that the chunks' metadata does not give, and entries of it that have no row (in a snapshot)."
     if not self.indexed: return []
-    extra = self.db.execute(f'select count(*) from (select key, value, id from chunk_meta except {_META_ROWS})')
-    missing = self.db.execute(f'select count(*) from ({_META_ROWS} except select key, value, id from chunk_meta)')
+    extra = self.db.execute(f'select count(*) from (select key, value, id from chunk_meta except {_meta_rows()})')
+    missing = self.db.execute(f'select count(*) from ({_meta_rows()} except select key, value, id from chunk_meta)')
     extra, missing = extra.fetchone()[0], missing.fetchone()[0]
     return [f'the filter index has {missing} entries missing and {extra} extra rows'] * bool(extra or missing)

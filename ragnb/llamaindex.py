@@ -31,11 +31,13 @@ def chunk_node(c:Chunk, store:Store|None=None) -> NodeWithScore:
     return NodeWithScore(node=node, score=c.score)
 
 # %% ../nbs/11_llamaindex.ipynb #9b360c0c
-_LLAMA_OPS = {'==': '$eq', '!=': '$ne', '>': '$gt', '>=': '$gte', '<': '$lt', '<=': '$lte', 'in': '$in', 'nin': '$nin'}
+_LLAMA_OPS = {'==': '$eq', '!=': '$ne', '>': '$gt', '>=': '$gte', '<': '$lt', '<=': '$lte', 'in': '$in', 'nin': '$nin',
+              'contains': '$eq', 'any': '$in'}     # a list's elements are its values too (`ragnb.filters.key_holds`)
 
 def ragnb_filters(filters:dict|MetadataFilters|None) -> dict|None:
-    """LlamaIndex `MetadataFilters` (`and` of `==`, `!=`, `>`, `>=`, `<`, `<=`, `in`, `nin`, nested) as ragnb's
-    filters (`ragnb.filters`); a dict or None as it is. `ValueError` for what ragnb's filters cannot say."""
+    """LlamaIndex `MetadataFilters` (`and` of `==`, `!=`, `>`, `>=`, `<`, `<=`, `in`, `nin`, and `contains` or `any`
+    on lists, nested) as ragnb's filters (`ragnb.filters`); a dict or None as it is. `ValueError` for what ragnb's
+    filters cannot say."""
     if filters is None or isinstance(filters, dict): return filters
     out = {}
     def add(f):

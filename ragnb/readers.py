@@ -352,7 +352,7 @@ def front_matter(text:str) -> tuple[dict, str]:
     `({}, text)` without front matter."""
     if not (m := _front_block(text)): return {}, text
     fields = _front_fields(m.group(2), toml=m.group(1) == '+++')
-    keep = fields.get('description') or fields.get('summary') or ''
+    keep = next((v for k in ('description', 'summary') if isinstance(v := fields.get(k), str)), '')
     return fields, keep + '\n' * m.group(0).count('\n') + text[m.end():]
 
 def _front_block(text:str) -> re.Match|None:
@@ -362,13 +362,15 @@ def _front_block(text:str) -> re.Match|None:
 
 def _front_fields(block:str, toml:bool) -> dict:
     """The top-level fields of a front matter block whose values are plain: strings, numbers, `true`/`false`, dates
-    and times (ISO, so that they sort as dates), each as text; {} when the block is not valid."""
+    and times (ISO, so that they sort as dates), each as text, and lists of them (`tags`) as lists of text; {} when
+    the block is not valid."""
     import tomllib, yaml
     try: data = tomllib.loads(block) if toml else yaml.safe_load(block)
     except (tomllib.TOMLDecodeError, yaml.YAMLError): return {}
     if not isinstance(data, dict): return {}
-    plain = {str(k).lower(): ' '.join(_front_text(v).split()) for k, v in data.items() if _front_text(v) is not None}
-    return {k: v for k, v in plain.items() if v}
+    one = lambda v: ' '.join(t.split()) if (t := _front_text(v)) is not None else ''
+    out = {str(k).lower(): [t for x in v if (t := one(x))] if isinstance(v, list) else one(v) for k, v in data.items()}
+    return {k: v for k, v in out.items() if v}
 
 def _front_text(v) -> str|None:
     "A front matter value as text: `true`/`false` as YAML writes them, dates and times in ISO; None for a list or map."
@@ -382,8 +384,9 @@ _META_KEY = re.compile(r'[A-Za-z0-9_-]{1,64}')
 def front_metadata(fields:dict) -> dict:
     """The fields of `front_matter` that its file's chunks carry as metadata, to filter on (`date`, `draft`, `version`):
     all but those read as text, `source` (a filter's name for the path), keys a filter cannot name, and long values."""
+    short = lambda v: len(v) <= 200 if isinstance(v, str) else len(v) <= 50 and all(len(x) <= 200 for x in v)
     return {k: v for k, v in fields.items()
-            if k not in (*FRONT_TEXT_FIELDS, 'source') and _META_KEY.fullmatch(k) and len(v) <= 200}
+            if k not in (*FRONT_TEXT_FIELDS, 'source') and _META_KEY.fullmatch(k) and short(v)}
 
 # %% ../nbs/01a_readers.ipynb #b37534ee
 DATA_URI_READER = 'datauri-v1'    # ... and of one with pictures pasted in as `data:` URIs (`pasted_pictures`)
@@ -1679,7 +1682,8 @@ def text_document(path:str|Path, # the file, by which its kind is known
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
     html = markdown_html(body, inner_path(path).suffix.lower() == '.mdx') if MARKDOWN_HTML_READER in reader else None
-    doc = Document(html[0] if html else body, kind, reader=reader, title=fields.get('title'), recoded=recoded,
+    title = t if isinstance(t := fields.get('title'), str) else None
+    doc = Document(html[0] if html else body, kind, reader=reader, title=title, recoded=recoded,
                    lines=html[1] if html else None, metadata=front_metadata(fields))
     return pics.noted(doc) if pics else doc
 

@@ -307,7 +307,8 @@ def test_front_matter_titles_the_page_and_only_its_files_are_chunked_again(tmp_p
     docs.mkdir(parents=True)
     (docs / 'backup-restore.md').write_text('---\ntitle: "Copias de seguridad y restauración"\nsidebar_position: 3\n'
                                             'description: Cómo se copian y restauran los datos.\nslug: /ops/copias\n'
-                                            '---\n\n## Restaurar\n\nUse restic restore latest --target /srv.\n')
+                                            'tags: [ops, restic]\n---\n\n## Restaurar\n\nUse restic restore latest '
+                                            '--target /srv.\n')
     (docs / 'plain.md').write_text('# Guardias\n\n---\n\ntitle: not front matter, a rule then text.\n')
     from ragnb import ingest, readers
     with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
@@ -322,12 +323,13 @@ def test_front_matter_titles_the_page_and_only_its_files_are_chunked_again(tmp_p
         page = next(c for c in chunks if c.source.endswith('backup-restore.md'))
         assert page.text.split('\n')[:4] == ['[Doc: Copias de seguridad y restauración]',
                                              'Cómo se copian y restauran los datos.', '', '## Restaurar']
-        assert (page.start_line, page.end_line) == (1, 10) and 'sidebar_position' not in page.text
+        assert (page.start_line, page.end_line) == (1, 11) and 'sidebar_position' not in page.text
         assert s.sources()[page.source].chunker_version.startswith('frontmatter-v2+documental-v2:')
         assert index_paths(s, [docs]).counts()['unchanged'] == 2
-        assert page.metadata == {'sidebar_position': '3', 'slug': '/ops/copias'}     # the rest of its block
-        found = s.search_lexical('restic restore', 5, filters={'sidebar_position': {'$gte': 3}})
-        assert [i for i, _ in found] == [int(page.id)]
+        assert page.metadata == {'sidebar_position': '3', 'slug': '/ops/copias', 'tags': ['ops', 'restic']}
+        for filters in ({'sidebar_position': {'$gte': 3}}, {'tags': 'restic'}, {'tags': {'$nin': ['draft']}}):
+            assert [i for i, _ in s.search_lexical('restic restore', 5, filters=filters)] == [int(page.id)]
+        assert s.search_lexical('restic restore', 5, filters={'tags': {'$ne': 'ops'}}) == []
         index_paths(s, [docs], metadata={'slug': 'guardias'})                        # the run's word wins
         again = s.get_chunks([i for i, _ in s.search_lexical('restic restore', 5)])
         assert {c.metadata['slug'] for c in again} == {'guardias'}

@@ -63,17 +63,18 @@ def test_deletions_leave_fewer_than_k(tmp_path):
     s.close()
 
 
-# Operators: the store's answer to any filter equals `term_holds`, the meaning `ragnb.filters` gives each term, on the
-# chunk filter index, on an older store's `json_extract` path, in dense and lexical search, and inside a pin.
+# Operators: the store's answer to any filter equals `key_holds`, the meaning `ragnb.filters` gives a key's terms,
+# on the chunk filter index, on an older store's `json_extract` path, in dense and lexical search, and inside a pin.
 from hypothesis import example, given, settings, strategies as st, HealthCheck
 
-from ragnb.filters import FILTER_OPS, FilterIndex, term_holds, filter_terms
+from ragnb.filters import FILTER_OPS, FilterIndex, filter_terms, key_holds, term_holds
 from ragnb.index import ScopedStore
 
 META = {'tenant': ['t0', 't1', 't2', None], 'status': ['archived', 'live', 'draft', None],
-        'year': [2019, 2023, 2024, '2024', '2023.5', '2024-05-01', '2025-01-31', 7.5, None]}
+        'year': [2019, 2023, 2024, '2024', '2023.5', '2024-05-01', '2025-01-31', 7.5, None],
+        'tags': [['ops', 'backup'], ['ops'], [], 'ops', ['2020', 2024, 'x'], ['b', None, ['n']], None]}
 OPERANDS = st.sampled_from(['t1', 't9', 'live', '', 'a', 'src/1', 'src/4', 'src/1.md', 2023, 2024, '2024', '2024-02',
-                            '2023', 7.5, 0])
+                            '2023', 7.5, 0, 'ops', 'backup', '["ops"]', '["n"]'])
 
 
 @pytest.fixture(scope='module')
@@ -92,13 +93,14 @@ def meta_store(tmp_path_factory):
 
 
 def expected_ids(chunks:dict, filters:dict) -> set:
-    "The ids `term_holds` lets through: each term of each key (on `source`, the indexed or the shown path)."
-    def holds(meta, paths, key, op, x):
-        if key != 'source': return term_holds(meta.get(key), op, x)
-        if op == '$nin': return not any(term_holds(p, '$in', x) for p in paths)
-        return any(term_holds(p, op, x) for p in paths)
+    "The ids `key_holds` lets through (on `source`, whose values are the indexed and the shown path)."
+    def holds(meta, paths, key, terms):
+        if key != 'source': return key_holds(meta.get(key), terms)
+        plus = [t for t in terms if t[0] != '$nin']
+        return ((not plus or any(all(term_holds(p, op, x) for op, x in plus) for p in paths))
+                and not any(term_holds(p, '$in', x) for op, x in terms if op == '$nin' for p in paths))
     return {i for i, (meta, paths) in chunks.items()
-            if all(holds(meta, paths, k, op, x) for k, v in filters.items() for op, x in filter_terms(k, v))}
+            if all(holds(meta, paths, k, filter_terms(k, v)) for k, v in filters.items())}
 
 
 def an_operator_object():
@@ -108,7 +110,7 @@ def an_operator_object():
     return st.lists(one, min_size=1, max_size=2).map(dict).filter(
         lambda d: '$prefix' not in d or isinstance(d['$prefix'], str))
 
-FILTERS = st.dictionaries(st.sampled_from(['tenant', 'status', 'year', 'source']),
+FILTERS = st.dictionaries(st.sampled_from(['tenant', 'status', 'year', 'source', 'tags']),
                           st.one_of(OPERANDS, st.lists(OPERANDS, max_size=3), an_operator_object()),
                           min_size=1, max_size=2)
 
@@ -118,6 +120,9 @@ FILTERS = st.dictionaries(st.sampled_from(['tenant', 'status', 'year', 'source']
 @example({'year': {'$prefix': '2024'}})                    # the number 2024 has no prefix, the text '2024' has
 @example({'year': {'$gte': 2024, '$lt': '2025'}})          # both kinds of bound: nothing is both a number and text
 @example({'status': {'$ne': 'live'}, 'source': {'$nin': ['src/1.md']}})
+@example({'tags': {'$ne': 'ops'}, 'year': {'$gte': 2023, '$lt': 2024}})  # a list; one value inside both bounds
+@example({'tags': {'$prefix': 'b', '$gt': 'o'}})            # 'backup' passes one, 'ops' the other: neither both
+@example({'tags': ['["n"]', 'x']})                          # a list inside a list is not an element
 def test_every_filter_means_what_term_holds_says(meta_store, filters):
     s, chunks = meta_store
     want = expected_ids(chunks, filters)
