@@ -173,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "`--threshold auto` meant before")
     s.add_argument('--forget', action='store_true',
                    help="forget the thresholds --save stored: `--threshold auto` is the model's default again")
+    s.add_argument('--filter', action='append', metavar='KEY=VALUE',
+                   help=_FILTER_HELP + '; only those chunks answer, as for a pinned tenant (not with --save)')
     s.add_argument('--json', action='store_true', help='machine-readable output')
     s.add_argument('--model', help=argparse.SUPPRESS)
     s.add_argument('--threads', type=_positive_int, help=_THREADS_HELP)
@@ -667,7 +669,7 @@ def _print_calibrations(cals, args, store, before:dict):   # (policy, window) â†
         print(f'undo: ragnb eval --store {store.path} --forget')
     if args.plot: print(f'plot: {args.plot}')
 
-def _sweep_and_calibrate(store, qpath, args, hyde_options) -> int:
+def _sweep_and_calibrate(store, qpath, args, hyde_options, filters:dict|None=None) -> int:
     "`ragnb eval --sweep`: every policy (or `--policy`) and window on one set of retrievals, then calibrations."
     from ragnb.eval import calibrate, sweep
     from ragnb.retrieve import trim_threshold_origin
@@ -675,7 +677,7 @@ def _sweep_and_calibrate(store, qpath, args, hyde_options) -> int:
     windows = (args.window,) if args.window is not None else (0, 1)
     policies = (args.policy,) if args.policy else TRIM_POLICIES
     res = sweep(store, qpath, windows=windows, top_k=args.k, hyde=args.hyde, hyde_options=hyde_options,
-                progress=True, mode=args.mode, policies=policies)
+                progress=True, mode=args.mode, policies=policies, filters=filters)
     before = {(p, w): trim_threshold_origin(store, 'auto', w, p) for p in policies for w in windows}
     cals = {(p, w): calibrate(store, qpath, policy=p, window=w, top_k=args.k, result=res, save=args.save,
                               target_retention=args.target_retention) for p in policies for w in windows}
@@ -708,6 +710,10 @@ def cmd_eval(args) -> int:
     qpath = Path(args.questions) if args.questions else bundled_questions()
     if not qpath.is_file(): raise UserError(f'{qpath}: no such questions file')
     if args.forget: return _forget_calibrations(args)
+    filters = _parse_filters(args.filter) or None
+    if filters and args.save:
+        raise UserError('--save keeps one threshold for the whole store; one calibrated within --filter would hold '
+                        'for every other chunk too: drop --filter to save, or --save to look')
     if args.target_retention is None: args.target_retention = TARGET_RETENTION
     else: args.sweep = True
     if args.save:
@@ -723,11 +729,11 @@ def cmd_eval(args) -> int:
         hyde_options = dict(cache=HydeCache.for_store(store))
     try:
         if args.sweep or args.plot:
-            return _sweep_and_calibrate(store, qpath, args, hyde_options)
+            return _sweep_and_calibrate(store, qpath, args, hyde_options, filters)
         threshold = args.threshold if args.threshold is not None else 'auto'
         rep = eval_retrieval(store, qpath, top_k=args.k, trim_threshold=threshold,
                              trim_window=args.window or 0, hyde=args.hyde, hyde_options=hyde_options, progress=True,
-                             mode=args.mode, trim_policy=args.policy or DEFAULT_TRIM_POLICY)
+                             mode=args.mode, trim_policy=args.policy or DEFAULT_TRIM_POLICY, filters=filters)
     except (ValueError, FileNotFoundError) as e: raise UserError(str(e)) from None
     finally: store.close()
     print(rep.to_json(indent=1) if args.json else rep)
