@@ -122,8 +122,12 @@ class Hnswlib:
     def query(self, v, filt):
         fn = None
         if filt is not None:
-            ok = passing(self.tenant, filt)
-            fn = lambda j: bool(ok[j])
+            if filt[0] == 'range':
+                ok = passing(self.tenant, filt)
+                fn = lambda j: bool(ok[j])
+            else:
+                ok, t = set(int(a) for a in filt[1]), column(self.tenant, filt[0])
+                fn = lambda j: int(t[j]) in ok
         return self.i.knn_query(v, k=K, filter=fn)[0][0].tolist()
 
     def add(self, x, tenant, start):

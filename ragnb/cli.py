@@ -265,7 +265,7 @@ def _parse_filters(items:list[str]|None) -> dict:
         if op == '$eq': equal.setdefault(k, []).append(v)
         elif op == '$ne': ops.setdefault(k, {}).setdefault('$nin', []).append(v)
         elif op in ops.get(k, {}): raise UserError(f'--filter {it!r}: {k}{sign} is given twice; give it once')
-        else: ops.setdefault(k, {})[op] = v if op == '$prefix' or filter_number(v) is None else filter_number(v)
+        else: ops.setdefault(k, {})[op] = v if op == '$prefix' or (n := filter_number(v)) is None else n
     out = {k: v[0] if len(v) == 1 else v for k, v in equal.items() if k not in ops}
     return out | {k: o | ({'$in': equal[k]} if k in equal else {}) for k, o in ops.items()}
 

@@ -237,7 +237,8 @@ def allowed_ids(self:FilterIndex, filters:dict) -> np.ndarray:
     out = None
     for k, v in filters.items():
         if isinstance(v, dict):                                 # operators: one query per key, kept as well
-            ids = self.cached(('ids', k, repr(filter_terms(k, v))), partial(self._ids_where, k, v))
+            terms = filter_terms(k, v)
+            ids = self.cached(('ids', k, repr(terms)), partial(self._ids_where, k, terms))
         else: ids = _union_sorted([self.cached(('ids', k, repr(x)), partial(self._ids_with, k, x))
                                    for x in _filter_values(k, v)])
         out = ids if out is None else np.intersect1d(out, ids, assume_unique=True)
@@ -263,14 +264,13 @@ def _ids_with(self:FilterIndex, key:str, value) -> np.ndarray:
     return np.fromiter((r[0] for r in rows), np.int64)
 
 @patch
-def _ids_where(self:FilterIndex, key:str, value:dict) -> np.ndarray:
-    """The sorted ids of the chunks whose `key` passes an object of operators (`filter_terms`): on a metadata key,
-    the positive terms together off `chunk_meta`'s index (`_passing_ids`), less each `$nin`'s values' ids."""
+def _ids_where(self:FilterIndex, key:str, terms:list) -> np.ndarray:
+    """The sorted ids of the chunks whose `key` passes `terms` (`filter_terms` of an object of operators): on a
+    metadata key, the positive terms together off `chunk_meta`'s index (`_passing_ids`), less each `$nin`'s ids."""
     if key == 'source' or not self.indexed:
-        where, args = self.where({key: value})
+        where, args = _key_sql(key, terms, self.display, self.indexed)
         return np.fromiter((r[0] for r in self.db.execute(f'select id from chunks where {where} order by id', args)),
                            np.int64)
-    terms = filter_terms(key, value)
     out = self._passing_ids(key, [t for t in terms if t[0] != '$nin'])
     for _, x in (t for t in terms if t[0] == '$nin'):
         ids = np.setdiff1d(self.cached(('ids', None), self._all_ids), self._passing_ids(key, [('$in', x)]), True)
