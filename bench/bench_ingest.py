@@ -248,8 +248,8 @@ def part_fidelity():
     print('|---|---|---|---|---|---|---|---|---|---|---|')
     for name, folder in fidelity_corpora(work).items():
         rep = IndexReport()
-        files = list(changed_sources(listed_files([folder], rep, {}), rep, {}, '{}'))
-        chunks, _ = chunk_sources(files, None)
+        files = list(changed_sources(listed_files([folder], rep, {}), rep, {}, None))
+        chunks, _ = chunk_sources(files)
         texts = [c.text for c in chunks]
         junk = sum(pathlib.Path(c.source).suffix.lower() in ('.svg', '.css', '.xpm') or
                    pathlib.Path(c.source).name == 'Makefile' or bool(JUNK.search(c.text)) for c in chunks)

@@ -24,6 +24,7 @@ def chunk_metadata(c:Chunk, store:Store|None=None) -> dict:
                 **{k: getattr(c, k) for k in _LOCATION if getattr(c, k) is not None})
     if store is not None and c.id is not None: meta.update(ragnb_store=str(store.path), ragnb_chunk_id=c.id)
     if c.copies: meta['copies'] = list(c.copies)      # the same text elsewhere (`RetrieveOpts.fold_copies`)
+    if c.link: meta['link'] = c.link                  # where a browser opens it (`Chunk.link`)
     return meta
 
 # %% ../nbs/10_adapters.ipynb #e3af07d6

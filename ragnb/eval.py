@@ -429,6 +429,7 @@ def render_html(res:RetrievalResult) -> str:
         tok = f' · {c.tokens_before} → {c.tokens_after} tokens' if isinstance(c, TrimmedChunk) else ''
         whole = untrimmed(c).cite                     # a trimmed chunk cites what it kept, in the chunk shown whole
         where = html.escape(c.cite) + (f'</code> of <code>{html.escape(whole)}' if whole != c.cite else '')
+        if c.link: where = f'<a href="{html.escape(c.link)}" target="_blank">{where}</a>'   # the published page
         parts.append(f'<div style="margin-top:.8em"><b>#{i}</b> {c.score:.3f} · <code>{where}</code>'
                      f' · {html.escape(c.section_title or "")}{tok}</div>{_chunk_html(c)}')
     return '\n'.join(parts)

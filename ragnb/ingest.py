@@ -4,7 +4,8 @@
 
 # %% ../nbs/03a_ingest.ipynb #2c4980fa
 from __future__ import annotations
-import bisect, errno, hashlib, io, json, lzma, os, re, stat, tarfile, tempfile, threading, time, zipfile, zlib
+import bisect, errno, hashlib, io, json, lzma, os, re, stat, tarfile, tempfile, threading, time, urllib.parse, zipfile
+import zlib
 import numpy as np
 from collections import Counter
 from dataclasses import dataclass, field, replace as dc_replace
@@ -31,17 +32,17 @@ from .readers import (DISGUISED, READERS, SLACK_LISTS, TARBALLS, TEXT_READERS, D
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'DOKUWIKI_MACHINERY',
            'MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'LOG_NAME', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX',
-           'JAVADOC_INDEX', 'SOURCE_BUILDS', 'PAGE_COPIES', 'PAGE_SIZE_SHARE', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES',
-           'ARCHIVE_EXTS', 'ARCHIVE_READER', 'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules',
-           'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key',
-           'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text',
-           'log_file', 'site_kind', 'site_machinery', 'source_machinery', 'generated_reason', 'scan_path',
-           'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source',
-           'missing_sources', 'member_path', 'member_role', 'archive_members', 'unpack_archive', 'archive_parts',
-           'part_anchors', 'text_anchors', 'joined_parts', 'archive_document', 'attachment_names', 'attached_document',
-           'document_chunks', 'placed_after', 'metadata_json', 'chunk_sources', 'checked_paths', 'corpus_languages',
-           'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup',
-           'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
+           'JAVADOC_INDEX', 'SOURCE_BUILDS', 'PAGE_COPIES', 'PAGE_SIZE_SHARE', 'PATH_FIELD', 'MAX_ARCHIVE_BYTES',
+           'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER', 'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport',
+           'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason',
+           'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking',
+           'SourceFile', 'not_text', 'log_file', 'site_kind', 'site_machinery', 'source_machinery', 'generated_reason',
+           'scan_path', 'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source',
+           'metadata_json', 'file_metadata', 'missing_sources', 'member_path', 'member_role', 'archive_members',
+           'unpack_archive', 'archive_parts', 'part_anchors', 'text_anchors', 'joined_parts', 'archive_document',
+           'attachment_names', 'attached_document', 'document_chunks', 'placed_after', 'chunk_sources', 'checked_paths',
+           'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches',
+           'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
            'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
@@ -312,6 +313,7 @@ class SourceFile:
     existed: bool
     root: str
     strategies: dict|None = None         # `chunk_text`'s, as `chunking_strategies` chose them for this file
+    metadata: dict = field(default_factory=dict)   # the run's metadata for this file (`file_metadata`)
     @property
     def text(self) -> str: return self.document.text
 
@@ -459,10 +461,10 @@ def generated_reason(f:Path, p:Path, # a file listed under the path `p` given
 def scan_path(p:Path, # a file or folder given to `index_paths`
               rep:IndexReport, # where unchanged, skipped, binary and removed sources are recorded
               known:dict[str, SourceRecord], # what the store has (`Store.sources()`)
-              mjson:str, # the run's metadata, as sorted JSON
+              metadata:dict|None, # the run's metadata (`--meta`), `{path}` in a value filled in per file
               max_bytes:int=MAX_FILE_BYTES, chunking:str='documental') -> list[SourceFile]:
     "The files under `p` that are new or changed; the rest of what was found, or went missing, goes to `rep`."
-    return list(changed_sources(listed_files([p], rep, known, max_bytes), rep, known, mjson, max_bytes, chunking))
+    return list(changed_sources(listed_files([p], rep, known, max_bytes), rep, known, metadata, max_bytes, chunking))
 
 def listed_files(paths:list[Path], rep:IndexReport, known:dict[str, SourceRecord],
                  max_bytes:int=MAX_FILE_BYTES) -> list[tuple[Path, Path]]:
@@ -473,11 +475,11 @@ def listed_files(paths:list[Path], rep:IndexReport, known:dict[str, SourceRecord
         listed, rep.removed = listed + [(f, p) for f in files], rep.removed + gone
     return listed
 
-def changed_sources(listed:list[tuple[Path, Path]], rep:IndexReport, known:dict[str, SourceRecord], mjson:str,
-                    max_bytes:int=MAX_FILE_BYTES, chunking:str='documental'):
+def changed_sources(listed:list[tuple[Path, Path]], rep:IndexReport, known:dict[str, SourceRecord],
+                    metadata:dict|None, max_bytes:int=MAX_FILE_BYTES, chunking:str='documental'):
     "The listed files that are new or changed, each read when it is asked for (`changed_source`)."
     return (sf for f, p in listed
-            if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), mjson, max_bytes, chunking)))
+            if (sf := changed_source(f, p, rep, known.get(source_key(f, p)), metadata, max_bytes, chunking)))
 
 def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
                max_bytes:int=MAX_FILE_BYTES) -> tuple[list[Path], list[str]]:
@@ -534,27 +536,44 @@ def file_size(f:Path) -> int:
 
 def changed_source(f:Path, p:Path, # a file listed under the path `p` given
                    rep:IndexReport, old:SourceRecord|None, # what the store has for it
-                   mjson:str, max_bytes:int=MAX_FILE_BYTES,
+                   metadata:dict|None, # the run's metadata (`file_metadata` fills it in for `f`)
+                   max_bytes:int=MAX_FILE_BYTES,
                    chunking:str='documental', # see `chunking_strategies`
                   ) -> SourceFile|None:
     "`f` read, when new or changed; else None, after recording it in `rep` (unchanged, binary or unreadable)."
     key, root = source_key(f, p), (p.resolve().as_posix() if p.is_dir() else '')
+    meta = file_metadata(metadata, f, p)
     if (got := _read_or_report(f, rep, max_bytes)) is None: return None
     strategies = chunking_strategies(chunking, len(got[0]))
     content, h = got
     ver = document_version(f, content if isinstance(content, str) else None, strategies=strategies)
-    if old and (old.content_hash, old.chunker_version, old.metadata) == (h, ver, mjson):
+    if old and (old.content_hash, old.chunker_version, old.metadata) == (h, ver, metadata_json(meta)):
         rep.unchanged.append(key)
         return None
     doc = _document_or_report(f, content, rep)
     return None if doc is None else SourceFile(f, key, display_path(f, p), doc, h, ver, old is not None, root,
-                                               strategies)
+                                               strategies, meta)
 
 # %% ../nbs/03a_ingest.ipynb #93fdb86f
 def _gone(known:dict, root:str, seen:set, unreadable:list) -> list[str]:
     "Sources recorded under the folder `root`, not seen this run, and not inside a folder that could not be listed."
     kept = tuple(u + '/' for u in unreadable)
     return [s for s, r in known.items() if r.root == root and s not in seen and not s.startswith(kept)]
+
+# %% ../nbs/03a_ingest.ipynb #cb9561e8
+PATH_FIELD = '{path}'   # in a metadata value: the file's path under the folder given, URL-escaped
+
+def metadata_json(metadata:dict|None) -> str:
+    "Metadata as the `sources` table records it (sorted JSON): a change of it re-indexes the file."
+    return json.dumps(dict(metadata or {}), ensure_ascii=False, sort_keys=True)
+
+def file_metadata(metadata:dict|None, # the run's metadata
+                  f:Path, p:Path, # a file listed under the path `p` given
+                 ) -> dict:
+    "The run's metadata for file `f`: `PATH_FIELD` in a value becomes its path under `p` (its name, if `p` is `f`)."
+    if not any(isinstance(v, str) and PATH_FIELD in v for v in (metadata or {}).values()): return dict(metadata or {})
+    rel = urllib.parse.quote((f.relative_to(p) if p.is_dir() else Path(f.name)).as_posix())
+    return {k: v.replace(PATH_FIELD, rel) if isinstance(v, str) else v for k, v in metadata.items()}
 
 # %% ../nbs/03a_ingest.ipynb #b59b3219
 def missing_sources(known:dict[str, SourceRecord], # a store's sources (`Store.sources()`)
@@ -770,12 +789,12 @@ def attached_document(doc:Document, # a message read (`mail_document`, `msg_docu
                       ocr_pages=doc.ocr_pages + files.ocr_pages, modes=files.modes)
 
 # %% ../nbs/03a_ingest.ipynb #0e51356e
-def document_chunks(sf:SourceFile, metadata:dict|None=None) -> list[Chunk]:
+def document_chunks(sf:SourceFile) -> list[Chunk]:
     """The chunks of a file read: of its text, or, for an archive, of each file it holds (`Document.parts`) by that
     file's own mode and title, so no chunk runs from one file into the next and a script in it is chunked as code.
-    Its chunks carry `metadata` (the run's `--meta`) over what the file says of itself (`Document.metadata`)."""
+    Its chunks carry the run's metadata (`SourceFile.metadata`) over what the file says (`Document.metadata`)."""
     doc = sf.document
-    meta = {**doc.metadata, **(metadata or {})}                   # the run's word wins: a page cannot move tenant
+    meta = {**doc.metadata, **sf.metadata}                        # the run's word wins: a page cannot move tenant
     if not doc.parts:
         title = {'title': doc.title} if doc.title else {}
         return chunk_text(sf.text, sf.path, source=sf.source, metadata=meta, strategies=sf.strategies, mode=doc.mode,
@@ -815,20 +834,17 @@ def _check_source_keys(store:Store, known:dict):
                                  f're-index into a new store: ragnb index PATHS --store NEW_DIR')
 
 # %% ../nbs/03a_ingest.ipynb #d3ceb054
-def metadata_json(metadata:dict|None) -> str:
-    "Metadata as the `sources` table records it (sorted JSON): a change of it re-indexes the file."
-    return json.dumps(dict(metadata or {}), ensure_ascii=False, sort_keys=True)
-
-def chunk_sources(todo:list[SourceFile], metadata:dict|None=None) -> tuple[list[Chunk], list[SourceRecord]]:
+def chunk_sources(todo:list[SourceFile]) -> tuple[list[Chunk], list[SourceRecord]]:
     "Chunk each changed file; its chunks carry its key, display path, version and citation; its record counts them."
-    chunks, records, now, mjson = [], [], time.time(), metadata_json(metadata)
+    chunks, records, now = [], [], time.time()
     for sf in todo:
-        cs = locate_chunks(document_chunks(sf, metadata), sf.document)
+        cs = locate_chunks(document_chunks(sf), sf.document)
         for c in cs:
             c.display_path = sf.display
             c.chunker_version = reader_version(sf.document.reader, c.chunker_version)
         chunks += cs
-        records.append(SourceRecord(sf.source, sf.root, sf.content_hash, sf.chunker_version, mjson, len(cs), now))
+        records.append(SourceRecord(sf.source, sf.root, sf.content_hash, sf.chunker_version,
+                                    metadata_json(sf.metadata), len(cs), now))
     return chunks, records
 
 # %% ../nbs/03a_ingest.ipynb #138b81e6
@@ -917,8 +933,8 @@ def index_paths(store:Store, # a store opened for writing
     _check_source_keys(store, known)
     listed = listed_files(paths, rep, known, max_bytes)
     rep.missing = missing_sources(known)
-    todo = changed_sources(listed, rep, known, metadata_json(metadata), max_bytes, chunking)
-    batches = embedded_batches(store, chunk_batches(todo, metadata, rep, INDEX_BATCH), progress, len(listed), rep)
+    todo = changed_sources(listed, rep, known, metadata, max_bytes, chunking)
+    batches = embedded_batches(store, chunk_batches(todo, rep, INDEX_BATCH), progress, len(listed), rep)
     batches = until_interrupted(batches, rep)
     first = next(batches, None)                  # nothing changed and nothing removed: nothing is written
     if first is not None: store.replace_sources(rep.removed, [], batches=chain([first], batches))
@@ -929,11 +945,11 @@ def index_paths(store:Store, # a store opened for writing
 # %% ../nbs/03a_ingest.ipynb #f288ad90
 INDEX_BATCH = 256   # chunks embedded and added together
 
-def chunk_batches(todo:Iterable[SourceFile], metadata:dict|None, rep:IndexReport, size:int=INDEX_BATCH):
+def chunk_batches(todo:Iterable[SourceFile], rep:IndexReport, size:int=INDEX_BATCH):
     "`(records, chunks)` of about `size` chunks, each file read and chunked as it comes; what was done goes to `rep`."
     records, chunks = [], []
     for sf in todo:
-        cs, recs = chunk_sources([sf], metadata)
+        cs, recs = chunk_sources([sf])
         records, chunks, rep.chunks = records + recs, chunks + cs, rep.chunks + len(cs)
         (rep.updated if sf.existed else rep.added).append(sf.source)
         if len(chunks) >= size:
@@ -951,8 +967,8 @@ def plan_index(paths:list|str|Path, # files and folders, as `index_paths` takes 
     t0, rep, known, chunking = time.perf_counter(), IndexReport(), known or {}, run_chunking({}, chunking)
     listed = listed_files(checked_paths(paths), rep, known, max_bytes)
     rep.missing = missing_sources(known)
-    todo = changed_sources(listed, rep, known, metadata_json(metadata), max_bytes, chunking)
-    for _ in chunk_batches(todo, metadata, rep): pass         # counts chunks and fills added / updated
+    todo = changed_sources(listed, rep, known, metadata, max_bytes, chunking)
+    for _ in chunk_batches(todo, rep): pass                   # counts chunks and fills added / updated
     rep.seconds = time.perf_counter() - t0
     return rep
 

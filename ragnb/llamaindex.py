@@ -25,9 +25,9 @@ __all__ = ['chunk_node', 'ragnb_filters', 'RagnbRetriever', 'SentenceTrimPostpro
 def chunk_node(c:Chunk, store:Store|None=None) -> NodeWithScore:
     "A ragnb chunk as a LlamaIndex `NodeWithScore`; its id is stable (`ragnb:<store>:<chunk id>`)."
     meta = chunk_metadata(c, store)
-    hidden = [k for k in meta if k != 'cite']
     node = TextNode(text=c.text, id_=f'ragnb:{meta.get("ragnb_store", "")}:{c.id}', metadata=meta,
-                    excluded_embed_metadata_keys=hidden, excluded_llm_metadata_keys=hidden)
+                    excluded_embed_metadata_keys=[k for k in meta if k != 'cite'],   # the LLM sees where it is
+                    excluded_llm_metadata_keys=[k for k in meta if k not in ('cite', 'link')])
     return NodeWithScore(node=node, score=c.score)
 
 # %% ../nbs/11_llamaindex.ipynb #9b360c0c

@@ -16,7 +16,7 @@ from urllib.parse import quote
 from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer, outside_fences
 from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decode_text, inner_path, legacy_text,
                             markup_syntax, mode_for, read_file_bytes, read_text_file, runs_of, strategy_version,
-                            _source_line)
+                            web_url, _source_line)
 
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS', 'PROSE_CELL', 'RECORD_FIELD',
@@ -39,16 +39,17 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages',
            'slack_day', 'chat_field', 'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document',
            'text_document', 'text_reader', 'disguised_digest', 'content_kind', 'read_document', 'locate_chunks',
-           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'html_document', 'markdown_html', 'ocr_engine',
-           'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document',
-           'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block', 'docx_document',
-           'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters', 'epub_document',
-           'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document', 'csv_document',
-           'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails', 'mail_document',
-           'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks', 'doc_document', 'ole_title',
-           'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader',
-           'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document', 'jupyter_id',
-           'notebook_document', 'transcript_cues', 'transcript_document', 'html_sheets_document', 'text_sheet_document']
+           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'page_url', 'html_document', 'markdown_html',
+           'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document',
+           'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block',
+           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
+           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
+           'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails',
+           'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
+           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
+           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document',
+           'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document', 'html_sheets_document',
+           'text_sheet_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -2145,6 +2146,18 @@ def _flatten_deep(root, limit:int=MAX_HTML_DEPTH) -> int:
     return len(deep)
 
 
+# %% ../nbs/01a_readers.ipynb #097dfde0
+_SAVED_FROM = re.compile(r'<!--\s*saved from url=\(\d+\)\s*(\S+?)\s*-->', re.I)
+
+def page_url(root, # the parsed page (lxml)
+             head:str='', # the page's first characters, where a browser writes its "saved from url" comment
+            ) -> str|None:
+    "The page's own web address: its canonical link, else its `og:url`, else a browser's `saved from url` comment."
+    rel = lambda el: (el.get('rel') or '').lower().split()
+    links = [el.get('href') for el in root.iter('link') if 'canonical' in rel(el)]
+    metas = [el.get('content') for el in root.iter('meta') if (el.get('property') or el.get('name')) == 'og:url']
+    return next((u for v in links + metas + _SAVED_FROM.findall(head) if (u := web_url(v))), None)
+
 # %% ../nbs/01a_readers.ipynb #0710357e
 def html_document(data:bytes, # the page's bytes
                   name:str='page.html', # for messages
@@ -2159,6 +2172,7 @@ def html_document(data:bytes, # the page's bytes
         raise ChunkingError(f'{name}: its elements nest deeper than the HTML parser reads (2,048 levels), and what '
                             f'follows would be lost; not indexed: fix the page\'s markup (unclosed tags?)')
     visible = _alnum(_visible_text(root)) if root is not None else 0
+    url = page_url(root, decoded[:4096]) if root is not None else None
     w = HtmlWalker()
     if root is not None:
         GENERATOR_MARKUP.get(drop_generator_chrome(root), lambda _: None)(root)
@@ -2174,7 +2188,8 @@ def html_document(data:bytes, # the page's bytes
     anchors = [(starts[b] + off, a) for b, off, a in w.anchors if b < len(starts)]
     text = '\n\n'.join(w.blocks) + '\n'
     return Document(text, 'html', title=_clean(title or '') or None, anchors=anchors, visible_chars=visible,
-                    chrome_chars=max(0, visible - _alnum(text)), recoded=isinstance(decoded, RecodedText))
+                    chrome_chars=max(0, visible - _alnum(text)), recoded=isinstance(decoded, RecodedText),
+                    metadata={'url': url} if url else {})
 
 # %% ../nbs/01a_readers.ipynb #c8573e1a
 _BLOCK_TAGS = set('address article aside base basefont blockquote body caption center col colgroup dd details dialog '
@@ -3679,6 +3694,8 @@ def mhtml_document(data:bytes, # the file's bytes: a MIME message holding the pa
         except LookupError: pass
     doc = html_document(html, name)
     doc.kind = 'mhtml'
+    saved_from = msg.get('snapshot-content-location') or page.get('content-location')
+    if 'url' not in doc.metadata and (url := web_url(saved_from)): doc.metadata['url'] = url
     return doc
 
 # %% ../nbs/01a_readers.ipynb #cbf11357
@@ -4511,7 +4528,7 @@ def text_sheet_document(data:bytes, # text saved under a spreadsheet's name
     return csv_document(data, name)
 
 # %% ../nbs/01a_readers.ipynb #361564d1
-register_reader(Reader('html-v4', 'html', html_document), '.html', '.htm', '.xhtml')
+register_reader(Reader('html-v5', 'html', html_document), '.html', '.htm', '.xhtml')
 _OCR = ocr_suffix()   # readers that read pictures say so in their version
 register_reader(Reader('pdf-v4' + _OCR, 'pdf', pdf_document),
                 '.pdf')                       # v4: a line breaks at a page break; +ocr1: scanned pages read
@@ -4531,7 +4548,7 @@ register_reader(Reader('csv-v2', 'csv', csv_document), '.csv', '.tsv')
 register_reader(Reader('mail-v3', 'mail', mail_document), '.eml', '.mbox')   # v3: signatures once
 register_reader(Reader('msg-v1', 'mail', msg_document), '.msg')
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
-register_reader(Reader('mhtml-v1', 'mhtml', mhtml_document), '.mht', '.mhtml')
+register_reader(Reader('mhtml-v2', 'mhtml', mhtml_document), '.mht', '.mhtml')
 register_reader(Reader('transcript-v1', 'transcript', transcript_document), '.vtt', '.srt')
 HTML_SHEETS = Reader('htmlsheet-v1', 'xls', html_sheets_document)     # an "Excel" export that is an HTML table
 for ext in ('.doc', '.dot'):

@@ -101,7 +101,7 @@ def _chunk_dict(c:Chunk) -> dict:
     "One chunk of a result as JSON: identity, citation, text; and what trimming did, for a trimmed chunk."
     d = dict(id=c.id, score=c.score, source=c.source, display_path=c.display_path or c.source, cite=c.cite,
              start_line=c.start_line, end_line=c.end_line, section=c.section_title, metadata=c.metadata, text=c.text)
-    d.update({k: getattr(c, k) for k in ('anchor', 'page_start', 'page_end') if getattr(c, k) is not None})
+    d.update({k: getattr(c, k) for k in ('anchor', 'page_start', 'page_end', 'link') if getattr(c, k) is not None})
     if c.copies: d['copies'] = list(c.copies)
     if isinstance(c, TrimmedChunk):
         d.update(tokens_before=c.tokens_before, tokens_after=c.tokens_after, kept_spans=c.kept_spans)

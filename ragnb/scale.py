@@ -18,7 +18,7 @@ from .sentence_file import chunk_sentence_spans
 from .stores import STORE_API, open_store, store_exists
 from .shards import SHARD_READS, ShardedStore, shard_count, shard_dirs
 from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, checked_paths, chunk_sources, embed_chunks
-from .ingest import listed_files, metadata_json, shows_progress, source_key, store_chunking, _check_source_keys
+from .ingest import listed_files, shows_progress, source_key, store_chunking, _check_source_keys
 from .ingest import file_size, stored_lookup, _former_sentences, _kept, _merge_kept
 
 # %% auto #0
@@ -77,14 +77,14 @@ def former_sentence_keys(store:ShardedStore) -> Callable|None:
 
 # %% ../nbs/13_scale.ipynb #c40f2993
 def read_and_chunk(row:dict, # a row of `file_rows`
-                   mjson:str, metadata:dict|None,
+                   metadata:dict|None, # the run's metadata (`ingest.file_metadata` fills it in per file)
                    chunking:str='documental', # the store's (`ingest.store_chunking`): a tree's leaves for 'jerarquico'
                   ) -> dict:
     "The `map` stage: read one file; when new or changed, chunk it. Its report, and its records and chunks, pickled."
     f, p, rep = Path(os.fsdecode(row['file'])), Path(os.fsdecode(row['given'])), IndexReport()
     old = pickle.loads(row['old'])
-    sf = changed_source(f, p, rep, old, mjson, chunking=chunking)
-    chunks, records = chunk_sources([sf], metadata) if sf else ([], [])
+    sf = changed_source(f, p, rep, old, metadata, chunking=chunking)
+    chunks, records = chunk_sources([sf]) if sf else ([], [])
     return dict(file=row['file'], report=pickle.dumps(rep), work=pickle.dumps((records, chunks, old is not None)),
                 former=row['former'] if sf else pickle.dumps(None))
 
@@ -296,7 +296,7 @@ def _run_pipeline(ray, st:ShardedStore, rows:list, rep:IndexReport, metadata:dic
     if rows:
         claims = ray.remote(num_cpus=0)(TextClaims).remote()
         ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), 8 * plan.workers)))
-        ds = ds.map(read_and_chunk, fn_kwargs=dict(mjson=metadata_json(metadata), metadata=metadata, chunking=chunking),
+        ds = ds.map(read_and_chunk, fn_kwargs=dict(metadata=metadata, chunking=chunking),
                     num_cpus=0, compute=TaskPoolStrategy(size=plan.workers))
         ds = _embedding_stage(ds, st, plan, claims)
         try:

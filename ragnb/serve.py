@@ -113,7 +113,7 @@ def _check_options(self:RetrievalService, k:int, mode:str, threshold:Any, window
     raise RequestError("threshold must be a cosine in [-1, 1] or 'auto'")
 
 # %% ../nbs/08_serve.ipynb #9d795ec3
-_CHUNK_KEYS = ('cite', 'display_path', 'start_line', 'end_line', 'page_start', 'page_end', 'anchor', 'section',
+_CHUNK_KEYS = ('cite', 'link', 'display_path', 'start_line', 'end_line', 'page_start', 'page_end', 'anchor', 'section',
                'score', 'metadata', 'text', 'tokens_before', 'tokens_after', 'copies')
 
 def _check_trim_choice(policy:str|None, budget:int|None):

@@ -399,16 +399,20 @@ def test_cli_index_reports_kinds_and_ask_cites_pages(tmp_path):
     (kb / 'ops.pdf').write_bytes(pdf_bytes([('Copias', ['Las copias de la base de datos se hacen cada noche.'])]))
     (kb / 'g.html').write_text('<h1 id="rb">Rollback</h1><p>Ejecute faro rollback para volver atrás.</p>')
     run = lambda *a: ragnb_main(*a, text=True)
-    r = run('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', '--max-mb', '1')
+    web = ('--url-base', 'https://intranet.acme.es/kb/')             # where the folder is published
+    r = run('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', '--max-mb', '1', *web)
     assert r.returncode == 0, r.stderr
     assert 'by kind: html: 1 indexed · pdf: 1 indexed' in r.stdout
     (kb / 'big.pdf').write_bytes(b'%PDF-1.4\n' + bytes(2 << 20))
-    r = run('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', '--max-mb', '1')
+    r = run('index', str(kb), '--store', str(tmp_path / 's'), '--quiet', '--max-mb', '1', *web)
     assert 'big.pdf: 2 MB, over the 1 MB limit' in r.stderr and 'pdf: 1 unchanged, 1 skipped' in r.stdout
     r = run('ask', '¿Cuándo se hacen las copias?', '--store', str(tmp_path / 's'), '--json')
     rows = json.loads(r.stdout)
     first = rows['chunks'][0] if isinstance(rows, dict) else rows[0]
     assert first['cite'] == 'kb/ops.pdf#page=1' and first['page_start'] == 1
+    assert first['link'] == 'https://intranet.acme.es/kb/ops.pdf#page=1'
+    r = run('ask', 'faro rollback', '--store', str(tmp_path / 's'), '--filter', 'url^=https://intranet.acme.es/kb/g')
+    assert r.stdout.count('\n    https://intranet.acme.es/kb/g.html#rb\n') == 1, r.stdout
 
 
 @pytest.mark.skipif(importlib.util.find_spec('docutils') is None or importlib.util.find_spec('ebooklib') is None,
@@ -687,7 +691,8 @@ def test_a_trimmed_chunk_cites_the_page_and_section_it_kept(tmp_path):
     pdf.multi_cell(0, 5, 'Las copias se guardan siete días en el disco local del servidor de respaldo, y cada domingo '
                    f'pasan a la cinta de la semana, que se lleva al armario ignífugo del sótano. {turn}')
     (kb / 'larga.pdf').write_bytes(bytes(pdf.output()))
-    (kb / 'g.html').write_text('<h1 id="guia">Guía</h1><p>El servicio arranca solo al encender la máquina.</p>'
+    (kb / 'g.html').write_text('<link rel="canonical" href="https://wiki.acme.es/g.html">'   # its web address
+                               '<h1 id="guia">Guía</h1><p>El servicio arranca solo al encender la máquina.</p>'
                                '<h2 id="restaurar">Restaurar</h2><p>Para volver atrás ejecute faro rollback.</p>')
     import openpyxl
     wb = openpyxl.Workbook()
@@ -707,6 +712,10 @@ def test_a_trimmed_chunk_cites_the_page_and_section_it_kept(tmp_path):
             cut = [c for c in retrieve(r, question, 5, opts).chunks if question in c.text]
             assert [c.cite for c in full] == [whole] and [c.cite for c in cut] == [kept], (full, cut)
             assert full[0].start_line < cut[0].start_line == cut[0].end_line <= full[0].end_line
+        web = {'url': {'$prefix': 'https://wiki.acme.es/'}}          # the page's address: a link, and a filter
+        full, cut = (retrieve(r, 'Para volver atrás ejecute faro rollback.', 5, o, filters=web) for o in (None, opts))
+        assert [c.link for c in full.chunks] == ['https://wiki.acme.es/g.html#guia']
+        assert [c['link'] for c in cut.to_dict()['chunks']] == ['https://wiki.acme.es/g.html#restaurar']
 
 
 _words = st.lists(st.sampled_from(['Faro', 'rota', 'los', 'logs', 'cada', 'noche', 'keep', 'siete']), min_size=1,
