@@ -12,7 +12,7 @@ from .sentences import prefix_path, sentence_spans
 
 # %% auto #0
 __all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'NOTHING_FOUND', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index',
-           'cmd_remove', 'cmd_ask', 'cmd_check', 'cmd_sources', 'cmd_cache', 'cmd_serve', 'cmd_eval']
+           'cmd_remove', 'cmd_ask', 'cmd_check', 'cmd_sources', 'cmd_read', 'cmd_cache', 'cmd_serve', 'cmd_eval']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -120,6 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
     s.add_argument('--filter', action='append', metavar='KEY=VALUE', help=_FILTER_HELP)
     s.add_argument('--json', action='store_true', help='JSON: {"sources": [{"path", "chunks"}], "chunks"}')
+    s = sub.add_parser('read', help='read a document on from a citation that ask gave: whole chunks, in order')
+    s.add_argument('cite', help="a chunk's citation (docs/guia.md:12-30, guide.html#rollback, manual.pdf#page=12), a "
+                                "document's path, or the next of a read")
+    s.add_argument('--store', help='store directory (default: $RAGNB_STORE or ./.ragnb/store)')
+    s.add_argument('--max-tokens', type=_positive_int, default=1000,
+                   help='whole chunks while they fit in this many tokens (the first always; default 1000)')
+    s.add_argument('--filter', action='append', metavar='KEY=VALUE', help=_FILTER_HELP)
+    s.add_argument('--json', action='store_true', help='JSON: {"cite", "tokens", "next", "chunks"}')
     s = sub.add_parser('cache', help="show ragnb's cache of model copies; --prune removes the stale ones")
     s.add_argument('--prune', action='store_true',
                    help='remove copies whose source file changed or went, and temporaries a dead process left')
@@ -635,6 +643,22 @@ def cmd_sources(args) -> int:
     else:
         print(f"{store.path}: {len(rows)} documents, {n} chunks{' within --filter' * bool(args.filter)}\n")
         print('| document | chunks |\n|---|---|\n' + ''.join(f"| {r['path']} | {r['chunks']} |\n" for r in rows))
+    return 0
+
+# %% ../nbs/09_cli.ipynb #2cc29040
+def cmd_read(args) -> int:
+    from ragnb.index import StoreError
+    from ragnb.retrieve import read_at
+    store = _open_store(args)
+    try: got = read_at(store, args.cite, args.max_tokens, _parse_filters(args.filter))
+    except (LookupError, ValueError, StoreError) as e: raise UserError(str(e)) from None
+    finally: store.close()
+    if args.json: return print(json.dumps(got.to_dict(), ensure_ascii=False, indent=1)) or 0
+    for c in got.chunks:
+        print(f"{c.cite}  [{c.section_title or prefix_path(c.prefix)}]" + (f'\n{c.link}' if c.link else ''))
+        print('    ' + c.body.strip().replace('\n', '\n    ') + '\n')
+    on = f'ragnb read {shlex.quote(got.next)}' + (f' --store {shlex.quote(args.store)}' if args.store else '')
+    print(f'Tokens: {got.tokens} · ' + (f'read on: {on}' if got.next else 'the end of the document'))
     return 0
 
 # %% ../nbs/09_cli.ipynb #35a91106

@@ -220,7 +220,7 @@ class Embedder:
     """Texts → L2-normalised vectors, with a model's own tokenizer, pooling and prompts. Documents run through
     OpenVINO (`OpenVinoEncoder`) or a transformers `AutoModel`, queries through ONNX Runtime (`OnnxQueryEncoder`)
     where the model has a graph. Thread-safety: `embed_queries` and `embed_query` may be called from several threads
-    (the query cache is a dict, the encoders are thread-safe); embed documents from one thread at a time, as a store
+    (the query cache takes a lock, the encoders are thread-safe); embed documents from one thread at a time, as a store
     does, since a call sets torch's thread count for the process."""
     def __init__(self, model, tokenizer, *, name:str, pooling:str='cls', query_instruction:str='',
                  document_prompt:str='', device:str='cpu', dtype:str='auto', max_length:int=512, batch_size:int=32,
@@ -511,21 +511,25 @@ def embed_documents(self:Embedder, texts:list[str], progress:bool|None=None) -> 
     return self._embed(texts, progress, prompt=self.document_prompt)
 
 # %% ../nbs/02_embed.ipynb #ad48e590
+_QUERY_CACHE_LOCK = threading.Lock()   # the query caches of every embedder: a few dict operations a call
+
 @patch
 def embed_queries(self:Embedder, queries:list[str]) -> np.ndarray:
     "Embed queries with the model's query instruction; repeated queries come from an in-process LRU cache."
     res, missing = [None] * len(queries), []
-    for i, q in enumerate(queries):
-        v = self._qcache.get(q)
-        if v is None: missing.append(i)
-        else:
-            self._qcache.move_to_end(q)
-            res[i] = v
+    with _QUERY_CACHE_LOCK:                     # threads share the cache; the model runs outside the lock
+        for i, q in enumerate(queries):
+            v = self._qcache.get(q)
+            if v is None: missing.append(i)
+            else:
+                self._qcache.move_to_end(q)
+                res[i] = v
     texts = [self.query_instruction + queries[i] for i in missing]
     vecs = (self.query_encoder(texts) if self.query_encoder is not None else self._embed(texts)) if missing else []
-    for i, v in zip(missing, vecs):
-        res[i] = self._qcache[queries[i]] = v
-        if len(self._qcache) > self._qcache_size: self._qcache.popitem(last=False)
+    with _QUERY_CACHE_LOCK:
+        for i, v in zip(missing, vecs):
+            res[i] = self._qcache[queries[i]] = v
+            if len(self._qcache) > self._qcache_size: self._qcache.popitem(last=False)
     return np.stack(res) if res else np.zeros((0, self.dim), np.float32)
 
 # %% ../nbs/02_embed.ipynb #c8f78b6e

@@ -119,7 +119,8 @@ def schema_version(db, path:Path|None=None) -> int:
 # %% ../nbs/03_index.ipynb #ac7999cf
 class Store(Closes):
     """A directory holding an hnswlib index, a SQLite chunk table and a manifest. Open it with `Store.open`.
-    Thread-safety: not thread-safe; one object per thread, or calls serialised by a lock (see Concurrency above).
+    Thread-safety: threads may share one; its reads take turns, and a writer's transaction holds the turn until
+    `commit` (see Concurrency above).
     Any number of reader processes and one writer process may use the same folder at once."""
     def __init__(self, path, manifest, db, embedder, lock, compact_min_rows:int=COMPACT_MIN_ROWS):
         self.path, self.manifest, self.db, self._embedder, self._lock = path, manifest, db, embedder, lock
@@ -240,13 +241,15 @@ def _remove_files_of_old_generations(path:Path, meta:dict):
 # %% ../nbs/03_index.ipynb #63c5ac4c
 class Generations:
     """The generation a store's reads see: one SQLite read transaction, the parts' files of that generation, and
-    values kept until it changes. Thread-safety: that of the `Store` that owns it."""
+    values kept until it changes. Thread-safe: a read, or a writer's transaction, holds `lock`."""
     def __init__(self, path:Path, manifest:dict, db, *, writer:bool, # the store holds the writer's lock
                  tombstones:bool): # the database has the `tombstones` table
         self.path, self.manifest, self.db, self.writer, self.tombstones = path, manifest, db, writer, tombstones
         self.vectors = self.sentences = None              # the parts whose files a generation names (set by `Store`)
         self.generation, self.writing = None, False       # the generation read last; a writer's transaction is open
         self._cache = (None, {})                          # (generation, {key: value})
+        self.lock = threading.RLock()                     # one thread's read, or a writer's transaction, at a time
+        self.write_thread = None                          # the thread whose transaction holds `lock`
     def __repr__(self): return f'Generations({str(self.path)!r}, generation={self.generation})'
     def meta(self) -> dict: return dict(self.db.execute('select key, value from meta').fetchall())
     def read_meta(self) -> dict:
@@ -306,6 +309,12 @@ def sync(self:Generations):
 @contextmanager
 def read(self:Generations, attempts:int=8):
     "One SQLite read transaction, with the parts' files of the generation it sees: the two always agree."
+    with self.lock:                                 # the connection is the store's: one thread's read at a time
+        with self._read(attempts): yield
+
+@patch
+@contextmanager
+def _read(self:Generations, attempts:int):
     if self.db.in_transaction:                      # a writer's open transaction, or a nested read
         try: yield
         except sqlite3.DatabaseError as e: raise _db_error(self.path / 'chunks.sqlite', e) from None
@@ -382,8 +391,22 @@ def _new_manifest(path:Path, embedder, *, M:int, ef_construction:int, ef:int, se
 def _begin(self:Store):
     "Open the writer's transaction (`begin immediate`) unless one is open; a reader is refused."
     if self._lock is None: raise StoreError(f'{self.path}: opened read-only')
-    if not self.db.in_transaction: self.db.execute('begin immediate')
+    if self.gen.write_thread != threading.get_ident():    # the transaction holds the reads' turn until it ends
+        self.gen.lock.acquire()
+        self.gen.write_thread = threading.get_ident()
+    try:
+        if not self.db.in_transaction: self.db.execute('begin immediate')
+    except BaseException:
+        self._ended()
+        raise
     self.gen.writing = True
+
+@patch
+def _ended(self:Store):
+    "The writer's transaction is over: its thread gives the reads' turn back."
+    if self.gen.write_thread == threading.get_ident():
+        self.gen.write_thread = None
+        self.gen.lock.release()
 
 # %% ../nbs/03_index.ipynb #d1217acf
 def _commit_db(db):
@@ -456,15 +479,17 @@ def open(cls:Store, path:str|Path, # store directory (created when missing)
 @patch
 def close(self:Store):
     "Drop what is uncommitted, release the lock, the database and the index (a closed store holds no memory)."
-    if self._lock is not None and self.db.in_transaction: self.db.execute('rollback')
-    self.sentence_file._map = None
-    self.sentence_file.reset()
-    self.vectors.close()
-    self.gen._cache = (None, {})
-    self.db.close()
-    if self._lock:
-        self._lock.close()
-        self._lock = None
+    with self.gen.lock:                             # after another thread's read in flight
+        if self._lock is not None and self.db.in_transaction: self.db.execute('rollback')
+        self._ended()
+        self.sentence_file._map = None
+        self.sentence_file.reset()
+        self.vectors.close()
+        self.gen._cache = (None, {})
+        self.db.close()
+        if self._lock:
+            self._lock.close()
+            self._lock = None
 
 # %% ../nbs/03_index.ipynb #51ffdea1
 def _default_embedder():
@@ -591,6 +616,11 @@ def _trim_wal(db, wal:Path, above:int=4 << 20):
 @patch
 def commit(self:Store):
     "Write what changed (an index file only after adds or to compact), then commit SQLite with the pointers to it."
+    try: self._commit()
+    finally: self._ended()
+
+@patch
+def _commit(self:Store):
     if not self.db.in_transaction: return
     if not (self.vectors.changed or self.sentence_file.pending):
         _commit_db(self.db)
@@ -621,6 +651,11 @@ def commit(self:Store):
 @patch
 def rollback(self:Store, remove:list=()):
     "Drop uncommitted changes: the SQLite transaction, pending sentence rows, and the in-memory index's changes."
+    try: self._rollback(remove)
+    finally: self._ended()
+
+@patch
+def _rollback(self:Store, remove:list):
     if self.db.in_transaction: self.db.execute('rollback')
     for f in remove: Path(f).unlink(missing_ok=True)
     changed = self.vectors.changed
@@ -818,6 +853,7 @@ class ScopedStore:
         return self._within('search_lexical', filters, query, k, scope=self.scope)
     def list_sources(self, filters:dict|None=None): return self._within('list_sources', filters)
     def chunk_sources(self, filters:dict|None=None): return self._within('chunk_sources', filters)
+    def source_chunk_ids(self, path:str, filters:dict|None=None): return self._within('source_chunk_ids', filters, path)
     def term_counts(self, terms:list[str]): return self.store.lexical.term_counts(terms, scope=self.scope)
     def term_idf(self, terms:list[str]): return self.store.term_idf(terms, scope=self.scope)
 
@@ -908,6 +944,18 @@ def list_sources(self:Store, filters:dict|None=None) -> list[dict]:
         rows = self.db.execute(f'select {shown}, count(*) from chunks where {where} group by source order by 1',
                                args).fetchall()
     return [dict(path=p, chunks=n) for p, n in rows]
+
+# %% ../nbs/03_index.ipynb #33bcf618
+@patch
+def source_chunk_ids(self:Store, path:str, # a document as cited (its display path), or its source key
+                     filters:dict|None=None) -> list[tuple[str, int]]:
+    "`[(source key, chunk id)]` of the chunks of the document `path` that pass `filters`: by source, in its order."
+    with self._snapshot():
+        where, args = self.filters.where(filters)
+        shown = 'coalesce(display, source)' if self.migrations.has('display paths') else 'source'
+        return [(s, int(i)) for s, i in self.db.execute(
+            f'select source, id from chunks where ({shown} = ? or source = ?) and {where} '
+            'order by source, start_char, id', [path, path, *args])]
 
 # %% ../nbs/03_index.ipynb #ab760ed4
 @patch

@@ -4,6 +4,7 @@
 
 # %% ../nbs/11_llamaindex.ipynb #c9151ae5
 from __future__ import annotations
+import asyncio
 from typing import Any
 
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -68,6 +69,10 @@ class RagnbRetriever(BaseRetriever):
     def _retrieve(self, query_bundle:QueryBundle) -> list[NodeWithScore]:
         res = retrieve(self.store, query_bundle.query_str, self.top_k, self.opts, self.filters)
         return [chunk_node(c, self.store) for c in res.chunks]
+
+    async def _aretrieve(self, query_bundle:QueryBundle) -> list[NodeWithScore]:
+        "On a worker thread, so an async app's event loop keeps serving while the question is embedded and searched."
+        return await asyncio.to_thread(self._retrieve, query_bundle)
 
 # %% ../nbs/11_llamaindex.ipynb #fc2beeaa
 def _trimmed_node(n:NodeWithScore, t) -> NodeWithScore:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_retrieve.ipynb #b050b26f
 from __future__ import annotations
-import numbers, os, threading, time
+import numbers, os, re, threading, time
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
@@ -22,9 +22,10 @@ from .context import tree_context
 from .lexical import cheap_language, detect_language, span_languages
 
 # %% auto #0
-__all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'resolve_trim_threshold',
+__all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS', 'resolve_trim_threshold',
            'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse', 'detects_question_language',
-           'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages', 'retrieve']
+           'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages', 'retrieve',
+           'AmbiguousCitation', 'cited_parts', 'first_read', 'Reading', 'read_at']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -366,3 +367,79 @@ def retrieve(store:Store, # an open store
                                 threshold_from=origin, budget=opts.trim_budget, chunks_dropped=n - len(chunks))
     return RetrievalResult(query if isinstance(query, str) else None, chunks, before, estimate_tokens(chunks),
                            timings, info)
+
+# %% ../nbs/06_retrieve.ipynb #cc5bce04
+READ_TOKENS = 1000   # `read_at`'s default budget: about two whole chunks
+
+class AmbiguousCitation(LookupError):
+    "A path that shows two documents (indexed from two folders of one name): the message names their keys."
+
+_LINES = re.compile(r':(\d+)(?:-\d+)?')
+_PAGE = re.compile(r'#(?:page|slide)=(\d+)')
+_NTH = re.compile(r'#chunk=(\d+)')
+
+def cited_parts(cite:str) -> list[tuple[str, str]]:
+    "The readings of `cite` as `(document, place)`: all of it a path, then cut before `:lines`, each `#` and ` § `."
+    cuts = {m.start() for m in re.finditer(r'#| § ', cite)} | {m.start() for m in re.finditer(r':\d+(-\d+)?$', cite)}
+    return [(cite, '')] + [(cite[:i], cite[i:]) for i in sorted(cuts, reverse=True) if i > 0]
+
+def _holds(c:Chunk, place:str) -> bool:
+    "Does chunk `c` hold the start of `place` (`:12-30`, `#page=3`, `#anchor`, ` § heading`)?"
+    if m := _LINES.fullmatch(place): return c.end_line >= int(m[1])
+    if m := _PAGE.fullmatch(place): return (c.page_end or c.page_start or 0) >= int(m[1])
+    name = place[1:] if place.startswith('#') else place[len(' § '):]
+    return c.anchor == name or any(mark[1] == name for mark in c.marks)
+
+def first_read(chunks:list[Chunk], # a document's chunks, in order
+               place:str, # what follows the document's path in a citation ('' for its beginning)
+              ) -> int|None:
+    "Where reading `place` starts: the `N` of `#chunk=N`, else the chunk cited so, else the first that holds it."
+    if not place: return 0
+    if m := _NTH.fullmatch(place): return int(m[1]) if int(m[1]) < len(chunks) else None
+    cited = [k for k, c in enumerate(chunks) if c.cite == (c.display_path or c.source) + place]
+    return cited[0] if cited else next((k for k, c in enumerate(chunks) if _holds(c, place)), None)
+
+# %% ../nbs/06_retrieve.ipynb #c0de5672
+@dataclass
+class Reading:
+    "Part of a document, read from a citation on (`read_at`): whole chunks in order, and where to read on."
+    cite: str                    # the citation read from
+    chunks: list[Chunk]
+    tokens: int                  # their estimated tokens (`trim.estimate_tokens`)
+    next: str|None               # where the next read starts (`path#chunk=N`); None at the document's end
+    def context(self) -> str: return '\n\n'.join(c.text for c in self.chunks)
+    def to_dict(self) -> dict:
+        return dict(cite=self.cite, tokens=self.tokens, next=self.next, chunks=[_chunk_dict(c) for c in self.chunks])
+
+def _own_text(c:Chunk) -> Chunk:
+    "Chunk `c` without the body characters it repeats from the chunk before it (`Chunk.overlap`)."
+    if not c.overlap: return c
+    body = c.body
+    return replace(c, text=c.text[:len(c.text) - len(body)] + body[c.overlap:], overlap=0)
+
+def read_at(store, # an open store (`StoreAPI`), or a `ScopedStore`
+            cite:str, # a citation `retrieve` gave (`Chunk.cite`), a document's path, or a `Reading.next`
+            max_tokens:int=READ_TOKENS, # whole chunks while they fit in this many tokens (the first always)
+            filters:dict|None=None, # read only within these (a tenant's pin)
+           ) -> Reading:
+    "The document at `cite`, from the chunk there on; `LookupError` with the fix for a document or place not found."
+    for doc, place in cited_parts(cite.strip()):
+        if ids := store.source_chunk_ids(doc, filters): break
+    else: raise LookupError(f'no document at {cite!r} in this store: pass a citation as a search gave it '
+                            '(docs/guia.md:12-30, guide.html#rollback, manual.pdf#page=12) or a listed path')
+    if len(keys := sorted({s for s, _ in ids})) > 1:
+        raise AmbiguousCitation(f'{doc!r} names {len(keys)} documents, indexed from different folders: read one by '
+                                f'its full path ({", ".join(keys[:3])})')
+    chunks = store.get_chunks([i for _, i in ids])
+    if (first := first_read(chunks, place)) is None:
+        raise LookupError(f'{doc} has no {place.strip()!r}: pass a citation as a search gave it, or {doc!r} to read '
+                          'it from the beginning')
+    out, used = [], 0
+    for c in chunks[first:]:
+        c = _own_text(c) if out else c                 # the first keeps its overlap: what it repeats is not here
+        t = estimate_tokens([c])
+        if out and used + t > max_tokens: break
+        out.append(c)
+        used += t
+    at, path = first + len(out), chunks[0].display_path or chunks[0].source
+    return Reading(cite, out, used, f'{path}#chunk={at}' if at < len(chunks) else None)

@@ -22,16 +22,17 @@ from .lexical import load_language_detector
 from .stores import StoreAPI, open_store
 
 log = logging.getLogger(__name__)
-from .retrieve import SEARCH_MODES, RetrieveOpts, detects_question_language, retrieve
+from .retrieve import (READ_TOKENS, SEARCH_MODES, AmbiguousCitation, RetrieveOpts, detects_question_language,
+                            read_at, retrieve)
 from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
 __all__ = ['log', 'Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'ContextBudget', 'Questions',
-           'WORKER_ENV', 'STARTUP_FAILURE', 'AUTO_WORKERS', 'ServeLimits', 'RequestError', 'parse_pins',
-           'check_filters', 'RetrievalService', 'argument_error', 'build_mcp_server', 'BearerAuth', 'check_bind',
-           'parse_http', 'http_app', 'timed_h11', 'CoreBoard', 'worker_env', 'worker_app', 'threads_by_load',
-           'busy_while_answering', 'open_service', 'serve_banner', 'auto_workers', 'reopenable', 'serve_workers',
-           'serve']
+           'Cite', 'MaxTokens', 'WORKER_ENV', 'STARTUP_FAILURE', 'AUTO_WORKERS', 'ServeLimits', 'RequestError',
+           'parse_pins', 'check_filters', 'RetrievalService', 'argument_error', 'build_mcp_server', 'BearerAuth',
+           'check_bind', 'parse_http', 'http_app', 'timed_h11', 'CoreBoard', 'worker_env', 'worker_app',
+           'threads_by_load', 'busy_while_answering', 'open_service', 'serve_banner', 'auto_workers', 'reopenable',
+           'serve_workers', 'serve']
 
 # %% ../nbs/08_serve.ipynb #530ef99e
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class ServeLimits:
     max_question_chars: int = 2000   # a longer question is refused
     max_k: int = 100                 # chunks per `ask`
     max_eval_questions: int = 200    # questions per `eval_retrieval`
+    max_read_tokens: int = 8000      # tokens per `read`
     max_filter_values: int = 100     # values in one filter's list
     request_timeout_s: float = 30.0  # HTTP: a request's head and body must arrive within this; else it is closed
     max_connections: int = 64        # HTTP: more open connections at once are answered 503
@@ -192,6 +194,24 @@ def sources(self:RetrievalService, filters:dict|None=None) -> dict:
     with self.lock: rows = self.view.list_sources(filters)
     return dict(sources=rows, chunks=sum(r['chunks'] for r in rows), model=self.store.manifest['model'])
 
+# %% ../nbs/08_serve.ipynb #f2f0b92a
+@patch
+def read(self:RetrievalService, cite:str, # a chunk's `cite` from `ask`, a path from `sources`, or a read's `next`
+         max_tokens:int=READ_TOKENS) -> dict:
+    "A document on from a citation: whole chunks in order while they fit in `max_tokens`, inside the pins."
+    if not isinstance(cite, str) or not cite.strip() or len(cite) > self.limits.max_question_chars:
+        raise RequestError("cite must be a chunk's cite from ask (e.g. docs/guia.md:12-30), a path from sources, "
+                           "or the next of a read")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or \
+            not 1 <= max_tokens <= self.limits.max_read_tokens:
+        raise RequestError(f'max_tokens must be 1..{self.limits.max_read_tokens}')
+    try:
+        with self.lock: got = read_at(self.view, cite, max_tokens).to_dict()
+    except AmbiguousCitation: raise RequestError(f'{cite!r} names documents indexed from different folders of one '
+                                                 'name; the server must index them under different names') from None
+    except LookupError as e: raise RequestError(str(e)) from None
+    return dict(got, chunks=[{k: c[k] for k in _CHUNK_KEYS if k in c} for c in got['chunks']])
+
 # %% ../nbs/08_serve.ipynb #2dc48e97
 def _tool_errors(fn):
     "Run `fn`; a refused request or a store problem becomes a tool error with its message (no traceback)."
@@ -285,14 +305,28 @@ def _add_sources(server, service:RetrievalService):
     def sources(filters:Filters=None) -> dict[str, Any]:
         return _tool_errors(service.sources)(filters)
 
+# %% ../nbs/08_serve.ipynb #f494d37c
+Cite = Annotated[str, Field(description="A chunk's `cite` from ask (docs/guia.md:12-30, guide.html#rollback, "
+                                        "manual.pdf#page=12), a path from sources, or the `next` of a read.")]
+MaxTokens = Annotated[int, Field(description='Whole chunks while they fit in this many tokens (the first always).',
+                                 ge=1)]
+
+def _add_read(server, service:RetrievalService):
+    @server.tool(description='Read a document on from a citation that ask gave: its whole chunks in order, with their '
+                             'citations, up to max_tokens; `next` reads on. Use it when a chunk stops short of what '
+                             'the user needs.', structured_output=True)
+    def read(cite:Cite, max_tokens:MaxTokens=READ_TOKENS) -> dict[str, Any]:
+        return _tool_errors(service.read)(cite, max_tokens)
+
 # %% ../nbs/08_serve.ipynb #5172cbd1
 def build_mcp_server(service:RetrievalService) -> Any:
-    "An `MCPServer` whose tools `ask`, `eval_retrieval` and `sources` call `service`."
+    "An `MCPServer` whose tools `ask`, `eval_retrieval`, `sources` and `read` call `service`."
     from mcp.server.mcpserver import MCPServer
     from ragnb import __version__
     server = MCPServer('ragnb', version=__version__, log_level='WARNING',
-                       instructions='Search the indexed documents with `ask`; cite each chunk by its `cite`.')
-    for add in (_add_ask, _add_eval, _add_sources): add(server, service)
+                       instructions='Search the indexed documents with `ask`; cite each chunk by its `cite` (and '
+                                    '`link`, where it has one); `read` a `cite` for what follows it.')
+    for add in (_add_ask, _add_eval, _add_sources, _add_read): add(server, service)
     return _strict_arguments(server)
 
 # %% ../nbs/08_serve.ipynb #8e0f3dea

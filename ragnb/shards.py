@@ -402,6 +402,12 @@ def chunk_sources(self:ShardedStore, filters:dict|None=None) -> list[str]:
 def list_sources(self:ShardedStore, filters:dict|None=None) -> list[dict]:
     return sorted((x for p in self._each(lambda _, s: s.list_sources(filters)) for x in p), key=lambda d: d['path'])
 
+@patch
+def source_chunk_ids(self:ShardedStore, path:str, filters:dict|None=None) -> list[tuple[str, int]]:
+    "`Store.source_chunk_ids` with store-wide ids: a source lives in one shard, in its order there."
+    parts = self._each(lambda i, s: [(src, global_id(i, c, self.n)) for src, c in s.source_chunk_ids(path, filters)])
+    return sorted((x for p in parts for x in p), key=lambda sc: sc[0])     # stable: each source's order kept
+
 # %% ../nbs/03b_shards.ipynb #01739b05
 @patch
 def stats(self:ShardedStore) -> dict:

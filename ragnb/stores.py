@@ -26,13 +26,14 @@ class StoreAPI(Protocol):
     - *Processes.* Any number of readers (`readonly=True`) and at most one writer per store, across processes; a
       second writer gets `StoreLockedError` at once. A reader never waits for a writer and never sees half a commit.
     - *Reads* (`search_ids`, `search`, `search_lexical`, `get_chunks`, `sentence_vectors`,
-      `lexical.languages`, `chunks_before`, `term_idf`, `sources`, `chunk_sources`, `list_sources`,
+      `lexical.languages`, `chunks_before`, `term_idf`, `sources`, `chunk_sources`, `list_sources`, `source_chunk_ids`,
       `trim_calibration`, `stats`, `verify`): each sees one committed generation; inside `snapshot()` several
       reads see the same one. A sharded store reads its shards in parallel, on its own threads.
     - *Writes* (`replace_sources`, `commit`, `rollback`, `save_trim_calibration`): the writer only; what is staged
       is seen by nobody before `commit`, and by every later read after it.
-    - *Threads.* One store object is not thread-safe: give each thread its own, or serialise calls with a lock
-      (`ragnb.serve` does). Its SQLite connection is not tied to the thread that opened it.
+    - *Threads.* Threads may share one store object: its reads take turns on its connection (a sharded store's,
+      per shard), and a writer's transaction holds the turn from its first change to `commit`, so no other thread
+      sees what is staged. For reads in parallel, open a reader per thread.
     """
     manifest: dict                                    # model, dimension, strategy and format of the store
     path: Path                                        # the store's folder
@@ -57,6 +58,8 @@ class StoreAPI(Protocol):
     def sources(self, root:str|None=None) -> dict[str, SourceRecord]: "Indexed files and their fingerprints."
     def chunk_sources(self, filters:dict|None=None) -> list[str]: "Sources that have chunks (under filters)."
     def list_sources(self, filters:dict|None=None) -> list[dict]: "Sources with their display paths and counts."
+    def source_chunk_ids(self, path:str, filters:dict|None=None) -> list[tuple[str, int]]:
+        "A document's chunks (by display path or key): `[(source key, chunk id)]`, in order."
     def trim_calibration(self, window:int=0) -> dict|None: "The trim threshold `ragnb eval --save` calibrated."
     def save_trim_calibration(self, window:int, calibration:dict|None): "Save (or clear) a calibration."
     def replace_sources(self, removed:list[str], records:list[SourceRecord], chunks:list[Chunk]=(),

@@ -100,3 +100,49 @@ def test_the_readme_adapter_snippets_run_as_pasted(tmp_path, monkeypatch, capsys
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 3 and 'docs/es/observabilidad.md' in out[0], out
     assert out[1].startswith('docs/') and 'docs/es/observabilidad.md' in out[2]
+
+
+SHARED_QUESTIONS = [Q_ES, Q_EN, '¿Cuánto duran los logs?', 'How do I rotate an API key?', 'tenant isolation',
+                    '¿Quién está de guardia?']
+
+
+def test_one_store_shared_by_threads_answers_as_it_does_alone(store):
+    """A web app's worker threads, LangChain's `batch` (a thread pool) and LlamaIndex's `aretrieve` on one store: the
+    answers one thread gets. Before reads took turns, threads crossed on its SQLite connection and a sound store
+    said it was corrupt."""
+    import asyncio
+    import concurrent.futures as cf
+    from ragnb.langchain import RagnbRetriever as LangChainRetriever
+    from ragnb.llamaindex import RagnbRetriever as LlamaRetriever
+    ask = lambda q, trim: [c.id for c in retrieve(store, q, 5, RetrieveOpts(trim=trim)).chunks]
+    alone = {(q, trim): ask(q, trim) for q in SHARED_QUESTIONS for trim in (False, True)}
+    asked = [(q, trim) for q in SHARED_QUESTIONS for trim in (False, True)] * 8
+    with cf.ThreadPoolExecutor(8) as ex: got = list(ex.map(lambda qt: ask(*qt), asked))
+    assert got == [alone[qt] for qt in asked]
+    batch = LangChainRetriever(store=store, top_k=5).batch(SHARED_QUESTIONS * 4)
+    assert [[d.metadata['ragnb_chunk_id'] for d in ds] for ds in batch] == [alone[q, False]
+                                                                             for q in SHARED_QUESTIONS * 4]
+    async def together(r): return await asyncio.gather(*(r.aretrieve(q) for q in SHARED_QUESTIONS * 4))
+    nodes = asyncio.run(together(LlamaRetriever(store, top_k=5)))
+    assert [[n.node.metadata['ragnb_chunk_id'] for n in ns] for ns in nodes] == [alone[q, False]
+                                                                                 for q in SHARED_QUESTIONS * 4]
+
+
+def test_a_writer_shared_with_a_reading_thread_waits_for_its_commit(store, tmp_path):
+    "Another thread's read during the writer's transaction waits for the commit: it never sees what is staged."
+    import shutil, threading
+    from ragnb.chunking import chunk_text
+    shutil.copytree(store.path, tmp_path / 's')
+    with Store.open(tmp_path / 's', embedder=store.embedder) as w:
+        seen = []
+        read = lambda: seen.append(len(w.search_lexical('zorblax', k=5)))
+        read()
+        w.add_documents(chunk_text('# Nuevo\n\nEl servicio zorblax se reinicia con faro restart.\n', 'nuevo.md'),
+                        commit=False)
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(timeout=1.0)
+        assert reader.is_alive() and seen == [0]            # waiting for the commit
+        w.commit()
+        reader.join(timeout=30)
+        assert not reader.is_alive() and seen == [0, 1]

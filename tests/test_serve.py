@@ -1,6 +1,6 @@
 """`ragnb serve` (issue 17): the SDK's real MCP client over stdio and HTTP, pins under every filter combination,
 200 concurrent asks, new commits seen without a restart, errors without tracebacks or keys."""
-import concurrent.futures as cf, itertools, json, os, socket, subprocess, sys, time
+import concurrent.futures as cf, itertools, json, os, re, socket, subprocess, sys, time
 
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from ragnb.filters import filter_terms, term_holds
 from ragnb.index import Store
 from ragnb.ingest import bundled_data_dir, index_paths
-from ragnb.serve import RetrievalService, auto_workers
+from ragnb.serve import RequestError, RetrievalService, auto_workers
 
 QUESTIONS = ['¿Cómo hago un rollback en producción?', 'How do I roll back a deployment?',
              '¿Cuánto tiempo se guardan los logs?', 'What are the API rate limits?', 'tenant isolation',
@@ -60,12 +60,19 @@ def test_stdio_client_lists_tools_and_answers_like_the_library(store_dir, servic
             src = await c.call_tool('sources', {'filters': {'tenant': 'globex'}})
             ctx = await c.call_tool('ask', {'question': QUESTIONS[0], 'k': 4, 'context_budget': 120})
             ops = await c.call_tool('sources', {'filters': {'source': {'$prefix': 'es/'}, 'tenant': {'$ne': 'x'}}})
-            return tools, ask, ev, src, budget, ctx, ops
+            cite = ask.structured_content['chunks'][0]['cite']
+            rd = [await c.call_tool('read', {'cite': cite, 'max_tokens': 1})]
+            rd.append(await c.call_tool('read', {'cite': rd[0].structured_content['next'] or cite}))
+            return tools, ask, ev, src, budget, ctx, ops, rd
 
-    tools, ask, ev, src, budget, ctx, ops = anyio.run(run)
+    tools, ask, ev, src, budget, ctx, ops, rd = anyio.run(run)
+    cite = ask.structured_content['chunks'][0]['cite']                  # a trimmed chunk's: the lines it kept
+    assert [r.structured_content for r in rd] == [service.read(cite, 1), service.read(rd[0].structured_content['next']
+                                                                                        or cite)]
+    assert rd[0].structured_content['chunks'][0]['cite'].split(':')[0] == cite.split(':')[0]
     listed = ops.structured_content['sources']              # operators pass the SDK's argument check as they are
     assert listed and all(p['path'].startswith('es/') for p in listed), ops
-    assert [t.name for t in tools] == ['ask', 'eval_retrieval', 'sources']
+    assert [t.name for t in tools] == ['ask', 'eval_retrieval', 'sources', 'read']
     props = tools[0].input_schema['properties']
     assert {'question', 'k', 'trim', 'threshold', 'window', 'mode', 'hyde', 'filters', 'policy', 'budget'} <= set(props)
     assert all(props[p].get('description')
@@ -195,6 +202,13 @@ def test_a_pinned_tenant_never_sees_another_under_operators(store_dir, service):
         assert all(p['path'].startswith('es/') for p in listed) and (listed == []) == none, filters
     assert {c['metadata']['tenant'] for c in service.ask(QUESTIONS[0], k=20, filters=OPERATOR_FILTERS[0][0])['chunks']
             } == {'globex'}
+    for src in [d['path'] for d in service.sources()['sources']]:      # reading: only acme's, and no more said
+        whole = service.read(src, 10**3)['chunks']
+        if src.startswith('es/'): assert acme.read(src, 10**3)['chunks'] == whole
+        else:
+            for cite in (src, whole[-1]['cite']):
+                with pytest.raises(RequestError, match=f'^no document at {re.escape(repr(cite))} in this store'):
+                    acme.read(cite)
     s.close()
 
 
