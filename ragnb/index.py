@@ -250,6 +250,7 @@ class Generations:
         self._cache = (None, {})                          # (generation, {key: value})
         self.lock = threading.RLock()                     # one thread's read, or a writer's transaction, at a time
         self.write_thread = None                          # the thread whose transaction holds `lock`
+        self.lent_to = None                               # a thread reading for the holder, who waits (`lent`)
     def __repr__(self): return f'Generations({str(self.path)!r}, generation={self.generation})'
     def meta(self) -> dict: return dict(self.db.execute('select key, value from meta').fetchall())
     def read_meta(self) -> dict:
@@ -309,8 +310,20 @@ def sync(self:Generations):
 @contextmanager
 def read(self:Generations, attempts:int=8):
     "One SQLite read transaction, with the parts' files of the generation it sees: the two always agree."
+    if self.lent_to == threading.get_ident():       # inside the holder's snapshot or transaction, for the holder
+        with self._read(attempts): yield
+        return
     with self.lock:                                 # the connection is the store's: one thread's read at a time
         with self._read(attempts): yield
+
+@patch
+@contextmanager
+def lent(self:Generations):
+    """This thread reads inside the snapshot or transaction that the thread holding `lock` has open, while that
+    thread waits for it: a sharded store's fan-out to its pool. Only the holder may lend."""
+    self.lent_to = threading.get_ident()
+    try: yield
+    finally: self.lent_to = None
 
 @patch
 @contextmanager

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03b_shards.ipynb #0952e473
 from __future__ import annotations
-import hashlib, json, os, threading
+import contextlib, hashlib, json, os, threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
@@ -322,11 +322,18 @@ def snapshot(self:ShardedStore):
 @patch
 def _each(self:ShardedStore, fn, # called as fn(shard number, shard)
           which=None) -> list:
-    "`fn` on every shard (or the shard numbers `which`), each under its lock (held already in a `snapshot`), in order."
-    which, held = range(self.n) if which is None else list(which), self._viewer == threading.get_ident()
+    """`fn` on every shard (or the shard numbers `which`), each under its lock (held already in a `snapshot`), in
+    order. On the pool, a shard whose snapshot or transaction this thread holds is lent to the pool's thread
+    (`Generations.lent`) while this one waits: else the two would wait for each other."""
+    me = threading.get_ident()
+    which, held = range(self.n) if which is None else list(which), self._viewer == me
     def run(i):
-        if held: return fn(i, self.shards[i])
-        with self._locks[i]: return fn(i, self.shards[i])
+        s = self.shards[i]
+        gen = getattr(s, 'gen', None)                               # a Ray-served shard reads in its actor
+        lend = gen is not None and threading.get_ident() != me and (held or gen.write_thread == me)
+        with gen.lent() if lend else contextlib.nullcontext():
+            if held: return fn(i, s)
+            with self._locks[i]: return fn(i, s)
     if self._pool is None or len(which) < 2: return [run(i) for i in which]
     return list(self._pool.map(run, which))
 
