@@ -16,20 +16,21 @@ from .sentences import ATX_HEADING, ATX_HEADING_COL0, MAX_HEADING_CHARS
 log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['log', 'MAX_URL', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS', 'BUILD_FILES',
-           'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS', 'MINIFIED_LINE',
-           'INFO_INDEX_MARK', 'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES',
-           'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'web_url', 'forge_lines', 'Chunk', 'runs_of',
-           'ChunkingError', 'BinaryFileError', 'inner_path', 'scratch_kind', 'not_text_kind', 'sniffed_kind',
-           'minified_head', 'read_text_file', 'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text',
-           'normalize_markdown', 'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar',
-           'script_language', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax',
+__all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS',
+           'BUILD_FILES', 'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS',
+           'MINIFIED_LINE', 'INFO_INDEX_MARK', 'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME',
+           'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'web_url', 'forge_lines',
+           'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError', 'inner_path', 'scratch_kind', 'not_text_kind',
+           'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes', 'decode_text', 'RecodedText',
+           'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown',
+           'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax',
            'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
                      re.I)   # pages are slides: `plan.ppt#slide=2`
 MAX_URL = 2048   # characters: a longer web address is not kept
+CONTAINERS = ('archive-', 'mail-', 'msg-')   # readers whose chunks' anchors name a file inside (`member#id`)
 _FRAGMENT_SAFE = "-._~!$&'()*+,;=:@/?"   # what a URL fragment may hold as it is (RFC 3986); the rest %-escaped
 
 def web_url(value) -> str|None:
@@ -102,8 +103,11 @@ class Chunk:
         if url is None: return None
         if self.page_start and not _SLIDES.search(self.display_path or self.source or ''):
             return f'{url}#page={self.page_start}'
-        if self.anchor and not re.search(r'\s', self.anchor):              # an id, not a heading's words
-            return f'{url}#{urllib.parse.quote(self.anchor, safe=_FRAGMENT_SAFE)}'
+        anchor = self.anchor
+        if anchor and self.chunker_version.startswith(CONTAINERS):         # `member` or `member#id` in an archive
+            anchor = anchor.split('#', 1)[1] if '#' in anchor else None
+        if anchor and not re.search(r'\s', anchor):                        # an id, not a heading's words
+            return f'{url}#{urllib.parse.quote(anchor, safe=_FRAGMENT_SAFE)}'
         return url if self.anchor or self.start_line < 1 else forge_lines(url, self.start_line, self.end_line)
 
     def place(self, start:int, end:int) -> dict:

@@ -410,11 +410,10 @@ def _begin(self:Store):
     try:
         if not self.db.in_transaction: self.db.execute('begin immediate')
     except BaseException:
-        self._ended()
+        _ended(self)
         raise
     self.gen.writing = True
 
-@patch
 def _ended(self:Store):
     "The writer's transaction is over: its thread gives the reads' turn back."
     if self.gen.write_thread == threading.get_ident():
@@ -494,7 +493,7 @@ def close(self:Store):
     "Drop what is uncommitted, release the lock, the database and the index (a closed store holds no memory)."
     with self.gen.lock:                             # after another thread's read in flight
         if self._lock is not None and self.db.in_transaction: self.db.execute('rollback')
-        self._ended()
+        _ended(self)
         self.sentence_file._map = None
         self.sentence_file.reset()
         self.vectors.close()
@@ -578,14 +577,13 @@ def add_documents(self:Store, chunks:list[Chunk], vectors:np.ndarray|None=None, 
     self._begin()
     start = self.vectors.next_label(self._meta(), self._max_label)
     ids = list(range(start, start + len(chunks)))
-    try: self._insert_chunks(ids, chunks, vectors, spans, sentence_vectors)
+    try: _insert_chunks(self, ids, chunks, vectors, spans, sentence_vectors)
     except BaseException:
         if commit: self.rollback()       # what this call began does not linger for a later commit
         raise
     if commit: self.commit()
     return ids
 
-@patch
 def _insert_chunks(self:Store, ids, chunks, vectors, spans, sentence_vectors):
     "Write chunks with ids `ids` into the open transaction: rows, filter index, vectors, sentence rows, lexical rows."
     self._max_label = ids[-1]
@@ -629,10 +627,9 @@ def _trim_wal(db, wal:Path, above:int=4 << 20):
 @patch
 def commit(self:Store):
     "Write what changed (an index file only after adds or to compact), then commit SQLite with the pointers to it."
-    try: self._commit()
-    finally: self._ended()
+    try: _commit(self)
+    finally: _ended(self)
 
-@patch
 def _commit(self:Store):
     if not self.db.in_transaction: return
     if not (self.vectors.changed or self.sentence_file.pending):
@@ -664,10 +661,9 @@ def _commit(self:Store):
 @patch
 def rollback(self:Store, remove:list=()):
     "Drop uncommitted changes: the SQLite transaction, pending sentence rows, and the in-memory index's changes."
-    try: self._rollback(remove)
-    finally: self._ended()
+    try: _rollback(self, remove)
+    finally: _ended(self)
 
-@patch
 def _rollback(self:Store, remove:list):
     if self.db.in_transaction: self.db.execute('rollback')
     for f in remove: Path(f).unlink(missing_ok=True)

@@ -715,6 +715,7 @@ def joined_parts(parts:list[tuple[str, Document]]) -> Document: # `(path, docume
         line += text.count('\n') + 2
     return Document('\n\n'.join(texts) + '\n', 'archive', anchors=anchors, parts=spans,
                     modes={path: doc.mode for path, doc in parts if doc.mode},
+                    part_metadata={path: doc.metadata for path, doc in parts if doc.metadata},
                     visible_chars=sum(d.visible_chars for _, d in parts),
                     chrome_chars=sum(d.chrome_chars for _, d in parts), recoded=any(d.recoded for _, d in parts),
                     ocr_pages=sum(d.ocr_pages for _, d in parts))
@@ -740,7 +741,7 @@ def archive_document(data:bytes, # the archive's bytes
     return doc
 
 ARCHIVE_READER = register_reader(Reader(   # its version names every reader and chunker: a better one re-reads archives
-    'archive-v1.' + hashlib.sha1(' '.join(sorted({r.name for r in (*READERS.values(), *DISGUISED.values())}
+    'archive-v2.' + hashlib.sha1(' '.join(sorted({r.name for r in (*READERS.values(), *DISGUISED.values())}
                                                  | set(CHUNKERS) | set(TEXT_READERS)))
                                  .encode())
     .hexdigest()[:8], 'archive', archive_document), *ARCHIVE_EXTS)
@@ -786,7 +787,7 @@ def attached_document(doc:Document, # a message read (`mail_document`, `msg_docu
                       parts=[(1, Path(name).name, doc.title)] + [(ln + at, p, t) for ln, p, t in files.parts],
                       parts_skipped=doc.parts_skipped + skipped, visible_chars=doc.visible_chars + files.visible_chars,
                       chrome_chars=doc.chrome_chars + files.chrome_chars, recoded=doc.recoded or files.recoded,
-                      ocr_pages=doc.ocr_pages + files.ocr_pages, modes=files.modes)
+                      ocr_pages=doc.ocr_pages + files.ocr_pages, modes=files.modes, part_metadata=files.part_metadata)
 
 # %% ../nbs/03a_ingest.ipynb #0e51356e
 def document_chunks(sf:SourceFile) -> list[Chunk]:
@@ -803,7 +804,8 @@ def document_chunks(sf:SourceFile) -> list[Chunk]:
     ends = [first for first, _, _ in doc.parts[1:]] + [len(lines) + 1]
     for (first, path, title), end in zip(doc.parts, ends):
         text = '\n'.join(lines[first - 1:end - 1])
-        cs = chunk_text(text, path, metadata=meta, strategies=sf.strategies, mode=doc.modes.get(path),
+        own = {**doc.part_metadata.get(path, {}), **meta}          # the file's front matter or address, then the run's
+        cs = chunk_text(text, path, metadata=own, strategies=sf.strategies, mode=doc.modes.get(path),
                         **({'title': title} if title else {}))
         free = placed_after(cs, free, first - 1, sf.source)
         out += cs

@@ -72,6 +72,7 @@ class Document:
     mode: str|None = None                         # the chunking mode, where the reader decides it (a chat's `.json`)
     modes: dict = field(default_factory=dict)     # an archive: path → mode of each file whose reader decided it
     metadata: dict = field(default_factory=dict)  # what the file says of itself (front matter): its chunks' metadata
+    part_metadata: dict = field(default_factory=dict)  # an archive or a message: path → each file's own `metadata`
 
 # %% ../nbs/01a_readers.ipynb #b2ebb0ac
 @dataclass(frozen=True)
@@ -4545,8 +4546,8 @@ register_reader(Reader('ppt-v2', 'ppt', ppt_document), '.ppt', '.pps', '.pot')
 register_reader(Reader('rtf-v1', 'rtf', rtf_document), '.rtf')
 register_reader(Reader('ods-v2', 'ods', ods_document), '.ods', '.fods', '.ots')
 register_reader(Reader('csv-v2', 'csv', csv_document), '.csv', '.tsv')
-register_reader(Reader('mail-v3', 'mail', mail_document), '.eml', '.mbox')   # v3: signatures once
-register_reader(Reader('msg-v1', 'mail', msg_document), '.msg')
+register_reader(Reader('mail-v4', 'mail', mail_document), '.eml', '.mbox')   # v3: signatures once; v4: attachments'
+register_reader(Reader('msg-v2', 'mail', msg_document), '.msg')                # own metadata (`part_metadata`)
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
 register_reader(Reader('mhtml-v2', 'mhtml', mhtml_document), '.mht', '.mhtml')
 register_reader(Reader('transcript-v1', 'transcript', transcript_document), '.vtt', '.srt')

@@ -274,8 +274,9 @@ ContextBudget = Annotated[int|None, Field(description='Hand back at most this ma
 # %% ../nbs/08_serve.ipynb #be7a1e2d
 def _add_ask(server, service:RetrievalService):
     @server.tool(description='Search the indexed documents; returns the best chunks with their citation (file and '
-                             'lines, page or anchor), section, score and text, plus tokens before and after trimming. '
-                             'Set trim=true to keep only the sentences that answer.', structured_output=True)
+                             'lines, page or anchor), link (a web address, where the page has one), section, score and '
+                             'text, plus tokens before and after trimming. Set trim=true to keep only the sentences '
+                             'that answer; `read` a citation for the text that follows it.', structured_output=True)
     async def ask(question:Question, k:K=5, trim:bool=False, threshold:Threshold=None, window:Window=None,
             mode:Mode='hybrid', hyde:bool=False, filters:Filters=None, policy:Policy=None,
             budget:Budget=None, context_budget:ContextBudget=None) -> dict[str, Any]:

@@ -63,8 +63,8 @@ class ShardedStore(Closes):
         self._locks, self._viewer = [threading.RLock() for _ in shards], None
         workers = min(self.n, threads or 1)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix='ragnb-shard') if workers > 1 else None
-        self.lexical = ShardedLexical(lambda *a: self._each(*a), self.n)   # BM25 with the corpus's statistics
-        self.tree = ShardedTree(lambda *a: self._each(*a), self.n)         # each document's tree, in its shard
+        self.lexical = ShardedLexical(lambda *a: _each(self, *a), self.n)   # BM25 with the corpus's statistics
+        self.tree = ShardedTree(lambda *a: _each(self, *a), self.n)         # each document's tree, in its shard
 
     def __repr__(self): return f"ShardedStore({str(self.path)!r}, {self.n} shards, model={self.manifest['model']!r})"
 
@@ -319,7 +319,6 @@ def snapshot(self:ShardedStore):
         finally: self._viewer = outer
 
 # %% ../nbs/03b_shards.ipynb #f89818df
-@patch
 def _each(self:ShardedStore, fn, # called as fn(shard number, shard)
           which=None) -> list:
     """`fn` on every shard (or the shard numbers `which`), each under its lock (held already in a `snapshot`), in
@@ -346,7 +345,7 @@ def _best(parts:list[list[tuple[int, float]]], k:int) -> list[tuple[int, float]]
 def search_ids(self:ShardedStore, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,
                exact_below:int=EXACT_BELOW) -> list[tuple[int, float]]:
     "Each shard's `k` nearest satisfying `filters`, merged: `[(chunk id, cosine)]`."
-    return _best(self._each(lambda i, s: [(global_id(i, c, self.n), sc) for c, sc in
+    return _best(_each(self, lambda i, s: [(global_id(i, c, self.n), sc) for c, sc in
                                           s.search_ids(query_vec, k, filters, exact_below=exact_below)]), k)
 
 # %% ../nbs/03b_shards.ipynb #d23eb372
@@ -355,7 +354,7 @@ def get_chunks(self:ShardedStore, ids:list[int], scores:list[float]|None=None) -
     "Chunks by store-wide id, in the order given, each read from its shard."
     if not len(ids): return []
     by = by_shard(ids, self.n)
-    got = self._each(lambda i, s: s.get_chunks([loc for _, loc in by[i]]), by)
+    got = _each(self, lambda i, s: s.get_chunks([loc for _, loc in by[i]]), by)
     have = {global_id(i, c.id, self.n): c for i, cs in zip(by, got) for c in cs}
     return [replace(have[int(g)], id=str(int(g)), score=None if scores is None else float(scores[j]))
             for j, g in enumerate(ids) if int(g) in have]
@@ -385,7 +384,7 @@ def term_idf(self:ShardedStore, terms:list[str], scope:dict|None=None) -> dict[s
 def sentence_vectors(self:ShardedStore, ids:list) -> dict:
     "`{id: (spans, vectors, sha256)}` of chunks, each from its shard."
     by = by_shard(ids, self.n)
-    got = self._each(lambda i, s: s.sentence_vectors([loc for _, loc in by[i]]), by)
+    got = _each(self, lambda i, s: s.sentence_vectors([loc for _, loc in by[i]]), by)
     return {str(global_id(i, int(c), self.n)): v for i, part in zip(by, got) for c, v in part.items()}
 
 @patch
@@ -399,34 +398,34 @@ def chunks_before(self:ShardedStore, chunk_id, n:int=2) -> list[Chunk]:
 @patch
 def sources(self:ShardedStore, root:str|None=None) -> dict[str, SourceRecord]:
     "Every shard's source records."
-    return {k: v for part in self._each(lambda _, s: s.sources(root)) for k, v in part.items()}
+    return {k: v for part in _each(self, lambda _, s: s.sources(root)) for k, v in part.items()}
 
 @patch
 def chunk_sources(self:ShardedStore, filters:dict|None=None) -> list[str]:
-    return sorted({x for part in self._each(lambda _, s: s.chunk_sources(filters)) for x in part})
+    return sorted({x for part in _each(self, lambda _, s: s.chunk_sources(filters)) for x in part})
 
 @patch
 def list_sources(self:ShardedStore, filters:dict|None=None) -> list[dict]:
-    return sorted((x for p in self._each(lambda _, s: s.list_sources(filters)) for x in p), key=lambda d: d['path'])
+    return sorted((x for p in _each(self, lambda _, s: s.list_sources(filters)) for x in p), key=lambda d: d['path'])
 
 @patch
 def source_chunk_ids(self:ShardedStore, path:str, filters:dict|None=None) -> list[tuple[str, int]]:
     "`Store.source_chunk_ids` with store-wide ids: a source lives in one shard, in its order there."
-    parts = self._each(lambda i, s: [(src, global_id(i, c, self.n)) for src, c in s.source_chunk_ids(path, filters)])
+    parts = _each(self, lambda i, s: [(src, global_id(i, c, self.n)) for src, c in s.source_chunk_ids(path, filters)])
     return sorted((x for p in parts for x in p), key=lambda sc: sc[0])     # stable: each source's order kept
 
 # %% ../nbs/03b_shards.ipynb #01739b05
 @patch
 def stats(self:ShardedStore) -> dict:
     "Counts and sizes, summed over the shards."
-    parts = self._each(lambda _, s: s.stats())
+    parts = _each(self, lambda _, s: s.stats())
     total = {k: sum(p[k] for p in parts) for k in ('chunks', 'sources', 'sentence_vectors', 'bytes_on_disk')}
     return dict(parts[0], **total, path=str(self.path), shards=self.n)
 
 @patch
 def refresh(self:ShardedStore) -> bool:
     "Pick up what writers committed in any shard."
-    return any(self._each(lambda _, s: s.refresh()))
+    return any(_each(self, lambda _, s: s.refresh()))
 
 # %% ../nbs/03b_shards.ipynb #8b291ff6
 def _sum_counts(values:list):
@@ -437,10 +436,10 @@ def _sum_counts(values:list):
 @patch
 def verify(self:ShardedStore) -> dict:
     "Each shard's `Store.verify`, summed, its problems named by shard; and a source stored in the wrong shard."
-    parts = self._each(lambda _, s: s.verify())
+    parts = _each(self, lambda _, s: s.verify())
     out = {k: _sum_counts([p[k] for p in parts]) for k in parts[0] if k != 'problems'}
     out['problems'] = [f'{d.name}: {x}' for d, p in zip(shard_dirs(self.path, self.n), parts) for x in p['problems']]
-    for i, srcs in enumerate(self._each(lambda _, s: s.chunk_sources())):
+    for i, srcs in enumerate(_each(self, lambda _, s: s.chunk_sources())):
         wrong = [x for x in srcs if shard_of(x, self.n) != i]
         if wrong: out['problems'].append(f'{shard_dirs(self.path, self.n)[i].name}: {len(wrong)} sources belong to '
                                          f'other shards (e.g. {wrong[0]!r}); re-index into a new store')
