@@ -336,7 +336,7 @@ def json_record_document(path:str|Path, text:str) -> dict:
     return dict(text='\n'.join(out), lines=src, anchors=anchors, mode='documental')
 
 # %% ../nbs/01a_readers.ipynb #9edf88b9
-FRONT_MATTER_READER = 'frontmatter-v2'      # the reader of a markdown file with front matter (`text_document`)
+FRONT_MATTER_READER = 'frontmatter-v3'      # the reader of a markdown file with front matter (`text_document`)
 MARKDOWN_HTML_READER = 'mdhtml-v1'          # ... and of one with HTML in it (`markdown_html`)
 MDX_READER = 'mdx-v1'                       # ... and of an MDX page: its components and admonitions read too
 _MDX_ESM = re.compile(r'^(import|export)\s', re.M)   # an MDX page's ESM lines (`markdown_html(mdx=True)`)
@@ -381,14 +381,14 @@ def _front_text(v) -> str|None:
     return str(v) if isinstance(v, (str, int, float)) else None
 
 FRONT_TEXT_FIELDS = ('title', 'description', 'summary')    # read as text: the title, the line that keeps its place
-_META_KEY = re.compile(r'[A-Za-z0-9_-]{1,64}')
+_is_key = lambda k: len(k) <= 64 and k.replace('_', '').replace('-', '').isalnum()   # as a filter names one
 
 def front_metadata(fields:dict) -> dict:
     """The fields of `front_matter` that its file's chunks carry as metadata, to filter on (`date`, `draft`, `version`):
     all but those read as text, `source` (a filter's name for the path), keys a filter cannot name, and long values."""
     short = lambda v: len(v) <= 200 if isinstance(v, str) else len(v) <= 50 and all(len(x) <= 200 for x in v)
     return {k: v for k, v in fields.items()
-            if k not in (*FRONT_TEXT_FIELDS, 'source') and _META_KEY.fullmatch(k) and short(v)}
+            if k not in (*FRONT_TEXT_FIELDS, 'source') and _is_key(k) and short(v)}
 
 # %% ../nbs/01a_readers.ipynb #b37534ee
 DATA_URI_READER = 'datauri-v1'    # ... and of one with pictures pasted in as `data:` URIs (`pasted_pictures`)

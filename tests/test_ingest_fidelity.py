@@ -324,7 +324,7 @@ def test_front_matter_titles_the_page_and_only_its_files_are_chunked_again(tmp_p
         assert page.text.split('\n')[:4] == ['[Doc: Copias de seguridad y restauración]',
                                              'Cómo se copian y restauran los datos.', '', '## Restaurar']
         assert (page.start_line, page.end_line) == (1, 11) and 'sidebar_position' not in page.text
-        assert s.sources()[page.source].chunker_version.startswith('frontmatter-v2+documental-v2:')
+        assert s.sources()[page.source].chunker_version.startswith('frontmatter-v3+documental-v2:')
         assert index_paths(s, [docs]).counts()['unchanged'] == 2
         assert page.metadata == {'sidebar_position': '3', 'slug': '/ops/copias', 'tags': ['ops', 'restic']}
         for filters in ({'sidebar_position': {'$gte': 3}}, {'tags': 'restic'}, {'tags': {'$nin': ['draft']}}):
