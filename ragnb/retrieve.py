@@ -374,7 +374,7 @@ READ_TOKENS = 1000   # `read_at`'s default budget: about two whole chunks
 class AmbiguousCitation(LookupError):
     "A path that shows two documents (indexed from two folders of one name): the message names their keys."
 
-_LINES = re.compile(r':(\d+)(?:-\d+)?')
+_LINES = re.compile(r':(\d+)(?:-(\d+))?')
 _PAGE = re.compile(r'#(?:page|slide)=(\d+)')
 _NTH = re.compile(r'#chunk=(\d+)')
 
@@ -393,10 +393,14 @@ def _holds(c:Chunk, place:str) -> bool:
 def first_read(chunks:list[Chunk], # a document's chunks, in order
                place:str, # what follows the document's path in a citation ('' for its beginning)
               ) -> int|None:
-    "Where reading `place` starts: the `N` of `#chunk=N`, else the chunk cited so, else the first that holds it."
+    """Where reading `place` starts: the `N` of `#chunk=N`, else the chunk cited so, else the first that holds all the
+    lines cited (a trimmed chunk's), else the first that holds the place."""
     if not place: return 0
     if m := _NTH.fullmatch(place): return int(m[1]) if int(m[1]) < len(chunks) else None
     cited = [k for k, c in enumerate(chunks) if c.cite == (c.display_path or c.source) + place]
+    if not cited and (m := _LINES.fullmatch(place)):
+        a, b = int(m[1]), int(m[2] or m[1])
+        cited = [k for k, c in enumerate(chunks) if c.start_line <= a and c.end_line >= b]
     return cited[0] if cited else next((k for k, c in enumerate(chunks) if _holds(c, place)), None)
 
 # %% ../nbs/06_retrieve.ipynb #c0de5672
@@ -418,11 +422,34 @@ def _own_text(c:Chunk) -> Chunk:
     return replace(c, text=c.text[:len(c.text) - len(body)] + body[c.overlap:], overlap=0)
 
 def read_at(store, # an open store (`StoreAPI`), or a `ScopedStore`
-            cite:str, # a citation `retrieve` gave (`Chunk.cite`), a document's path, or a `Reading.next`
+            cite:str|Chunk, # a citation `retrieve` gave (`Chunk.cite`), a path, a `Reading.next`, or the chunk
             max_tokens:int=READ_TOKENS, # whole chunks while they fit in this many tokens (the first always)
             filters:dict|None=None, # read only within these (a tenant's pin)
            ) -> Reading:
-    "The document at `cite`, from the chunk there on; `LookupError` with the fix for a document or place not found."
+    """The document at `cite` (or at a chunk a search gave: exactly there), from that chunk on; `LookupError` with the
+    fix for a document or place not found."""
+    chunks, first = _at_chunk(store, cite, filters) if isinstance(cite, Chunk) else _at_citation(store, cite, filters)
+    out, used = [], 0
+    for c in chunks[first:]:
+        c = _own_text(c) if out else c                 # the first keeps its overlap: what it repeats is not here
+        t = estimate_tokens([c])
+        if out and used + t > max_tokens: break
+        out.append(c)
+        used += t
+    at, path = first + len(out), chunks[0].display_path or chunks[0].source
+    return Reading(cite.cite if isinstance(cite, Chunk) else cite, out, used,
+                   f'{path}#chunk={at}' if at < len(chunks) else None)
+
+def _at_chunk(store, chunk:Chunk, filters:dict|None) -> tuple[list[Chunk], int]:
+    "A document's chunks, and where `chunk` is among them (by its id)."
+    ids = [i for _, i in store.source_chunk_ids(chunk.source or '', filters)]
+    if chunk.id is None or int(chunk.id) not in ids:
+        raise LookupError(f'{chunk.cite}: not a chunk of this store as it is now (indexed again since?); pass its '
+                          'citation instead')
+    return store.get_chunks(ids), ids.index(int(chunk.id))
+
+def _at_citation(store, cite:str, filters:dict|None) -> tuple[list[Chunk], int]:
+    "A document's chunks, and where the citation `cite` is among them (`first_read`)."
     for doc, place in cited_parts(cite.strip()):
         if ids := store.source_chunk_ids(doc, filters): break
     else: raise LookupError(f'no document at {cite!r} in this store: pass a citation as a search gave it '
@@ -434,12 +461,4 @@ def read_at(store, # an open store (`StoreAPI`), or a `ScopedStore`
     if (first := first_read(chunks, place)) is None:
         raise LookupError(f'{doc} has no {place.strip()!r}: pass a citation as a search gave it, or {doc!r} to read '
                           'it from the beginning')
-    out, used = [], 0
-    for c in chunks[first:]:
-        c = _own_text(c) if out else c                 # the first keeps its overlap: what it repeats is not here
-        t = estimate_tokens([c])
-        if out and used + t > max_tokens: break
-        out.append(c)
-        used += t
-    at, path = first + len(out), chunks[0].display_path or chunks[0].source
-    return Reading(cite, out, used, f'{path}#chunk={at}' if at < len(chunks) else None)
+    return chunks, first
