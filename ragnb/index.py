@@ -326,6 +326,20 @@ def lent(self:Generations):
     finally: self.lent_to = None
 
 @patch
+def begin_write(self:Generations):
+    "This thread's write transaction takes the reads' turn (`lock`) until `end_write`; again on this thread: nothing."
+    if self.write_thread != threading.get_ident():
+        self.lock.acquire()
+        self.write_thread = threading.get_ident()
+
+@patch
+def end_write(self:Generations):
+    "The writer's transaction is over: its thread gives the reads' turn back (another thread's call: nothing)."
+    if self.write_thread == threading.get_ident():
+        self.write_thread = None
+        self.lock.release()
+
+@patch
 @contextmanager
 def _read(self:Generations, attempts:int):
     if self.db.in_transaction:                      # a writer's open transaction, or a nested read
@@ -404,21 +418,13 @@ def _new_manifest(path:Path, embedder, *, M:int, ef_construction:int, ef:int, se
 def _begin(self:Store):
     "Open the writer's transaction (`begin immediate`) unless one is open; a reader is refused."
     if self._lock is None: raise StoreError(f'{self.path}: opened read-only')
-    if self.gen.write_thread != threading.get_ident():    # the transaction holds the reads' turn until it ends
-        self.gen.lock.acquire()
-        self.gen.write_thread = threading.get_ident()
+    self.gen.begin_write()                          # the transaction holds the reads' turn until it ends
     try:
         if not self.db.in_transaction: self.db.execute('begin immediate')
     except BaseException:
-        _ended(self)
+        self.gen.end_write()
         raise
     self.gen.writing = True
-
-def _ended(self:Store):
-    "The writer's transaction is over: its thread gives the reads' turn back."
-    if self.gen.write_thread == threading.get_ident():
-        self.gen.write_thread = None
-        self.gen.lock.release()
 
 # %% ../nbs/03_index.ipynb #d1217acf
 def _commit_db(db):
@@ -493,7 +499,7 @@ def close(self:Store):
     "Drop what is uncommitted, release the lock, the database and the index (a closed store holds no memory)."
     with self.gen.lock:                             # after another thread's read in flight
         if self._lock is not None and self.db.in_transaction: self.db.execute('rollback')
-        _ended(self)
+        self.gen.end_write()
         self.sentence_file._map = None
         self.sentence_file.reset()
         self.vectors.close()
@@ -628,7 +634,7 @@ def _trim_wal(db, wal:Path, above:int=4 << 20):
 def commit(self:Store):
     "Write what changed (an index file only after adds or to compact), then commit SQLite with the pointers to it."
     try: _commit(self)
-    finally: _ended(self)
+    finally: self.gen.end_write()
 
 def _commit(self:Store):
     if not self.db.in_transaction: return
@@ -662,7 +668,7 @@ def _commit(self:Store):
 def rollback(self:Store, remove:list=()):
     "Drop uncommitted changes: the SQLite transaction, pending sentence rows, and the in-memory index's changes."
     try: _rollback(self, remove)
-    finally: _ended(self)
+    finally: self.gen.end_write()
 
 def _rollback(self:Store, remove:list):
     if self.db.in_transaction: self.db.execute('rollback')
