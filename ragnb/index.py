@@ -521,14 +521,19 @@ def embedder_loaded(self:Store) -> bool:
     return self._embedder is not None
 
 # %% ../nbs/03_index.ipynb #c25039fb
+_EMBEDDER_LOAD = threading.Lock()    # one thread loads a store's model; a thread that asks meanwhile waits for it
+
 @patch(as_prop=True)
 def embedder(self:Store):
     """The embedder of this store's model (where `embed.model_location` finds it), for queries first (`for_queries`);
-    a writer leaves the query session to its first question, since it may never ask one."""
+    a writer leaves the query session to its first question, since it may never ask one. Threads that ask at once
+    get one embedder, loaded once."""
     if self._embedder is None:
-        from ragnb.embed import Embedder, model_location
-        name = os.environ.get('RAGNB_MODEL') or model_location(self.manifest['model'])
-        self._embedder = Embedder.for_queries(name, open_session=self._lock is None)
+        with _EMBEDDER_LOAD:
+            if self._embedder is None:
+                from ragnb.embed import Embedder, model_location
+                name = os.environ.get('RAGNB_MODEL') or model_location(self.manifest['model'])
+                self._embedder = Embedder.for_queries(name, open_session=self._lock is None)
     return self._embedder
 
 # %% ../nbs/03_index.ipynb #f2b87ba7

@@ -78,7 +78,9 @@ def check_filters(filters:Any, limits:ServeLimits=ServeLimits()) -> dict:
 
 # %% ../nbs/08_serve.ipynb #91993d2a
 class RetrievalService:
-    "Retrieval over one read-only store, for concurrent callers: pins, limits and a lock. Thread-safe."
+    """Retrieval over one read-only store, for concurrent callers: pins and limits. Thread-safety: every method may
+    be called from many threads at once, and calls run side by side; their reads take the store's turns (a `Store`
+    reads for one thread at a time, a `ShardedStore` per shard, a Ray shard in its actor's queue)."""
     def __init__(self, store:StoreAPI, # opened read-only, kept open
                  pins:dict[str, list[str]]|None=None, # filters fixed by the server
                  limits:ServeLimits=ServeLimits(),
@@ -86,7 +88,6 @@ class RetrievalService:
         self.store, self.pins, self.limits = store, dict(pins or {}), limits
         self.view = ScopedStore(store, self.pins) if self.pins else store      # what every call reads
         self.hyde_options = dict(hyde_options or {})
-        self.lock = threading.Lock()
 
     def __repr__(self): return f'RetrievalService({self.store.path}, pins={self.pins})'
 
@@ -139,7 +140,7 @@ def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold
     opts = RetrieveOpts.for_request(trim=trim, threshold=threshold, window=window, policy=policy, budget=budget,
                                     mode=mode, hyde=bool(hyde), hyde_options=self.hyde_options,
                                     context_budget=context_budget)
-    with self.lock: res = retrieve(self.view, question, top_k=k, opts=opts, filters=filters)
+    res = retrieve(self.view, question, top_k=k, opts=opts, filters=filters)
     d = res.to_dict()
     out = dict(question=question, chunks=[{k: c[k] for k in _CHUNK_KEYS if k in c} for c in d['chunks']],
                tokens_before=res.tokens_before, tokens_after=res.tokens_in_context, mode=mode)
@@ -177,9 +178,8 @@ def eval_retrieval(self:RetrievalService, questions:list, trim_threshold:float|s
     threshold, trim_window = 'auto' if threshold is None else threshold, trim_window or 0    # eval always trims
     filters = narrowed_filters(check_filters(filters, self.limits), self.pins)
     if filters is None: filters = {'source': []}                 # a contradiction: run, and find nothing
-    with self.lock:
-        rep = evaluate_retrieval(self.view, qs, top_k=k, trim=True, trim_threshold=threshold, trim_window=trim_window,
-                                 filters=filters, progress=False, mode=mode)
+    rep = evaluate_retrieval(self.view, qs, top_k=k, trim=True, trim_threshold=threshold, trim_window=trim_window,
+                             filters=filters, progress=False, mode=mode)
     config = {c: rep.config[c] for c in ('top_k', 'trim_threshold', 'trim_window', 'mode')}
     out = dict(summary=rep.summary, config=config)
     if not self.pins: out['labelling_errors'] = rep.labelling_errors
@@ -191,7 +191,7 @@ def sources(self:RetrievalService, filters:dict|None=None) -> dict:
     "The indexed documents that the (pinned) filters let through, with their chunk counts."
     filters = narrowed_filters(check_filters(filters, self.limits), self.pins)
     if filters is None: return dict(sources=[], chunks=0)
-    with self.lock: rows = self.view.list_sources(filters)
+    rows = self.view.list_sources(filters)
     return dict(sources=rows, chunks=sum(r['chunks'] for r in rows), model=self.store.manifest['model'])
 
 # %% ../nbs/08_serve.ipynb #f2f0b92a
@@ -206,7 +206,7 @@ def read(self:RetrievalService, cite:str, # a chunk's `cite` from `ask`, a path 
             not 1 <= max_tokens <= self.limits.max_read_tokens:
         raise RequestError(f'max_tokens must be 1..{self.limits.max_read_tokens}')
     try:
-        with self.lock: got = read_at(self.view, cite, max_tokens).to_dict()
+        got = read_at(self.view, cite, max_tokens).to_dict()
     except AmbiguousCitation: raise RequestError(f'{cite!r} names documents indexed from different folders of one '
                                                  'name; the server must index them under different names') from None
     except LookupError as e: raise RequestError(str(e)) from None
@@ -282,8 +282,7 @@ def _add_ask(server, service:RetrievalService):
             budget:Budget=None, context_budget:ContextBudget=None) -> dict[str, Any]:
         call = functools.partial(_tool_errors(service.ask), question, k, trim, threshold, window, mode, hyde, filters,
                                  policy, budget, context_budget)
-        if hyde or service.lock.locked(): return await anyio.to_thread.run_sync(call)   # would block the loop
-        return call()
+        return await anyio.to_thread.run_sync(call)         # on the loop, it would hold every other call
 
 # %% ../nbs/08_serve.ipynb #5f58b938
 Questions = Annotated[list[str|dict[str, Any]], Field(
