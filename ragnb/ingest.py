@@ -33,8 +33,8 @@ from .readers import (DISGUISED, READERS, SLACK_LISTS, TARBALLS, TEXT_READERS, D
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'DOKUWIKI_MACHINERY',
            'MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'LOG_NAME', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX',
            'JAVADOC_INDEX', 'SOURCE_BUILDS', 'PAGE_COPIES', 'PAGE_SIZE_SHARE', 'PATH_FIELD', 'MAX_ARCHIVE_BYTES',
-           'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER', 'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport',
-           'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason',
+           'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER', 'MAIL_EXTS', 'SAMPLE_SLOW', 'INDEX_BATCH',
+           'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason',
            'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking',
            'SourceFile', 'not_text', 'log_file', 'site_kind', 'site_machinery', 'source_machinery', 'generated_reason',
            'scan_path', 'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source',
@@ -788,6 +788,12 @@ def attached_document(doc:Document, # a message read (`mail_document`, `msg_docu
                       parts_skipped=doc.parts_skipped + skipped, visible_chars=doc.visible_chars + files.visible_chars,
                       chrome_chars=doc.chrome_chars + files.chrome_chars, recoded=doc.recoded or files.recoded,
                       ocr_pages=doc.ocr_pages + files.ocr_pages, modes=files.modes, part_metadata=files.part_metadata)
+
+# %% ../nbs/03a_ingest.ipynb #19c7a4d3
+MAIL_EXTS = ('.eml', '.mbox', '.msg')   # messages: their attachments are read as an archive's files are
+
+_PARTS_DIGEST = ARCHIVE_READER.name.rsplit('.', 1)[1]
+for _ext in MAIL_EXTS: register_reader(dc_replace(READERS[_ext], name=f'{READERS[_ext].name}.{_PARTS_DIGEST}'), _ext)
 
 # %% ../nbs/03a_ingest.ipynb #0e51356e
 def document_chunks(sf:SourceFile) -> list[Chunk]:
