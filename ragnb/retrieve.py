@@ -12,7 +12,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .chunking import Chunk
-from .index import Store
+from .index import Store, text_hash
 from .trim import (DEFAULT_TRIM_POLICY, TrimmedChunk, calibration_key, check_trim_budget, check_trim_options,
                         check_trim_policy, estimate_tokens, parse_threshold, store_trim_defaults,
                         trim_chunks_by_sentence)
@@ -25,7 +25,8 @@ from .lexical import cheap_language, detect_language, span_languages
 __all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS', 'resolve_trim_threshold',
            'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse', 'detects_question_language',
            'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages', 'retrieve',
-           'AmbiguousCitation', 'cited_parts', 'first_read', 'Reading', 'read_at']
+           'AmbiguousCitation', 'StaleCitation', 'chunk_mark', 'cited_parts', 'first_read', 'Reading', 'read_at',
+           'read_handles']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -376,7 +377,20 @@ class AmbiguousCitation(LookupError):
 
 _LINES = re.compile(r':(\d+)(?:-(\d+))?')
 _PAGE = re.compile(r'#(?:page|slide)=(\d+)')
-_NTH = re.compile(r'#chunk=(\d+)')
+_NTH = re.compile(r'#chunk=(\d+)(?:~([0-9a-f]{8}))?')
+
+class StaleCitation(LookupError):
+    "A `#chunk=N~mark` whose chunk is no longer in its document: it was indexed again since, and changed."
+
+def chunk_mark(c:Chunk) -> str:
+    "What `#chunk=N~mark` checks: the start of the chunk's `text_hash`."
+    return text_hash(c.text)[:8]
+
+def _nth(chunks:list[Chunk], n:int, mark:str|None) -> int|None:
+    "The `n`-th chunk, unless `mark` says its text moved: then the nearest that holds it; `StaleCitation` if none does."
+    if mark is None or (n < len(chunks) and chunk_mark(chunks[n]) == mark): return n if n < len(chunks) else None
+    if moved := [k for k, c in enumerate(chunks) if chunk_mark(c) == mark]: return min(moved, key=lambda k: abs(k - n))
+    raise StaleCitation(f'#chunk={n}~{mark}')
 
 def cited_parts(cite:str) -> list[tuple[str, str]]:
     "The readings of `cite` as `(document, place)`: all of it a path, then cut before `:lines`, each `#` and ` § `."
@@ -396,7 +410,7 @@ def first_read(chunks:list[Chunk], # a document's chunks, in order
     """Where reading `place` starts: the `N` of `#chunk=N`, else the chunk cited so, else the first that holds all the
     lines cited (a trimmed chunk's), else the first that holds the place."""
     if not place: return 0
-    if m := _NTH.fullmatch(place): return int(m[1]) if int(m[1]) < len(chunks) else None
+    if m := _NTH.fullmatch(place): return _nth(chunks, int(m[1]), m[2])
     cited = [k for k, c in enumerate(chunks) if c.cite == (c.display_path or c.source) + place]
     if not cited and (m := _LINES.fullmatch(place)):
         a, b = int(m[1]), int(m[2] or m[1])
@@ -410,7 +424,7 @@ class Reading:
     cite: str                    # the citation read from
     chunks: list[Chunk]
     tokens: int                  # their estimated tokens (`trim.estimate_tokens`)
-    next: str|None               # where the next read starts (`path#chunk=N`); None at the document's end
+    next: str|None               # where the next read starts (`path#chunk=N~mark`); None at the document's end
     def context(self) -> str: return '\n\n'.join(c.text for c in self.chunks)
     def to_dict(self) -> dict:
         return dict(cite=self.cite, tokens=self.tokens, next=self.next, chunks=[_chunk_dict(c) for c in self.chunks])
@@ -438,7 +452,7 @@ def read_at(store, # an open store (`StoreAPI`), or a `ScopedStore`
         used += t
     at, path = first + len(out), chunks[0].display_path or chunks[0].source
     return Reading(cite.cite if isinstance(cite, Chunk) else cite, out, used,
-                   f'{path}#chunk={at}' if at < len(chunks) else None)
+                   f'{path}#chunk={at}~{chunk_mark(chunks[at])}' if at < len(chunks) else None)
 
 def _at_chunk(store, chunk:Chunk, filters:dict|None) -> tuple[list[Chunk], int]:
     "A document's chunks, and where `chunk` is among them (by its id)."
@@ -458,7 +472,37 @@ def _at_citation(store, cite:str, filters:dict|None) -> tuple[list[Chunk], int]:
         raise AmbiguousCitation(f'{doc!r} names {len(keys)} documents, indexed from different folders: read one by '
                                 f'its full path ({", ".join(keys[:3])})')
     chunks = store.get_chunks([i for _, i in ids])
-    if (first := first_read(chunks, place)) is None:
+    try: first = first_read(chunks, place)
+    except StaleCitation: raise StaleCitation(f'{doc} was indexed again and changed since {cite!r} was given: ask '
+                                              f'again, or read {doc!r} from the beginning') from None
+    if first is None:
         raise LookupError(f'{doc} has no {place.strip()!r}: pass a citation as a search gave it, or {doc!r} to read '
                           'it from the beginning')
     return chunks, first
+
+# %% ../nbs/06_retrieve.ipynb #357a611c
+def read_handles(store, # the store the hits came from (`StoreAPI`), or a `ScopedStore`
+                 hits:list[Chunk], # a search's chunks (trimmed or whole)
+                 filters:dict|None=None, # the filters they were found within (a tenant's pin)
+                ) -> list[str|None]:
+    """For each hit, where `read_at` starts at the hit itself when its citation would start earlier, at a chunk of its
+    section or page that shares the citation: `path#chunk=N~mark`; None where `hit.cite` reads from the hit. An
+    anchor or a page is shared by a run of chunks, so the chunk before tells; a heading (` § `) may come back later
+    in a document, so there every chunk before is read. One read of the store for all the hits."""
+    docs, at = {}, {}
+    for k, h in enumerate(hits):
+        if h.id is None or not (h.anchor or h.page_start): continue         # lines cite one chunk, or its overlap
+        if (src := h.source or '') not in docs: docs[src] = [i for _, i in store.source_chunk_ids(src, filters)]
+        if int(h.id) in docs[src] and (n := docs[src].index(int(h.id))): at[k] = (docs[src], n)
+    got = {int(c.id): c for c in store.get_chunks(sorted({i for ids, n in at.values() for i in ids[n - 1:n + 1]}))}
+    out = [None] * len(hits)
+    for k, (ids, n) in at.items():
+        h, before, own = hits[k], got[ids[n - 1]], got[ids[n]]
+        path = own.display_path or own.source
+        if not h.cite.startswith(path): continue
+        if before.cite != h.cite:
+            place = h.cite[len(path):]
+            if not place.startswith(' § ') or first_read(store.get_chunks(ids[:n + 1]), place) == n: continue
+        out[k] = f'{path}#chunk={n}~{chunk_mark(own)}'
+    return out
+

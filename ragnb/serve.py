@@ -23,7 +23,7 @@ from .stores import StoreAPI, open_store
 
 log = logging.getLogger(__name__)
 from .retrieve import (READ_TOKENS, SEARCH_MODES, AmbiguousCitation, RetrieveOpts, detects_question_language,
-                            read_at, retrieve)
+                            read_at, read_handles, retrieve)
 from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
@@ -144,6 +144,8 @@ def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold
     d = res.to_dict()
     out = dict(question=question, chunks=[{k: c[k] for k in _CHUNK_KEYS if k in c} for c in d['chunks']],
                tokens_before=res.tokens_before, tokens_after=res.tokens_in_context, mode=mode)
+    for cd, handle in zip(out['chunks'], read_handles(self.view, res.chunks, filters)):
+        if handle: cd['read'] = handle                  # a chunk whose citation `read` would open earlier
     if 'trim' in res.info:
         out['trim'] = {k: res.info['trim'][k]
                        for k in ('policy', 'threshold', 'window', 'auto', 'budget', 'chunks_dropped')}
@@ -276,7 +278,8 @@ def _add_ask(server, service:RetrievalService):
     @server.tool(description='Search the indexed documents; returns the best chunks with their citation (file and '
                              'lines, page or anchor), link (a web address, where the page has one), section, score and '
                              'text, plus tokens before and after trimming. Set trim=true to keep only the sentences '
-                             'that answer; `read` a citation for the text that follows it.', structured_output=True)
+                             'that answer; `read` a chunk\'s `read` (where it has one) or its citation for the text '
+                             'that follows it.', structured_output=True)
     async def ask(question:Question, k:K=5, trim:bool=False, threshold:Threshold=None, window:Window=None,
             mode:Mode='hybrid', hyde:bool=False, filters:Filters=None, policy:Policy=None,
             budget:Budget=None, context_budget:ContextBudget=None) -> dict[str, Any]:
@@ -306,7 +309,7 @@ def _add_sources(server, service:RetrievalService):
         return _tool_errors(service.sources)(filters)
 
 # %% ../nbs/08_serve.ipynb #f494d37c
-Cite = Annotated[str, Field(description="A chunk's `cite` from ask (docs/guia.md:12-30, guide.html#rollback, "
+Cite = Annotated[str, Field(description="A chunk's `read` or `cite` from ask (docs/guia.md:12-30, guide.html#rollback, "
                                         "manual.pdf#page=12), a path from sources, or the `next` of a read.")]
 MaxTokens = Annotated[int, Field(description='Whole chunks while they fit in this many tokens (the first always).',
                                  ge=1)]
