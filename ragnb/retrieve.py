@@ -442,7 +442,9 @@ def read_at(store, # an open store (`StoreAPI`), or a `ScopedStore`
            ) -> Reading:
     """The document at `cite` (or at a chunk a search gave: exactly there), from that chunk on; `LookupError` with the
     fix for a document or place not found."""
-    chunks, first = _at_chunk(store, cite, filters) if isinstance(cite, Chunk) else _at_citation(store, cite, filters)
+    with store.snapshot():                          # its ids and chunks from one generation
+        chunks, first = _at_chunk(store, cite, filters) if isinstance(cite, Chunk) else \
+            _at_citation(store, cite, filters)
     out, used = [], 0
     for c in chunks[first:]:
         c = _own_text(c) if out else c                 # the first keeps its overlap: what it repeats is not here
@@ -489,20 +491,22 @@ def read_handles(store, # the store the hits came from (`StoreAPI`), or a `Scope
     section or page that shares the citation: `path#chunk=N~mark`; None where `hit.cite` reads from the hit. An
     anchor or a page is shared by a run of chunks, so the chunk before tells; a heading (` § `) may come back later
     in a document, so there every chunk before is read. One read of the store for all the hits."""
-    docs, at = {}, {}
-    for k, h in enumerate(hits):
-        if h.id is None or not (h.anchor or h.page_start): continue         # lines cite one chunk, or its overlap
-        if (src := h.source or '') not in docs: docs[src] = [i for _, i in store.source_chunk_ids(src, filters)]
-        if int(h.id) in docs[src] and (n := docs[src].index(int(h.id))): at[k] = (docs[src], n)
-    got = {int(c.id): c for c in store.get_chunks(sorted({i for ids, n in at.values() for i in ids[n - 1:n + 1]}))}
-    out = [None] * len(hits)
-    for k, (ids, n) in at.items():
-        h, before, own = hits[k], got[ids[n - 1]], got[ids[n]]
-        path = own.display_path or own.source
-        if not h.cite.startswith(path): continue
-        if before.cite != h.cite:
-            place = h.cite[len(path):]
-            if not place.startswith(' § ') or first_read(store.get_chunks(ids[:n + 1]), place) == n: continue
-        out[k] = f'{path}#chunk={n}~{chunk_mark(own)}'
+    if not any(h.anchor or h.page_start for h in hits): return [None] * len(hits)      # all cite lines
+    with store.snapshot():                              # one generation: a writer may commit meanwhile
+        docs, at = {}, {}
+        for k, h in enumerate(hits):
+            if h.id is None or not (h.anchor or h.page_start): continue         # lines cite one chunk, or its overlap
+            if (src := h.source or '') not in docs: docs[src] = [i for _, i in store.source_chunk_ids(src, filters)]
+            if int(h.id) in docs[src] and (n := docs[src].index(int(h.id))): at[k] = (docs[src], n)
+        got = {int(c.id): c for c in store.get_chunks(sorted({i for ids, n in at.values() for i in ids[n - 1:n + 1]}))}
+        out = [None] * len(hits)
+        for k, (ids, n) in at.items():
+            h, before, own = hits[k], got[ids[n - 1]], got[ids[n]]
+            path = own.display_path or own.source
+            if not h.cite.startswith(path): continue
+            if before.cite != h.cite:
+                place = h.cite[len(path):]
+                if not place.startswith(' § ') or first_read(store.get_chunks(ids[:n + 1]), place) == n: continue
+            out[k] = f'{path}#chunk={n}~{chunk_mark(own)}'
     return out
 
