@@ -574,7 +574,7 @@ def _print_result(res, opts, filtered:bool=False): # filtered: the ask had --fil
 
 # %% ../nbs/09_cli.ipynb #1b16a4ad
 def cmd_ask(args) -> int:
-    from ragnb.retrieve import retrieve
+    from ragnb.retrieve import read_handles, retrieve
     from ragnb.index import StoreError
     store = _open_store(args, create_from_data=not args.store)
     try:
@@ -583,9 +583,13 @@ def cmd_ask(args) -> int:
             raise UserError(f'{store.path}: the store is empty; index some files first: '
                             f'ragnb index DOCS --store {store.path}')
         res = retrieve(store, args.question, top_k=args.k, opts=opts, filters=_parse_filters(args.filter))
+        handles = read_handles(store, res.chunks, _parse_filters(args.filter)) if args.json else []
     except (ValueError, StoreError) as e: raise UserError(str(e)) from None
     finally: store.close()
-    if args.json: print(json.dumps(res.to_dict(), ensure_ascii=False, indent=1))
+    if args.json:
+        d = res.to_dict()
+        for c, h in zip(d['chunks'], handles): c.update({'read': h} if h else {})   # as the MCP tool gives it
+        print(json.dumps(d, ensure_ascii=False, indent=1))
     else:
         print(f'Q: {res.query}\n')
         _print_hyde(res.info.get('hyde'))

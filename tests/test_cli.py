@@ -392,3 +392,21 @@ def test_a_warning_is_one_line_naming_the_file(tmp_path):
     assert re.search(r'^ragnb index: warning: \S*import-zips\.py: could not parse as python; chunked by line windows '
                      r'instead$', r.stderr, re.M), r.stderr
     assert 'UserWarning' not in r.stderr and 'warnings.warn' not in r.stderr
+
+
+def test_ask_json_gives_a_read_that_opens_at_the_very_chunk(tmp_path):
+    """A long HTML section's chunks share one citation (its anchor): `ragnb read CITE` opens at the section's start,
+    so `ask --json` gives each later one a `read` that `ragnb read` opens at that chunk itself."""
+    (tmp_path / 'docs').mkdir()
+    (tmp_path / 'docs' / 'guide.html').write_text('<html><body><h1 id="top">Guide</h1><h2 id="backups">Backups</h2>'
+                                                  + ''.join(f'<p>Step {i}: copy {i} is kept on volume {i} for {i} '
+                                                            'days and checked with restic check.</p>'
+                                                            for i in range(60)) + '</body></html>')
+    store = str(tmp_path / 'store')
+    assert ragnb('index', str(tmp_path / 'docs'), '--store', store, '--quiet').returncode == 0
+    hits = json.loads(ragnb('ask', 'Where is copy 50 kept?', '--store', store, '-k', '4', '--json').stdout)['chunks']
+    assert sorted(h.get('read', '').split('~')[0] for h in hits) == ['', '', 'docs/guide.html#chunk=2',
+                                                                     'docs/guide.html#chunk=3']
+    for h in hits:
+        r = ragnb('read', h.get('read', h['cite']), '--store', store, '--max-tokens', '1', '--json')
+        assert json.loads(r.stdout)['chunks'][0]['text'] == h['text'], (h['cite'], h.get('read'))
