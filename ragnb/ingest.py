@@ -40,10 +40,10 @@ __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_
            'scan_path', 'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source',
            'metadata_json', 'file_metadata', 'missing_sources', 'member_path', 'member_role', 'archive_members',
            'unpack_archive', 'archive_parts', 'part_anchors', 'text_anchors', 'joined_parts', 'archive_document',
-           'attachment_names', 'attached_document', 'document_chunks', 'placed_after', 'chunk_sources', 'checked_paths',
-           'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches',
-           'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
-           'open_for_indexing', 'open_default_store']
+           'base_reader_name', 'parts_digest', 'attachment_names', 'attached_document', 'document_chunks',
+           'placed_after', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths',
+           'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted',
+           'remove_paths', 'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -740,11 +740,17 @@ def archive_document(data:bytes, # the archive's bytes
     doc.parts_skipped = left + skipped
     return doc
 
-ARCHIVE_READER = register_reader(Reader(   # its version names every reader and chunker: a better one re-reads archives
-    'archive-v2.' + hashlib.sha1(' '.join(sorted({r.name for r in (*READERS.values(), *DISGUISED.values())}
-                                                 | set(CHUNKERS) | set(TEXT_READERS)))
-                                 .encode())
-    .hexdigest()[:8], 'archive', archive_document), *ARCHIVE_EXTS)
+def base_reader_name(name:str) -> str:
+    "A reader's name without the digests of what it reads inside (`mail-v4.1a2b3c4d` → `mail-v4`)."
+    return re.sub(r'(\.[0-9a-f]{8})+$', '', name)
+
+def parts_digest() -> str:
+    """A digest of every reader's and chunker's version, as the readers of files inside other files (archives,
+    messages' attachments) add it to theirs: a better one re-reads what holds such files. The same whenever asked."""
+    names = {base_reader_name(r.name) for r in (*READERS.values(), *DISGUISED.values()) if r.kind != 'archive'}
+    return hashlib.sha1(' '.join(sorted(names | set(CHUNKERS) | set(TEXT_READERS))).encode()).hexdigest()[:8]
+
+ARCHIVE_READER = register_reader(Reader(f'archive-v2.{parts_digest()}', 'archive', archive_document), *ARCHIVE_EXTS)
 
 # %% ../nbs/03a_ingest.ipynb #96362e8f
 _ATTACHING = threading.local()   # on while a message's attachments are read: theirs are named, not read
@@ -792,8 +798,8 @@ def attached_document(doc:Document, # a message read (`mail_document`, `msg_docu
 # %% ../nbs/03a_ingest.ipynb #19c7a4d3
 MAIL_EXTS = ('.eml', '.mbox', '.msg')   # messages: their attachments are read as an archive's files are
 
-_PARTS_DIGEST = ARCHIVE_READER.name.rsplit('.', 1)[1]
-for _ext in MAIL_EXTS: register_reader(dc_replace(READERS[_ext], name=f'{READERS[_ext].name}.{_PARTS_DIGEST}'), _ext)
+for _ext in MAIL_EXTS:
+    register_reader(dc_replace(READERS[_ext], name=f'{base_reader_name(READERS[_ext].name)}.{parts_digest()}'), _ext)
 
 # %% ../nbs/03a_ingest.ipynb #0e51356e
 def document_chunks(sf:SourceFile) -> list[Chunk]:
