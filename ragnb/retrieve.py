@@ -429,11 +429,13 @@ class Reading:
     def to_dict(self) -> dict:
         return dict(cite=self.cite, tokens=self.tokens, next=self.next, chunks=[_chunk_dict(c) for c in self.chunks])
 
-def _own_text(c:Chunk) -> Chunk:
-    "Chunk `c` without the body characters it repeats from the chunk before it (`Chunk.overlap`)."
-    if not c.overlap: return c
+def _own_text(c:Chunk, before:Chunk|None=None) -> Chunk:
+    """Chunk `c` without the body characters it repeats from the chunk before it (`Chunk.overlap`), and without its
+    `[Doc: ...]` line where `before`, the chunk read before it, has the same one (they are of one section)."""
+    same_prefix = before is not None and bool(c.prefix) and c.prefix == before.prefix
+    if not c.overlap and not same_prefix: return c
     body = c.body
-    return replace(c, text=c.text[:len(c.text) - len(body)] + body[c.overlap:], overlap=0)
+    return replace(c, text=('' if same_prefix else c.text[:len(c.text) - len(body)]) + body[c.overlap:], overlap=0)
 
 def read_at(store, # an open store (`StoreAPI`), or a `ScopedStore`
             cite:str|Chunk, # a citation `retrieve` gave (`Chunk.cite`), a path, a `Reading.next`, or the chunk
@@ -447,7 +449,7 @@ def read_at(store, # an open store (`StoreAPI`), or a `ScopedStore`
             _at_citation(store, cite, filters)
     out, used = [], 0
     for c in chunks[first:]:
-        c = _own_text(c) if out else c                 # the first keeps its overlap: what it repeats is not here
+        c = _own_text(c, chunks[first + len(out) - 1]) if out else c   # the first keeps its overlap and title line
         t = estimate_tokens([c])
         if out and used + t > max_tokens: break
         out.append(c)
