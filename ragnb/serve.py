@@ -88,8 +88,12 @@ class RetrievalService:
         self.store, self.pins, self.limits = store, dict(pins or {}), limits
         self.view = ScopedStore(store, self.pins) if self.pins else store      # what every call reads
         self.hyde_options = dict(hyde_options or {})
+        self._asking, self._asking_lock = 0, threading.Lock()       # asks in flight (`asks_now`)
 
     def __repr__(self): return f'RetrievalService({self.store.path}, pins={self.pins})'
+    def asks_now(self) -> int:
+        "How many asks this service is answering now."
+        return self._asking
 
 # %% ../nbs/08_serve.ipynb #84204f61
 from fastcore.basics import patch
@@ -140,7 +144,10 @@ def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold
     opts = RetrieveOpts.for_request(trim=trim, threshold=threshold, window=window, policy=policy, budget=budget,
                                     mode=mode, hyde=bool(hyde), hyde_options=self.hyde_options,
                                     context_budget=context_budget)
-    res = retrieve(self.view, question, top_k=k, opts=opts, filters=filters)
+    with self._asking_lock: self._asking += 1
+    try: res = retrieve(self.view, question, top_k=k, opts=opts, filters=filters)
+    finally:
+        with self._asking_lock: self._asking -= 1
     d = res.to_dict()
     out = dict(question=question, chunks=[{k: c[k] for k in _CHUNK_KEYS if k in c} for c in d['chunks']],
                tokens_before=res.tokens_before, tokens_after=res.tokens_in_context, mode=mode)
@@ -491,12 +498,15 @@ def worker_app():
     encoder = getattr(service.store.embedder, 'query_encoder', None)
     if board.claim() is not None and spec['wide'] and encoder is not None:
         encoder.session_for(spec['wide'])    # opened now, not by the first lone question
-        encoder.threads_now = threads_by_load(board, wide=spec['wide'], narrow=int(os.environ[THREADS_ENV]))
+        encoder.threads_now = threads_by_load(board, wide=spec['wide'], narrow=int(os.environ[THREADS_ENV]),
+                                              service=service)
     return busy_while_answering(app, board)
 
-def threads_by_load(board:CoreBoard, wide:int, narrow:int):
-    "A query encoder's `threads_now`: `wide` threads while no other worker on `board` is answering, else `narrow`."
-    return lambda: narrow if board.others_busy() else wide
+def threads_by_load(board:CoreBoard|None, wide:int, narrow:int, service:RetrievalService|None=None):
+    """A query encoder's `threads_now`: `wide` threads while the question is the only one being answered, else
+    `narrow`: while another worker on `board` answers, or `service` answers another ask in this process."""
+    return lambda: narrow if (board is not None and board.others_busy()) or \
+        (service is not None and service.asks_now() > 1) else wide
 
 def busy_while_answering(app, board:CoreBoard):
     "The ASGI `app`, with this worker marked busy on `board` while it answers an HTTP request."
@@ -517,6 +527,10 @@ def open_service(store:StoreAPI|str|Path, pins:dict|None=None, limits:ServeLimit
     service = RetrievalService(store, pins=pins, limits=limits)
     if detects_question_language(service.view): load_language_detector()   # now, not at the first open question
     service.ask('warm up', k=1, trim=True)        # the model, the maps and caches a first ask would load
+    encoder, wide = getattr(service.store.embedder, 'query_encoder', None), usable_cores()
+    if encoder is not None and wide > 1 and not os.environ.get(THREADS_ENV, '').strip():   # else the user's count
+        encoder.session_for(wide // 2)             # asks side by side share the cores
+        encoder.threads_now = threads_by_load(None, wide=wide, narrow=wide // 2, service=service)
     return service
 
 # %% ../nbs/08_serve.ipynb #dccaa292
