@@ -162,7 +162,14 @@ def test_check_reports_a_sound_store_and_a_tampered_one(tmp_path):
     assert ragnb('index', str(tmp_path / 'a.md'), '--store', str(store), '--quiet').returncode == 0
     r = ragnb('check', '--store', str(store))
     assert r.returncode == 0 and 'the store is sound' in r.stdout.decode(), r.stdout
-    db = sqlite3.connect(store / 'chunks.sqlite')
+    assert '| filter index | built |' in r.stdout.decode()
+    db = sqlite3.connect(store / 'chunks.sqlite')                  # as a store of an older ragnb has it
+    db.execute("update meta set value = 'chunk-meta-v1' where key = 'filter_index'")
+    db.commit()
+    r = ragnb('check', '--store', str(store))
+    assert r.returncode == 0 and "filters read each chunk's metadata" in r.stdout.decode(), r.stdout
+    assert ragnb('index', str(tmp_path / 'a.md'), '--store', str(store), '--quiet').returncode == 0
+    assert '| filter index | built |' in ragnb('check', '--store', str(store)).stdout.decode()
     db.execute("update chunks set text = replace(text, '14', '41')")
     db.commit()
     db.close()
