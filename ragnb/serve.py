@@ -529,8 +529,7 @@ def open_service(store:StoreAPI|str|Path, pins:dict|None=None, limits:ServeLimit
     service.ask('warm up', k=1, trim=True)        # the model, the maps and caches a first ask would load
     encoder, wide = getattr(service.store.embedder, 'query_encoder', None), usable_cores()
     if encoder is not None and wide > 1 and not os.environ.get(THREADS_ENV, '').strip():   # else the user's count
-        encoder.session_for(wide // 2)             # asks side by side share the cores
-        encoder.threads_now = threads_by_load(None, wide=wide, narrow=wide // 2, service=service)
+        encoder.threads_now = threads_by_load(None, wide=wide, narrow=wide // 2, service=service)   # asks at once
     return service
 
 # %% ../nbs/08_serve.ipynb #dccaa292
