@@ -8,11 +8,12 @@ import functools
 
 from .chunking import Chunk
 from .index import Store
-from .retrieve import resolve_trim_threshold
+from .retrieve import READ_TOKENS, read_at, read_handles, resolve_trim_threshold
 from .trim import DEFAULT_TRIM_POLICY, TrimmedChunk, as_chunk, default_trim_threshold, trim_chunks_by_sentence
 
 # %% auto #0
-__all__ = ['chunk_metadata', 'chunk_from_framework', 'default_trim_embedder', 'trim_texts', 'trimmed_metadata']
+__all__ = ['READ_TOOL_DESCRIPTION', 'chunk_metadata', 'chunk_from_framework', 'default_trim_embedder', 'trim_texts',
+           'trimmed_metadata', 'read_text', 'hits_read']
 
 # %% ../nbs/10_adapters.ipynb #76ac7d26
 _LOCATION = ('start_line', 'end_line', 'page_start', 'page_end', 'anchor')
@@ -88,3 +89,23 @@ def trimmed_metadata(t:TrimmedChunk) -> dict:
     meta = dict(tokens_before=t.tokens_before, tokens_after=t.tokens_after)
     if t.line_runs: meta.update(cite=t.cite, **{k: getattr(t, k) for k in _LOCATION if getattr(t, k) is not None})
     return meta
+
+# %% ../nbs/10_adapters.ipynb #cf47c57b
+READ_TOOL_DESCRIPTION = ("Read a document on from a citation that the search gave: its whole chunks in order, each "
+                         "under its citation, up to max_tokens; the last line says where to read on. Pass a result's "
+                         "`read` where it has one, else its `cite`, or a document's path to read it from the start.")
+
+def read_text(store:Store, # the store the search read
+              cite:str, # a result's `read` or `cite`, a path, or where the last read said to read on
+              max_tokens:int=READ_TOKENS, # whole chunks while they fit (the first always)
+              filters:dict|None=None, # the search's filters: nothing outside them is read
+             ) -> str:
+    "`read_at` as the text a model reads from a tool: each chunk under its citation, then where to read on."
+    try: r = read_at(store, cite, max_tokens, filters)
+    except LookupError as e: return f'Not read: {e}'
+    return '\n\n'.join([*(f'[{c.cite}]\n{c.text}' for c in r.chunks),
+                        f'Read on: {r.next}' if r.next else 'The end of the document.'])
+
+def hits_read(store:Store, chunks:list[Chunk], filters:dict|None=None) -> list[dict]:
+    "`{'read': ...}` for each of a search's chunks whose citation `read_text` would open at an earlier chunk, else {}."
+    return [{'read': h} if h else {} for h in read_handles(store, chunks, filters)]

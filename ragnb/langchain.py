@@ -9,16 +9,18 @@ from typing import Any, Sequence
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.tools import StructuredTool
 from pydantic import ConfigDict
 
-from .adapters import chunk_from_framework, chunk_metadata, trim_texts, trimmed_metadata
+from .adapters import (READ_TOOL_DESCRIPTION, chunk_from_framework, chunk_metadata, hits_read, read_text,
+                            trim_texts, trimmed_metadata)
 from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
-from .retrieve import RetrieveOpts, retrieve
+from .retrieve import READ_TOKENS, RetrieveOpts, retrieve
 
 # %% auto #0
-__all__ = ['chunk_document', 'RagnbRetriever', 'SentenceTrimCompressor']
+__all__ = ['chunk_document', 'RagnbRetriever', 'read_tool', 'SentenceTrimCompressor']
 
 # %% ../nbs/12_langchain.ipynb #f7c04da1
 def chunk_document(c:Chunk, store:Store|None=None) -> Document:
@@ -38,7 +40,18 @@ class RagnbRetriever(BaseRetriever):
     def _get_relevant_documents(self, query:str, *,
                                 run_manager:CallbackManagerForRetrieverRun) -> list[Document]:  # noqa: ARG002
         res = retrieve(self.store, query, self.top_k, self.opts or RetrieveOpts(), self.filters)
-        return [chunk_document(c, self.store) for c in res.chunks]
+        docs = [chunk_document(c, self.store) for c in res.chunks]
+        for d, read in zip(docs, hits_read(self.store, res.chunks, self.filters)): d.metadata.update(read)
+        return docs
+
+# %% ../nbs/12_langchain.ipynb #aa1bcba4
+def read_tool(store:Store, # the store the agent's retriever searches
+              filters:dict|None=None, # its filters (a tenant's pin): nothing outside them is read
+              max_tokens:int=READ_TOKENS, # the default size of a read
+             ) -> StructuredTool:
+    "A LangChain tool `read(cite, max_tokens)`: a document on from a search's citation, as text for the model."
+    def read(cite:str, max_tokens:int=max_tokens) -> str: return read_text(store, cite, max_tokens, filters)
+    return StructuredTool.from_function(read, name='read', description=READ_TOOL_DESCRIPTION)
 
 # %% ../nbs/12_langchain.ipynb #4bdfc9af
 class SentenceTrimCompressor(BaseDocumentCompressor):

@@ -11,24 +11,28 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.tools import FunctionTool
 from llama_index.core.vector_stores.types import FilterCondition, MetadataFilters
 
-from .adapters import chunk_from_framework, chunk_metadata, trim_texts, trimmed_metadata
+from .adapters import (READ_TOOL_DESCRIPTION, chunk_from_framework, chunk_metadata, hits_read, read_text,
+                            trim_texts, trimmed_metadata)
 from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
-from .retrieve import RetrieveOpts, retrieve
+from .retrieve import READ_TOKENS, RetrieveOpts, retrieve
 
 # %% auto #0
-__all__ = ['chunk_node', 'ragnb_filters', 'RagnbRetriever', 'SentenceTrimPostprocessor']
+__all__ = ['chunk_node', 'ragnb_filters', 'RagnbRetriever', 'read_tool', 'SentenceTrimPostprocessor']
 
 # %% ../nbs/11_llamaindex.ipynb #f5ad4d73
-def chunk_node(c:Chunk, store:Store|None=None) -> NodeWithScore:
+def chunk_node(c:Chunk, store:Store|None=None,
+               read:dict|None=None, # `{'read': ...}` where the chunk's citation would be read from an earlier one
+              ) -> NodeWithScore:
     "A ragnb chunk as a LlamaIndex `NodeWithScore`; its id is stable (`ragnb:<store>:<chunk id>`)."
-    meta = chunk_metadata(c, store)
+    meta = chunk_metadata(c, store) | (read or {})
     node = TextNode(text=c.text, id_=f'ragnb:{meta.get("ragnb_store", "")}:{c.id}', metadata=meta,
                     excluded_embed_metadata_keys=[k for k in meta if k != 'cite'],   # the LLM sees where it is
-                    excluded_llm_metadata_keys=[k for k in meta if k not in ('cite', 'link')])
+                    excluded_llm_metadata_keys=[k for k in meta if k not in ('cite', 'link', 'read')])
     return NodeWithScore(node=node, score=c.score)
 
 # %% ../nbs/11_llamaindex.ipynb #9b360c0c
@@ -68,11 +72,22 @@ class RagnbRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle:QueryBundle) -> list[NodeWithScore]:
         res = retrieve(self.store, query_bundle.query_str, self.top_k, self.opts, self.filters)
-        return [chunk_node(c, self.store) for c in res.chunks]
+        return [chunk_node(c, self.store, r) for c, r in zip(res.chunks, hits_read(self.store, res.chunks,
+                                                                                     self.filters))]
 
     async def _aretrieve(self, query_bundle:QueryBundle) -> list[NodeWithScore]:
         "On a worker thread, so an async app's event loop keeps serving while the question is embedded and searched."
         return await asyncio.to_thread(self._retrieve, query_bundle)
+
+# %% ../nbs/11_llamaindex.ipynb #7d201f7b
+def read_tool(store:Store, # the store the agent's retriever searches
+              filters:dict|MetadataFilters|None=None, # its filters (a tenant's pin): nothing outside them is read
+              max_tokens:int=READ_TOKENS, # the default size of a read
+             ) -> FunctionTool:
+    "A LlamaIndex `FunctionTool` `read(cite, max_tokens)`: a document on from a search's citation, as text."
+    filters = ragnb_filters(filters)
+    def read(cite:str, max_tokens:int=max_tokens) -> str: return read_text(store, cite, max_tokens, filters)
+    return FunctionTool.from_defaults(fn=read, name='read', description=READ_TOOL_DESCRIPTION)
 
 # %% ../nbs/11_llamaindex.ipynb #fc2beeaa
 def _trimmed_node(n:NodeWithScore, t) -> NodeWithScore:
