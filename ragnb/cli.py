@@ -582,8 +582,9 @@ def cmd_ask(args) -> int:
         if store.stats()['chunks'] == 0:
             raise UserError(f'{store.path}: the store is empty; index some files first: '
                             f'ragnb index DOCS --store {store.path}')
-        res = retrieve(store, args.question, top_k=args.k, opts=opts, filters=_parse_filters(args.filter))
-        handles = read_handles(store, res.chunks, _parse_filters(args.filter)) if args.json else []
+        filters = _parse_filters(args.filter)
+        res = retrieve(store, args.question, top_k=args.k, opts=opts, filters=filters)
+        handles = read_handles(store, res.chunks, filters) if args.json else []
     except (ValueError, StoreError) as e: raise UserError(str(e)) from None
     finally: store.close()
     if args.json:

@@ -798,8 +798,9 @@ def attached_document(doc:Document, # a message read (`mail_document`, `msg_docu
 # %% ../nbs/03a_ingest.ipynb #19c7a4d3
 MAIL_EXTS = ('.eml', '.mbox', '.msg')   # messages: their attachments are read as an archive's files are
 
+_digest = parts_digest()
 for _ext in MAIL_EXTS:
-    register_reader(dc_replace(READERS[_ext], name=f'{base_reader_name(READERS[_ext].name)}.{parts_digest()}'), _ext)
+    register_reader(dc_replace(READERS[_ext], name=f'{base_reader_name(READERS[_ext].name)}.{_digest}'), _ext)
 
 # %% ../nbs/03a_ingest.ipynb #0e51356e
 def document_chunks(sf:SourceFile) -> list[Chunk]:
