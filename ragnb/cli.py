@@ -550,7 +550,8 @@ NOTHING_FOUND = {True: 'Nothing found within --filter: check its keys and values
                        'them per file).',
                  False: 'Nothing found: no chunk holds these words; --mode hybrid also finds other wordings.'}
 
-def _print_result(res, opts, filtered:bool=False): # filtered: the ask had --filter
+def _print_result(res, opts, filtered:bool=False, # filtered: the ask had --filter
+                  reads:list[str|None]|None=None): # per chunk, the `ragnb read` that starts at it, where its cite won't
     "Each chunk (its citation, section and body; untrimmed bodies cut at 600 characters), then tokens and timings."
     if not res.chunks: print(NOTHING_FOUND[filtered] + '\n')
     for i, c in enumerate(res.chunks, 1):            # a score's kind: a cosine, BM25 or a fused rank (RRF)
@@ -559,6 +560,7 @@ def _print_result(res, opts, filtered:bool=False): # filtered: the ask had --fil
         if c.link: print(f'    {c.link}')                              # the page's web address, at the chunk
         if c.copies: print('    the same text in: ' + ', '.join(c.copies[:3]) + (f' and {len(c.copies) - 3} more'
                                                                                  if c.copies[3:] else ''))
+        if reads and reads[i - 1]: print(f'    read on from this chunk: {reads[i - 1]}')   # its cite reads earlier
         body = c.body.strip()
         if not opts.trim and len(body) > 600: body = body[:600] + ' …'      # trimmed context is printed whole
         print('    ' + body.replace('\n', '\n    ') + '\n')
@@ -584,7 +586,7 @@ def cmd_ask(args) -> int:
                             f'ragnb index DOCS --store {store.path}')
         filters = _parse_filters(args.filter)
         res = retrieve(store, args.question, top_k=args.k, opts=opts, filters=filters)
-        handles = read_handles(store, res.chunks, filters) if args.json else []
+        handles = read_handles(store, res.chunks, filters)
     except (ValueError, StoreError) as e: raise UserError(str(e)) from None
     finally: store.close()
     if args.json:
@@ -594,8 +596,13 @@ def cmd_ask(args) -> int:
     else:
         print(f'Q: {res.query}\n')
         _print_hyde(res.info.get('hyde'))
-        _print_result(res, opts, filtered=bool(args.filter))
+        _print_result(res, opts, filtered=bool(args.filter), reads=[h and _read_command(h, args) for h in handles])
     return 0
+
+def _read_command(handle:str, args) -> str:
+    "The `ragnb read` line that reads on from a hit's handle, with the ask's store and filters."
+    words = ['ragnb', 'read', handle] + (['--store', args.store] if args.store else [])
+    return shlex.join(words + [w for f in args.filter or [] for w in ('--filter', f)])
 
 # %% ../nbs/09_cli.ipynb #b0135bec
 def _sentence_kind(kind:str|None) -> str:

@@ -1,7 +1,7 @@
 """The `ragnb` console command as a user runs it: through `main` in this process (the same parsing, output and exit
 codes, without a fresh interpreter and model load per call), and as a real subprocess where the process is the
 point (standard input, a cold start, the environment at import)."""
-import json, os, re, subprocess, sys
+import json, os, re, shlex, subprocess, sys
 
 import pytest
 
@@ -417,3 +417,8 @@ def test_ask_json_gives_a_read_that_opens_at_the_very_chunk(tmp_path):
     for h in hits:
         r = ragnb('read', h.get('read', h['cite']), '--store', store, '--max-tokens', '1', '--json')
         assert json.loads(r.stdout)['chunks'][0]['text'] == h['text'], (h['cite'], h.get('read'))
+    shown = ragnb('ask', 'Where is copy 50 kept?', '--store', store, '-k', '4', text=True).stdout
+    reads = re.findall(r'^    read on from this chunk: (.+)$', shown, re.M)       # the same handles, as commands
+    handles = sorted(['ragnb', 'read', h['read']] for h in hits if 'read' in h)
+    assert sorted(shlex.split(x)[:3] for x in reads) == handles, shown
+    assert shlex.split(reads[0])[3:] == ['--store', store]
