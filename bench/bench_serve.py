@@ -166,7 +166,7 @@ def main():
     from ragnb.index import Store
     from ragnb.embed import Embedder
     from ragnb.ingest import default_corpus, index_paths, new_store_model
-    from ragnb.serve import RetrievalService
+    from ragnb.serve import open_service
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument('--rounds', type=int, default=5, help='times each question is asked in each row')
     ap.add_argument('--workers', type=int, default=len(os.sched_getaffinity(0)),
@@ -179,7 +179,7 @@ def main():
     model = args.model or new_store_model(default_corpus())[0]
     with Store.open(store_dir, embedder=Embedder.from_pretrained(model) if model else None) as w:
         index_paths(w, default_corpus(), progress=False)
-    svc = RetrievalService(Store.open(store_dir, readonly=True))
+    svc = open_service(store_dir)          # as `ragnb serve` opens it: the cores split among asks at once
     svc.ask(qs[0])
     lat_in = [_timed(svc, q) for q in fresh(qs, 'in', args.rounds)]
     lat_stdio = anyio.run(stdio_run, store_dir, fresh(qs, 'stdio', args.rounds))
