@@ -8,7 +8,7 @@ import functools
 
 from .chunking import Chunk
 from .index import Store
-from .retrieve import READ_TOKENS, read_at, read_handles, resolve_trim_threshold
+from .retrieve import READ_TOKENS, read_at, read_handles, reading_text, resolve_trim_threshold
 from .trim import DEFAULT_TRIM_POLICY, TrimmedChunk, as_chunk, default_trim_threshold, trim_chunks_by_sentence
 
 # %% auto #0
@@ -103,8 +103,7 @@ def read_text(store:Store, # the store the search read
     "`read_at` as the text a model reads from a tool: each chunk under its citation, then where to read on."
     try: r = read_at(store, cite, max_tokens, filters)
     except LookupError as e: return f'Not read: {e}'
-    return '\n\n'.join([*(f'[{c.cite}]\n{c.text}' for c in r.chunks),
-                        f'Read on: {r.next}' if r.next else 'The end of the document.'])
+    return reading_text(r.to_dict())
 
 def hits_read(store:Store, chunks:list[Chunk], filters:dict|None=None) -> list[dict]:
     "`{'read': ...}` for each of a search's chunks whose citation `read_text` would open at an earlier chunk, else {}."

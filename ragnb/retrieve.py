@@ -4,8 +4,9 @@
 
 # %% ../nbs/06_retrieve.ipynb #b050b26f
 from __future__ import annotations
-import numbers, os, re, threading, time
+import json, numbers, os, re, threading, time
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -22,11 +23,11 @@ from .context import tree_context
 from .lexical import cheap_language, detect_language, span_languages
 
 # %% auto #0
-__all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS', 'resolve_trim_threshold',
-           'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse', 'detects_question_language',
-           'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages', 'retrieve',
-           'AmbiguousCitation', 'StaleCitation', 'chunk_mark', 'cited_parts', 'first_read', 'Reading', 'read_at',
-           'read_handles']
+__all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS', 'MODEL_HIDDEN_METADATA',
+           'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse',
+           'detects_question_language', 'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages',
+           'retrieve', 'AmbiguousCitation', 'StaleCitation', 'chunk_mark', 'cited_parts', 'first_read', 'Reading',
+           'read_at', 'read_handles', 'passage_text', 'passages_text', 'reading_text']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -512,3 +513,29 @@ def read_handles(store, # the store the hits came from (`StoreAPI`), or a `Scope
             out[k] = f'{path}#chunk={n}~{chunk_mark(own)}'
     return out
 
+
+# %% ../nbs/06_retrieve.ipynb #bd06c73e
+MODEL_HIDDEN_METADATA = ('url',)    # metadata a model's text leaves out: the page's `url` is in the chunk's `link`
+
+def passage_text(c:dict, # a chunk as `RetrievalResult.to_dict` gives it, with its `read` where it has one
+                 hide:Iterable[str]=(), # more metadata keys to leave out, such as a server's pins
+                ) -> str:
+    """One chunk as a model reads it: its citation in brackets; a line each for its link, the `read` that starts at
+    it, the other places that hold its text and its metadata, where it has them; then its text."""
+    hidden = {*MODEL_HIDDEN_METADATA, *hide}
+    meta = {k: v for k, v in (c.get('metadata') or {}).items() if k not in hidden}
+    lines = [f"[{c['cite']}]", *(f'{k}: {c[k]}' for k in ('link', 'read') if c.get(k))]
+    if c.get('copies'): lines.append('also in: ' + ', '.join(c['copies']))
+    if meta: lines.append('metadata: ' + json.dumps(meta, ensure_ascii=False, default=str))
+    return '\n'.join([*lines, c['text']])
+
+def passages_text(chunks:list[dict], # a result's chunks as `to_dict` gives them
+                  hide:Iterable[str]=(), # metadata keys to leave out besides `MODEL_HIDDEN_METADATA`
+                 ) -> str:
+    "A search's chunks as one text for a model, best first, a blank line between two; `Nothing found.` for none."
+    return '\n\n'.join(passage_text(c, hide) for c in chunks) or 'Nothing found.'
+
+def reading_text(r:dict) -> str: # a `Reading` as `to_dict` gives it
+    "A document read on (`read_at`) as a model reads it: each chunk under its citation, then where to read on."
+    return '\n\n'.join([*(f"[{c['cite']}]\n{c['text']}" for c in r['chunks']),
+                        f"Read on: {r['next']}" if r['next'] else 'The end of the document.'])

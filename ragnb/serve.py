@@ -23,16 +23,16 @@ from .stores import StoreAPI, open_store
 
 log = logging.getLogger(__name__)
 from .retrieve import (READ_TOKENS, SEARCH_MODES, AmbiguousCitation, RetrieveOpts, detects_question_language,
-                            read_at, read_handles, retrieve)
+                            passages_text, read_at, read_handles, reading_text, retrieve)
 from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
 __all__ = ['log', 'Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'ContextBudget', 'Questions',
            'Cite', 'MaxTokens', 'WORKER_ENV', 'STARTUP_FAILURE', 'AUTO_WORKERS', 'ServeLimits', 'RequestError',
-           'parse_pins', 'check_filters', 'RetrievalService', 'argument_error', 'build_mcp_server', 'BearerAuth',
-           'check_bind', 'parse_http', 'http_app', 'timed_h11', 'CoreBoard', 'worker_env', 'worker_app',
-           'threads_by_load', 'busy_while_answering', 'open_service', 'serve_banner', 'auto_workers', 'reopenable',
-           'serve_workers', 'serve']
+           'parse_pins', 'check_filters', 'RetrievalService', 'argument_error', 'for_model', 'sources_text',
+           'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'timed_h11', 'CoreBoard',
+           'worker_env', 'worker_app', 'threads_by_load', 'busy_while_answering', 'open_service', 'serve_banner',
+           'auto_workers', 'reopenable', 'serve_workers', 'serve']
 
 # %% ../nbs/08_serve.ipynb #530ef99e
 @dataclass(frozen=True)
@@ -280,19 +280,33 @@ Budget = Annotated[int|None, Field(description='Keep the best sentences of all c
 ContextBudget = Annotated[int|None, Field(description='Hand back at most this many tokens: leaves of long documents '
                                                       'grow into their chunk or section while it allows.', ge=1)]
 
+# %% ../nbs/08_serve.ipynb #97bfd3de
+def for_model(structured:dict, # the tool's whole answer, for programs (MCP's `structuredContent`)
+              text:str, # what the client hands its model
+             ) -> Any:
+    "A tool's result as MCP carries it: `text` for the model, `structured` for programs (checked by its output schema)."
+    from mcp.types import CallToolResult, TextContent
+    return CallToolResult(content=[TextContent(type='text', text=text)], structured_content=structured)
+
+def sources_text(got:dict) -> str: # what `RetrievalService.sources` returns
+    "The documents as a model reads them: one a line, with its chunk count."
+    return '\n'.join(f"{r['path']} ({r['chunks']} chunks)" for r in got['sources']) or 'No documents.'
+
 # %% ../nbs/08_serve.ipynb #be7a1e2d
 def _add_ask(server, service:RetrievalService):
-    @server.tool(description='Search the indexed documents; returns the best chunks with their citation (file and '
-                             'lines, page or anchor), link (a web address, where the page has one), section, score and '
-                             'text, plus tokens before and after trimming. Set trim=true to keep only the sentences '
-                             'that answer; `read` a chunk\'s `read` (where it has one) or its citation for the text '
-                             'that follows it.', structured_output=True)
+    @server.tool(description='Search the indexed documents: the best chunks, each under its [citation] (file and '
+                             'lines, page or anchor), with its link (a web address, where the page has one) and its '
+                             'text; the structured result also holds each chunk\'s section and score, and the tokens '
+                             'before and after trimming. Set trim=true to keep only the sentences that answer; `read` '
+                             'a chunk\'s `read` (where it has one) or its citation for the text that follows it.',
+                 structured_output=True)
     async def ask(question:Question, k:K=5, trim:bool=False, threshold:Threshold=None, window:Window=None,
             mode:Mode='hybrid', hyde:bool=False, filters:Filters=None, policy:Policy=None,
             budget:Budget=None, context_budget:ContextBudget=None) -> dict[str, Any]:
         call = functools.partial(_tool_errors(service.ask), question, k, trim, threshold, window, mode, hyde, filters,
                                  policy, budget, context_budget)
-        return await anyio.to_thread.run_sync(call)         # on the loop, it would hold every other call
+        got = await anyio.to_thread.run_sync(call)          # on the loop, it would hold every other call
+        return for_model(got, passages_text(got['chunks'], hide=service.pins))   # pins: the same on every chunk
 
 # %% ../nbs/08_serve.ipynb #5f58b938
 Questions = Annotated[list[str|dict[str, Any]], Field(
@@ -306,14 +320,16 @@ def _add_eval(server, service:RetrievalService):
                  structured_output=True)
     def eval_retrieval(questions:Questions, trim_threshold:Threshold='auto', trim_window:Window=0, k:K=5,
                        mode:Mode='hybrid', filters:Filters=None) -> dict[str, Any]:
-        return _tool_errors(service.eval_retrieval)(questions, trim_threshold, trim_window, k, mode, filters)
+        got = _tool_errors(service.eval_retrieval)(questions, trim_threshold, trim_window, k, mode, filters)
+        return for_model(got, json.dumps(got, ensure_ascii=False, separators=(',', ':')))
 
 # %% ../nbs/08_serve.ipynb #f044af41
 def _add_sources(server, service:RetrievalService):
     @server.tool(description='List the indexed documents (path and chunk count) that the filters let through.',
                  structured_output=True)
     def sources(filters:Filters=None) -> dict[str, Any]:
-        return _tool_errors(service.sources)(filters)
+        got = _tool_errors(service.sources)(filters)
+        return for_model(got, sources_text(got))
 
 # %% ../nbs/08_serve.ipynb #f494d37c
 Cite = Annotated[str, Field(description="A chunk's `read` or `cite` from ask (docs/guia.md:12-30, guide.html#rollback, "
@@ -326,7 +342,8 @@ def _add_read(server, service:RetrievalService):
                              'citations, up to max_tokens; `next` reads on. Use it when a chunk stops short of what '
                              'the user needs.', structured_output=True)
     def read(cite:Cite, max_tokens:MaxTokens=READ_TOKENS) -> dict[str, Any]:
-        return _tool_errors(service.read)(cite, max_tokens)
+        got = _tool_errors(service.read)(cite, max_tokens)
+        return for_model(got, reading_text(got))
 
 # %% ../nbs/08_serve.ipynb #5172cbd1
 def build_mcp_server(service:RetrievalService) -> Any:

@@ -14,6 +14,7 @@ from ragnb.filters import filter_terms, term_holds
 from ragnb.index import Store
 from ragnb.ingest import bundled_data_dir, index_paths
 from ragnb.serve import RequestError, RetrievalService, auto_workers
+from ragnb.retrieve import passages_text, reading_text
 
 QUESTIONS = ['¿Cómo hago un rollback en producción?', 'How do I roll back a deployment?',
              '¿Cuánto tiempo se guardan los logs?', 'What are the API rate limits?', 'tenant isolation',
@@ -93,6 +94,13 @@ def test_stdio_client_lists_tools_and_answers_like_the_library(store_dir, servic
     assert set(s) >= {'avg_tokens_baseline', 'avg_tokens_trim', 'token_reduction_pct', 'avg_overlap_vs_baseline'}
     assert s['n_with_answer'] == 1
     assert {p['path'].split('/')[0] for p in src.structured_content['sources']} == {'en'}
+    # the text a client hands its model: the same answer, in fewer tokens than the SDK's indented JSON of it
+    assert ask.content[0].text == passages_text(ask.structured_content['chunks'])
+    assert len(ask.content[0].text) < len(json.dumps(ask.structured_content, ensure_ascii=False, indent=2)) / 1.2
+    assert [r.content[0].text for r in rd] == [reading_text(r.structured_content) for r in rd]
+    assert src.content[0].text.splitlines() == [f"{p['path']} ({p['chunks']} chunks)"
+                                                for p in src.structured_content['sources']]
+    assert json.loads(ev.content[0].text) == ev.structured_content
 
 
 def free_port():
