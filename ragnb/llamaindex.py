@@ -14,22 +14,22 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.tools import FunctionTool
 from llama_index.core.vector_stores.types import FilterCondition, MetadataFilters
 
-from .adapters import (READ_TOOL_DESCRIPTION, chunk_from_framework, chunk_metadata, hits_read, read_text,
-                            trim_texts, trimmed_metadata)
+from .adapters import (READ_TOOL_DESCRIPTION, chunk_from_framework, chunk_metadata, read_text, trim_texts,
+                            trimmed_metadata)
 from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
-from .retrieve import READ_TOKENS, RetrieveOpts, retrieve
+from .retrieve import READ_TOKENS, RetrieveOpts, read_handles, retrieve
 
 # %% auto #0
 __all__ = ['chunk_node', 'ragnb_filters', 'RagnbRetriever', 'read_tool', 'SentenceTrimPostprocessor']
 
 # %% ../nbs/11_llamaindex.ipynb #f5ad4d73
 def chunk_node(c:Chunk, store:Store|None=None,
-               read:dict|None=None, # `{'read': ...}` where the chunk's citation would be read from an earlier one
+               read:str|None=None, # where `read` starts at the chunk, when its citation would start at an earlier one
               ) -> NodeWithScore:
     "A ragnb chunk as a LlamaIndex `NodeWithScore`; its id is stable (`ragnb:<store>:<chunk id>`)."
-    meta = chunk_metadata(c, store) | (read or {})
+    meta = chunk_metadata(c, store) | ({'read': read} if read else {})
     node = TextNode(text=c.text, id_=f'ragnb:{meta.get("ragnb_store", "")}:{c.id}', metadata=meta,
                     excluded_embed_metadata_keys=[k for k in meta if k != 'cite'],   # the LLM sees where it is
                     excluded_llm_metadata_keys=[k for k in meta if k not in ('cite', 'link', 'read')])
@@ -72,8 +72,8 @@ class RagnbRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle:QueryBundle) -> list[NodeWithScore]:
         res = retrieve(self.store, query_bundle.query_str, self.top_k, self.opts, self.filters)
-        return [chunk_node(c, self.store, r) for c, r in zip(res.chunks, hits_read(self.store, res.chunks,
-                                                                                     self.filters))]
+        handles = read_handles(self.store, res.chunks, self.filters)
+        return [chunk_node(c, self.store, h) for c, h in zip(res.chunks, handles)]
 
     async def _aretrieve(self, query_bundle:QueryBundle) -> list[NodeWithScore]:
         "On a worker thread, so an async app's event loop keeps serving while the question is embedded and searched."
