@@ -536,6 +536,9 @@ def passages_text(chunks:list[dict], # a result's chunks as `to_dict` gives them
     return '\n\n'.join(passage_text(c, hide) for c in chunks) or 'Nothing found.'
 
 def reading_text(r:dict) -> str: # a `Reading` as `to_dict` gives it
-    "A document read on (`read_at`) as a model reads it: each chunk under its citation, then where to read on."
-    return '\n\n'.join([*(f"[{c['cite']}]\n{c['text']}" for c in r['chunks']),
+    """A document read on (`read_at`) as a model reads it: each chunk under its citation (once for a run of chunks
+    that share one, as a long section's do), then where to read on."""
+    cites = [c['cite'] for c in r['chunks']]
+    return '\n\n'.join([*(f"[{c['cite']}]\n{c['text']}" if i == 0 or c['cite'] != cites[i - 1] else c['text']
+                          for i, c in enumerate(r['chunks'])),
                         f"Read on: {r['next']}" if r['next'] else 'The end of the document.'])
