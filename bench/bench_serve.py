@@ -5,9 +5,12 @@ light one (raw JSON-RPC posts over keep-alive connections, one thread per client
 to hide the server's. Prints one table; the HTTP rows give requests/s and its ratio to one client's on the same server
 (issue 37.5 asks 4 clients for >= 1.6x).
 
-    python bench/bench_serve.py [--rounds 5] [--workers N] [--model NAME]
+    python bench/bench_serve.py [--rounds 5] [--repeats 1] [--workers N] [--model NAME]
+
+On a machine shared with others, `--repeats 3` runs the HTTP rows three times in turn and gives each row's median
+asks/s, and its median ratio to the one-client row of the same repeat.
 """
-import argparse, http.client, json, os, socket, subprocess, sys, tempfile, threading, time
+import argparse, http.client, json, os, socket, statistics, subprocess, sys, tempfile, threading, time
 import concurrent.futures as cf
 from functools import partial
 from pathlib import Path
@@ -18,9 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def pct(xs, p): return sorted(xs)[min(len(xs) - 1, int(p * len(xs)))]
 
 
-def row(name, lat, wall=None, n=None, base=None, cpu=None):
-    tput = f'{n / wall:.0f}' if wall else ''
-    vs = f'{n / wall / base:.2f}x' if wall and base else ''
+def row(name, lat, wall=None, n=None, base=None, cpu=None, rate=None, ratio=None):
+    "One table row; `rate` and `ratio`, when given, are the asks/s and the ratio to one client (medians of repeats)."
+    rate = rate or (n / wall if wall else None)
+    tput = f'{rate:.0f}' if rate else ''
+    vs = f'{ratio:.2f}x' if ratio else f'{rate / base:.2f}x' if rate and base else ''
     per = f'{cpu / n * 1e3:.1f}' if cpu is not None else ''
     return (f'| {name} | {len(lat)} | {pct(lat, .5):.1f} | {pct(lat, .95):.1f} | {pct(lat, .99):.1f} | {tput} | {vs} '
             f'| {per} |')
@@ -140,21 +145,24 @@ def server_cpu(proc):
     return total / tick
 
 
-def http_rows(store_dir, qs, workers, times=3):
-    """{(client, clients): (latencies, wall, server CPU s)} for one server of `workers` processes, warm, each row
-    asking every question `times` times."""
+def http_rows(store_dir, qs, workers, times=3, repeats=1):
+    """{(client, clients): (latencies, [asks/s of each repeat], server CPU s)} for one server of `workers` processes,
+    warm, each row asking every question `times` times; the rows run `repeats` times in turn (1, 4, 16 clients, then
+    again), so that a neighbour's load on a shared machine falls on each count alike."""
     import anyio
     proc, port = http_server(store_dir, workers)
     url = f'http://127.0.0.1:{port}/mcp'
     runs = {'SDK client': lambda qs, n: anyio.run(http_run, url, qs, n), 'light client': partial(light_run, port)}
     try:
         anyio.run(http_run, url, fresh(qs[:4], 'warm'), 1)             # the client's own first-call costs
-        out = {}
-        for client, run in runs.items():
-            for n in (1, 4, 16):
-                cpu = server_cpu(proc)
-                lat, wall = run(fresh(qs, f'{client[0]}{n}w{workers}-', times), n)
-                out[client, n] = lat, wall, server_cpu(proc) - cpu
+        out = {(client, n): ([], [], 0.0) for client in runs for n in (1, 4, 16)}
+        for r in range(repeats):
+            for client, run in runs.items():
+                for n in (1, 4, 16):
+                    cpu = server_cpu(proc)
+                    lat, wall = run(fresh(qs, f'{client[0]}{n}w{workers}r{r}-', times), n)
+                    lats, rates, used = out[client, n]
+                    out[client, n] = lats + lat, rates + [len(lat) / wall], used + server_cpu(proc) - cpu
         return out
     finally:
         proc.terminate()
@@ -171,6 +179,8 @@ def main():
     ap.add_argument('--rounds', type=int, default=5, help='times each question is asked in each row')
     ap.add_argument('--workers', type=int, default=len(os.sched_getaffinity(0)),
                     help='worker processes of the second HTTP server (default: one per core)')
+    ap.add_argument('--repeats', type=int, default=1, help='times the HTTP rows run in turn; asks/s and the ratio '
+                                                           'to one client are the medians')
     ap.add_argument('--model', help="the store's model (default: the one `ragnb index` picks for the bundled docs, "
                                     "as the README's first command builds it)")
     args = ap.parse_args()
@@ -187,7 +197,7 @@ def main():
     with cf.ThreadPoolExecutor(8) as ex: lat8 = list(ex.map(lambda q: _timed(svc, q), fresh(qs, 'th')))
     wall_threads = time.perf_counter() - t
     procs = {p: in_processes(store_dir, fresh(qs, f'p{p}-'), p) for p in sorted({1, args.workers})}
-    http = {w: http_rows(store_dir, qs, w, args.rounds) for w in sorted({1, args.workers})}
+    http = {w: http_rows(store_dir, qs, w, args.rounds, args.repeats) for w in sorted({1, args.workers})}
     d_p50 = pct(lat_stdio, .5) - pct(lat_in, .5)
     print(f'ask(k=5, trim=True) on the bundled docs ({svc.store.stats()["chunks"]} chunks), {len(qs)} questions, '
           f'{os.cpu_count()} cores; model {svc.store.manifest["model"]}\n')
@@ -200,9 +210,10 @@ def main():
         print(row(f'in-process, {p} process{"es" * (p > 1)}', lat, wall, len(lat), len(procs[1][0]) / procs[1][1]))
     for w, runs in http.items():
         server = 'one process' if w == 1 else f'{w} worker processes'
-        for (client, n), (lat, wall, cpu) in runs.items():
-            one = len(runs[client, 1][0]) / runs[client, 1][1]
-            print(row(f'HTTP, {server}, {client}, {n} concurrent', lat, wall, len(lat), one, cpu))
+        for (client, n), (lat, rates, cpu) in runs.items():
+            ratios = [a / b for a, b in zip(rates, runs[client, 1][1])]      # each repeat against its own 1 client
+            print(row(f'HTTP, {server}, {client}, {n} concurrent', lat, n=len(lat), cpu=cpu,
+                      rate=statistics.median(rates), ratio=statistics.median(ratios)))
     print(f'\nstdio overhead at p50: {d_p50:.1f} ms (target < 5 ms)')
 
 
