@@ -220,7 +220,9 @@ def generate_hyde(question:str, # the user's question
 
 # %% ../nbs/05_hyde.ipynb #21d5ad51
 class HydeCache:
-    "Passages by (model, language, question, i): an LRU in memory, optionally backed by a SQLite file."
+    """Passages by (model, language, question, i): an LRU in memory, optionally backed by a SQLite file.
+    Thread-safety: `get` and `put` may be called from many threads at once (one lock holds the memory and the file);
+    processes may share the file, each write a transaction of its own."""
     def __init__(self, path:str|Path|None=None, maxsize:int=1024):
         self.maxsize, self.path, self._mem, self._lock, self._db = maxsize, path, OrderedDict(), threading.Lock(), None
         if path is not None:

@@ -57,7 +57,10 @@ def shard_count(path:str|Path) -> int:
 
 # %% ../nbs/03b_shards.ipynb #16661ac8
 class ShardedStore(Closes):
-    "Stores split by source (`shard_of`): a query fans out to all of them and merges by score."
+    """Stores split by source (`shard_of`): a query fans out to all of them and merges by score.
+    Thread-safety: threads may query one at once; each shard serves one thread at a time (a lock per shard, and a
+    `snapshot` holds them all for one query). Writes (`replace_sources`, `add_documents`, `remove_source`) come from
+    one thread at a time."""
     def __init__(self, path:Path, shards:list[Store], threads:int|None=None): # at most this many threads at once
         self.path, self.shards, self.n = Path(path), shards, len(shards)
         self._locks, self._viewer = [threading.RLock() for _ in shards], None
