@@ -31,8 +31,8 @@ FORMAT_VERSION = 1
 
 # %% auto #0
 __all__ = ['log', 'FORMAT_VERSION', 'MIGRATIONS', 'SCHEMA_VERSION', 'MIGRATION_NUMBER', 'UNLINK_ON_THREAD', 'READERS_LOCK',
-           'SENTENCE_PASSES', 'Migration', 'Migrations', 'present_migrations', 'schema_version', 'Store',
-           'readers_lock', 'Generations', 'sentence_pass', 'migrate', 'text_hash', 'text_key', 'text_keys',
+           'SENTENCE_PASSES', 'SENTENCE_CACHE', 'Migration', 'Migrations', 'present_migrations', 'schema_version',
+           'Store', 'readers_lock', 'Generations', 'sentence_pass', 'migrate', 'text_hash', 'text_key', 'text_keys',
            'stored_sentences', 'ScopedStore', 'SourceRecord', 'record_sources']
 
 # %% ../nbs/03_index.ipynb #f9e90fb4
@@ -686,19 +686,26 @@ def _rollback(self:Store, remove:list):
         with self._snapshot(): pass             # a read loads the committed generation's index again
 
 # %% ../nbs/03_index.ipynb #7b3e0aad
+SENTENCE_CACHE = 8192   # chunks whose decoded sentence rows a reader keeps for its generation (about 10 MB)
+
 @patch
 def sentence_vectors(self:Store, ids:list) -> dict:
-    "Stored sentence spans, float16 vectors and text hash of chunks: `{id: (spans, vectors, sha256)}`."
+    """Stored sentence spans, float16 vectors and text hash of chunks: `{id: (spans, vectors, sha256)}`. A reader
+    decodes and checks a chunk's rows once a generation and keeps them (up to `SENTENCE_CACHE` chunks)."""
     if not ids or not self.manifest.get('sentence_vectors'): return {}
-    ids = [int(i) for i in ids]
+    ids = [str(int(i)) for i in ids]
     for attempt in range(3):
         try:
             with self._snapshot():
-                got = self.sentence_file.read(ids, self.gen.read_meta(), self.migrations.has('sentence checksums'))
-            break
+                kept = self.gen.cached('sentence rows', dict)     # this generation's (a writer's: a new one each call)
+                todo = [int(i) for i in ids if i not in kept]
+                got = self.sentence_file.decode(*self.sentence_file.read(
+                    todo, self.gen.read_meta(), self.migrations.has('sentence checksums'))) if todo else {}
+                if len(kept) + len(got) > SENTENCE_CACHE: kept.clear()
+                kept.update(got)
+                return {i: kept[i] for i in ids if i in kept}
         except FileNotFoundError:               # compacted twice by a writer since this read began: read again
             if attempt == 2: raise
-    return self.sentence_file.decode(*got)
 
 # %% ../nbs/03_index.ipynb #2227b7ad
 @patch
