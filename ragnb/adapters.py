@@ -8,12 +8,13 @@ import functools
 
 from .chunking import Chunk
 from .index import Store
-from .retrieve import READ_TOKENS, read_at, read_handles, reading_text, resolve_trim_threshold
+from .retrieve import (READ_TOKENS, RetrieveOpts, passages_text, pinned_keys, read_at, read_handles, reading_text,
+                            resolve_trim_threshold, retrieve)
 from .trim import DEFAULT_TRIM_POLICY, TrimmedChunk, as_chunk, default_trim_threshold, trim_chunks_by_sentence
 
 # %% auto #0
-__all__ = ['READ_TOOL_DESCRIPTION', 'chunk_metadata', 'chunk_from_framework', 'default_trim_embedder', 'trim_texts',
-           'trimmed_metadata', 'read_text', 'hits_read']
+__all__ = ['READ_TOOL_DESCRIPTION', 'ASK_TOOL_DESCRIPTION', 'chunk_metadata', 'chunk_from_framework', 'default_trim_embedder',
+           'trim_texts', 'trimmed_metadata', 'read_text', 'hits_read', 'ask_text']
 
 # %% ../nbs/10_adapters.ipynb #76ac7d26
 _LOCATION = ('start_line', 'end_line', 'page_start', 'page_end', 'anchor')
@@ -108,3 +109,19 @@ def read_text(store:Store, # the store the search read
 def hits_read(store:Store, chunks:list[Chunk], filters:dict|None=None) -> list[dict]:
     "`{'read': ...}` for each of a search's chunks whose citation `read_text` would open at an earlier chunk, else {}."
     return [{'read': h} if h else {} for h in read_handles(store, chunks, filters)]
+
+# %% ../nbs/10_adapters.ipynb #4880e9f7
+ASK_TOOL_DESCRIPTION = ("Search the indexed documents: the best chunks, each under its [citation] (file and lines, "
+                        "page or anchor), with its link where the page has one, then its text. Cite a chunk by its "
+                        "citation. `read` a chunk's `read`, where it has one, or its citation for the text after it.")
+
+def ask_text(store:Store, # the store to search
+             question:str, # the user's question, in their words
+             top_k:int=5, # how many chunks
+             opts:RetrieveOpts|None=None, # search mode, trimming, HyDE (`retrieve`'s options)
+             filters:dict|None=None, # a tenant's pin or any filter: nothing outside it is searched
+            ) -> str:
+    "`retrieve` as the text a model reads from a tool, as the MCP server's `ask` gives it (`passages_text`)."
+    res = retrieve(store, question, top_k, opts, filters)
+    chunks = [d | r for d, r in zip(res.to_dict()['chunks'], hits_read(store, res.chunks, filters))]
+    return passages_text(chunks, hide=pinned_keys(filters))

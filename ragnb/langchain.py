@@ -12,15 +12,15 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import StructuredTool
 from pydantic import ConfigDict
 
-from .adapters import (READ_TOOL_DESCRIPTION, chunk_from_framework, chunk_metadata, hits_read, read_text,
-                            trim_texts, trimmed_metadata)
+from .adapters import (ASK_TOOL_DESCRIPTION, READ_TOOL_DESCRIPTION, ask_text, chunk_from_framework,
+                            chunk_metadata, hits_read, read_text, trim_texts, trimmed_metadata)
 from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
 from .retrieve import READ_TOKENS, RetrieveOpts, retrieve
 
 # %% auto #0
-__all__ = ['chunk_document', 'RagnbRetriever', 'read_tool', 'SentenceTrimCompressor']
+__all__ = ['chunk_document', 'RagnbRetriever', 'read_tool', 'ask_tool', 'SentenceTrimCompressor']
 
 # %% ../nbs/12_langchain.ipynb #f7c04da1
 def chunk_document(c:Chunk, store:Store|None=None) -> Document:
@@ -52,6 +52,15 @@ def read_tool(store:Store, # the store the agent's retriever searches
     "A LangChain tool `read(cite, max_tokens)`: a document on from a search's citation, as text for the model."
     def read(cite:str, max_tokens:int=max_tokens) -> str: return read_text(store, cite, max_tokens, filters)
     return StructuredTool.from_function(read, name='read', description=READ_TOOL_DESCRIPTION)
+
+def ask_tool(store:Store, # the store to search
+             filters:dict|None=None, # a tenant's pin or any filter: nothing outside it is searched
+             top_k:int=5, # how many chunks
+             opts:RetrieveOpts|None=None, # search mode, trimming, HyDE
+            ) -> StructuredTool:
+    "A LangChain tool `ask(question)`: the best chunks, each under its citation, as the MCP server's `ask` gives them."
+    def ask(question:str) -> str: return ask_text(store, question, top_k, opts, filters)
+    return StructuredTool.from_function(ask, name='ask', description=ASK_TOOL_DESCRIPTION)
 
 # %% ../nbs/12_langchain.ipynb #4bdfc9af
 class SentenceTrimCompressor(BaseDocumentCompressor):

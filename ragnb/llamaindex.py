@@ -14,15 +14,15 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.tools import FunctionTool
 from llama_index.core.vector_stores.types import FilterCondition, MetadataFilters
 
-from .adapters import (READ_TOOL_DESCRIPTION, chunk_from_framework, chunk_metadata, read_text, trim_texts,
-                            trimmed_metadata)
+from .adapters import (ASK_TOOL_DESCRIPTION, READ_TOOL_DESCRIPTION, ask_text, chunk_from_framework,
+                            chunk_metadata, read_text, trim_texts, trimmed_metadata)
 from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
 from .retrieve import READ_TOKENS, RetrieveOpts, read_handles, retrieve
 
 # %% auto #0
-__all__ = ['chunk_node', 'ragnb_filters', 'RagnbRetriever', 'read_tool', 'SentenceTrimPostprocessor']
+__all__ = ['chunk_node', 'ragnb_filters', 'RagnbRetriever', 'read_tool', 'ask_tool', 'SentenceTrimPostprocessor']
 
 # %% ../nbs/11_llamaindex.ipynb #f5ad4d73
 def chunk_node(c:Chunk, store:Store|None=None,
@@ -88,6 +88,16 @@ def read_tool(store:Store, # the store the agent's retriever searches
     filters = ragnb_filters(filters)
     def read(cite:str, max_tokens:int=max_tokens) -> str: return read_text(store, cite, max_tokens, filters)
     return FunctionTool.from_defaults(fn=read, name='read', description=READ_TOOL_DESCRIPTION)
+
+def ask_tool(store:Store, # the store to search
+             filters:dict|MetadataFilters|None=None, # a tenant's pin or any filter: nothing outside it is searched
+             top_k:int=5, # how many chunks
+             opts:RetrieveOpts|None=None, # search mode, trimming, HyDE
+            ) -> FunctionTool:
+    "A LlamaIndex `FunctionTool` `ask(question)`: the best chunks under their citations, as the MCP `ask` gives them."
+    filters = ragnb_filters(filters)
+    def ask(question:str) -> str: return ask_text(store, question, top_k, opts, filters)
+    return FunctionTool.from_defaults(fn=ask, name='ask', description=ASK_TOOL_DESCRIPTION)
 
 # %% ../nbs/11_llamaindex.ipynb #fc2beeaa
 def _trimmed_node(n:NodeWithScore, t) -> NodeWithScore:

@@ -27,7 +27,7 @@ __all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_K
            'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse',
            'detects_question_language', 'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages',
            'retrieve', 'AmbiguousCitation', 'StaleCitation', 'chunk_mark', 'cited_parts', 'first_read', 'Reading',
-           'read_at', 'read_handles', 'passage_text', 'passages_text', 'reading_text']
+           'read_at', 'read_handles', 'passage_text', 'pinned_keys', 'passages_text', 'reading_text']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -528,6 +528,14 @@ def passage_text(c:dict, # a chunk as `RetrievalResult.to_dict` gives it, with i
     if c.get('copies'): lines.append('also in: ' + ', '.join(c['copies']))
     if meta: lines.append('metadata: ' + json.dumps(meta, ensure_ascii=False, default=str))
     return '\n'.join([*lines, c['text']])
+
+def pinned_keys(filters:dict|None) -> list[str]:
+    "The keys `filters` holds to one value (`'acme'`, `['acme']`, `{'$eq': 'acme'}`): the same on every chunk found."
+    one = lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool)
+    def single(v):
+        if isinstance(v, dict): return len(v) == 1 and ('$eq' in v and one(v['$eq']) or '$in' in v and single(v['$in']))
+        return one(v) or isinstance(v, (list, tuple)) and len(v) == 1 and one(v[0])
+    return [k for k, v in (filters or {}).items() if single(v)]
 
 def passages_text(chunks:list[dict], # a result's chunks as `to_dict` gives them
                   hide:Iterable[str]=(), # metadata keys to leave out besides `MODEL_HIDDEN_METADATA`

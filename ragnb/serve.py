@@ -23,7 +23,7 @@ from .stores import StoreAPI, open_store
 
 log = logging.getLogger(__name__)
 from .retrieve import (READ_TOKENS, SEARCH_MODES, AmbiguousCitation, RetrieveOpts, detects_question_language,
-                            passages_text, read_at, read_handles, reading_text, retrieve)
+                            passages_text, pinned_keys, read_at, read_handles, reading_text, retrieve)
 from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
@@ -306,7 +306,7 @@ def _add_ask(server, service:RetrievalService):
         call = functools.partial(_tool_errors(service.ask), question, k, trim, threshold, window, mode, hyde, filters,
                                  policy, budget, context_budget)
         got = await anyio.to_thread.run_sync(call)          # on the loop, it would hold every other call
-        return for_model(got, passages_text(got['chunks'], hide=service.pins))   # pins: the same on every chunk
+        return for_model(got, passages_text(got['chunks'], hide=pinned_keys(service.pins)))   # the same on each
 
 # %% ../nbs/08_serve.ipynb #5f58b938
 Questions = Annotated[list[str|dict[str, Any]], Field(

@@ -89,7 +89,7 @@ def test_the_readme_adapter_snippets_run_as_pasted(tmp_path, monkeypatch, capsys
     "Issue 31.3: the blocks need no network and no LLM package, against the store the README's Use lines build."
     blocks = readme_adapter_blocks()
     assert len(blocks) == 4 and 'llm=MockLLM()' in blocks[1] and 'ContextualCompressionRetriever' in blocks[2]
-    assert 'read_tool' in blocks[3]
+    assert 'read_tool' in blocks[3] and 'ask_tool' in blocks[3]
     monkeypatch.chdir(tmp_path)
     with Store.open('.ragnb/acme') as w:
         index_paths(w, [bundled_data_dir() / 'docs', bundled_data_dir() / 'code'], metadata={'tenant': 'acme'})
@@ -97,12 +97,14 @@ def test_the_readme_adapter_snippets_run_as_pasted(tmp_path, monkeypatch, capsys
     monkeypatch.delenv('OPENAI_API_KEY', raising=False)
     env = {}
     for b in blocks: exec(b, env)
+    top = retrieve(env['store'], env['q'], 3, RetrieveOpts(), {'tenant': 'acme'}).chunks[0].cite
     env['store'].close()
     out = capsys.readouterr().out.splitlines()
     assert len(out) >= 4 and 'docs/es/observabilidad.md' in out[0], out
     assert out[1].startswith('docs/') and 'docs/es/observabilidad.md' in out[2]
     first = out[2].split("'")[1].split(':')[0]                        # the first compressed document's path
     assert out[3].startswith(f'[{first}') and out[4].startswith('[Doc: '), out[2:]   # read: under its citation
+    assert out[-1] == f'[{top}]', (out[-1], top)                                     # ask: its first chunk, cited
 
 
 SHARED_QUESTIONS = [Q_ES, Q_EN, '¿Cuánto duran los logs?', 'How do I rotate an API key?', 'tenant isolation',
