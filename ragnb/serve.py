@@ -332,8 +332,9 @@ def _add_sources(server, service:RetrievalService):
         return for_model(got, sources_text(got))
 
 # %% ../nbs/08_serve.ipynb #f494d37c
-Cite = Annotated[str, Field(description="A chunk's `read` or `cite` from ask (docs/guia.md:12-30, guide.html#rollback, "
-                                        "manual.pdf#page=12), a path from sources, or the `next` of a read.")]
+Cite = Annotated[str, Field(description="A chunk's `read` line or its [citation] from ask (docs/guia.md:12-30, "
+                                        "guide.html#rollback, manual.pdf#page=12), a path from sources, or where a "
+                                        "read said to read on.")]
 MaxTokens = Annotated[int, Field(description='Whole chunks while they fit in this many tokens (the first always).',
                                  ge=1)]
 
@@ -351,8 +352,9 @@ def build_mcp_server(service:RetrievalService) -> Any:
     from mcp.server.mcpserver import MCPServer
     from ragnb import __version__
     server = MCPServer('ragnb', version=__version__, log_level='WARNING',
-                       instructions='Search the indexed documents with `ask`; cite each chunk by its `cite` (and '
-                                    '`link`, where it has one); `read` a `cite` for what follows it.')
+                       instructions='Search the indexed documents with `ask`; cite each chunk by the [citation] '
+                                    'above it (and its link, where it has one); `read` a chunk\'s `read` line, or '
+                                    'its citation, for what follows it.')
     for add in (_add_ask, _add_eval, _add_sources, _add_read): add(server, service)
     return _strict_arguments(server)
 
