@@ -17,10 +17,10 @@ from .adapters import (ASK_TOOL_DESCRIPTION, READ_TOOL_DESCRIPTION, ask_text, ch
 from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
-from .retrieve import READ_TOKENS, RetrieveOpts, retrieve
+from .retrieve import READ_TOKENS, RetrieveOpts, passages_text, retrieve
 
 # %% auto #0
-__all__ = ['chunk_document', 'RagnbRetriever', 'read_tool', 'ask_tool', 'SentenceTrimCompressor']
+__all__ = ['chunk_document', 'RagnbRetriever', 'format_documents', 'read_tool', 'ask_tool', 'SentenceTrimCompressor']
 
 # %% ../nbs/12_langchain.ipynb #f7c04da1
 def chunk_document(c:Chunk, store:Store|None=None) -> Document:
@@ -43,6 +43,13 @@ class RagnbRetriever(BaseRetriever):
         docs = [chunk_document(c, self.store) for c in res.chunks]
         for d, read in zip(docs, hits_read(self.store, res.chunks, self.filters)): d.metadata.update(read)
         return docs
+
+# %% ../nbs/12_langchain.ipynb #54e314cc
+def format_documents(docs:Sequence[Document]) -> str:
+    "Documents as one text for a chain's prompt: each under its citation, with its link and `read`, then its text."
+    return passages_text([dict(cite=d.metadata.get('cite') or d.metadata.get('source') or '?', text=d.page_content,
+                               **{k: d.metadata[k] for k in ('link', 'read', 'copies') if d.metadata.get(k)})
+                          for d in docs])
 
 # %% ../nbs/12_langchain.ipynb #aa1bcba4
 def read_tool(store:Store, # the store the agent's retriever searches
