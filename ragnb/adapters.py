@@ -14,7 +14,7 @@ from .trim import DEFAULT_TRIM_POLICY, TrimmedChunk, as_chunk, default_trim_thre
 
 # %% auto #0
 __all__ = ['READ_TOOL_DESCRIPTION', 'ASK_TOOL_DESCRIPTION', 'chunk_metadata', 'chunk_from_framework', 'default_trim_embedder',
-           'trim_texts', 'trimmed_metadata', 'read_text', 'hits_read', 'ask_text']
+           'trim_texts', 'trimmed_metadata', 'read_text', 'ask_text']
 
 # %% ../nbs/10_adapters.ipynb #76ac7d26
 _LOCATION = ('start_line', 'end_line', 'page_start', 'page_end', 'anchor')
@@ -106,9 +106,6 @@ def read_text(store:Store, # the store the search read
     except LookupError as e: return f'Not read: {e}'
     return reading_text(r.to_dict())
 
-def hits_read(store:Store, chunks:list[Chunk], filters:dict|None=None) -> list[dict]:
-    "`{'read': ...}` for each of a search's chunks whose citation `read_text` would open at an earlier chunk, else {}."
-    return [{'read': h} if h else {} for h in read_handles(store, chunks, filters)]
 
 # %% ../nbs/10_adapters.ipynb #4880e9f7
 ASK_TOOL_DESCRIPTION = ("Search the indexed documents: the best chunks, each under its [citation] (file and lines, "
@@ -123,5 +120,4 @@ def ask_text(store:Store, # the store to search
             ) -> str:
     "`retrieve` as the text a model reads from a tool, as the MCP server's `ask` gives it (`passages_text`)."
     res = retrieve(store, question, top_k, opts, filters)
-    chunks = [d | r for d, r in zip(res.to_dict()['chunks'], hits_read(store, res.chunks, filters))]
-    return passages_text(chunks, hide=pinned_keys(filters))
+    return passages_text(res.to_dict(read_handles(store, res.chunks, filters))['chunks'], hide=pinned_keys(filters))

@@ -590,9 +590,7 @@ def cmd_ask(args) -> int:
     except (ValueError, StoreError) as e: raise UserError(str(e)) from None
     finally: store.close()
     if args.json:
-        d = res.to_dict()
-        for c, h in zip(d['chunks'], handles): c.update({'read': h} if h else {})   # as the MCP tool gives it
-        print(json.dumps(d, ensure_ascii=False, indent=1))
+        print(json.dumps(res.to_dict(handles), ensure_ascii=False, indent=1))   # `read` as the MCP tool gives it
     else:
         print(f'Q: {res.query}\n')
         _print_hyde(res.info.get('hyde'))

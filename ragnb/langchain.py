@@ -13,11 +13,11 @@ from langchain_core.tools import StructuredTool
 from pydantic import ConfigDict
 
 from .adapters import (ASK_TOOL_DESCRIPTION, READ_TOOL_DESCRIPTION, ask_text, chunk_from_framework,
-                            chunk_metadata, hits_read, read_text, trim_texts, trimmed_metadata)
+                            chunk_metadata, read_text, trim_texts, trimmed_metadata)
 from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
-from .retrieve import READ_TOKENS, RetrieveOpts, passages_text, retrieve
+from .retrieve import READ_TOKENS, RetrieveOpts, passages_text, read_handles, retrieve
 
 # %% auto #0
 __all__ = ['chunk_document', 'RagnbRetriever', 'format_documents', 'read_tool', 'ask_tool', 'SentenceTrimCompressor']
@@ -41,7 +41,8 @@ class RagnbRetriever(BaseRetriever):
                                 run_manager:CallbackManagerForRetrieverRun) -> list[Document]:  # noqa: ARG002
         res = retrieve(self.store, query, self.top_k, self.opts or RetrieveOpts(), self.filters)
         docs = [chunk_document(c, self.store) for c in res.chunks]
-        for d, read in zip(docs, hits_read(self.store, res.chunks, self.filters)): d.metadata.update(read)
+        for d, h in zip(docs, read_handles(self.store, res.chunks, self.filters)):
+            if h: d.metadata['read'] = h            # where `read` starts at it, when its citation starts earlier
         return docs
 
 # %% ../nbs/12_langchain.ipynb #54e314cc

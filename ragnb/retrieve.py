@@ -13,6 +13,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .chunking import Chunk
+from .filters import filter_terms
 from .index import Store, text_hash
 from .trim import (DEFAULT_TRIM_POLICY, TrimmedChunk, calibration_key, check_trim_budget, check_trim_options,
                         check_trim_policy, estimate_tokens, parse_threshold, store_trim_defaults,
@@ -112,10 +113,14 @@ def _chunk_dict(c:Chunk) -> dict:
 
 # %% ../nbs/06_retrieve.ipynb #d8cf2aec
 @patch
-def to_dict(self:RetrievalResult) -> dict:
-    "The result as plain JSON-ready data: query, token counts, timings, info and the chunks."
+def to_dict(self:RetrievalResult,
+            reads:list[str|None]|None=None, # per chunk, its `read` where it has one (`read_handles`)
+           ) -> dict:
+    "The result as plain JSON-ready data: query, token counts, timings, info and the chunks (with their `read`)."
+    chunks = [_chunk_dict(c) for c in self.chunks]
+    for d, r in zip(chunks, reads or ()): d.update({'read': r} if r else {})
     return dict(query=self.query, tokens_before=self.tokens_before, tokens_in_context=self.tokens_in_context,
-                timings_ms=self.timings_ms, info=self.info, chunks=[_chunk_dict(c) for c in self.chunks])
+                timings_ms=self.timings_ms, info=self.info, chunks=chunks)
 
 # %% ../nbs/06_retrieve.ipynb #abace28a
 @patch(cls_method=True)
@@ -531,11 +536,8 @@ def passage_text(c:dict, # a chunk as `RetrievalResult.to_dict` gives it, with i
 
 def pinned_keys(filters:dict|None) -> list[str]:
     "The keys `filters` holds to one value (`'acme'`, `['acme']`, `{'$eq': 'acme'}`): the same on every chunk found."
-    one = lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool)
-    def single(v):
-        if isinstance(v, dict): return len(v) == 1 and ('$eq' in v and one(v['$eq']) or '$in' in v and single(v['$in']))
-        return one(v) or isinstance(v, (list, tuple)) and len(v) == 1 and one(v[0])
-    return [k for k, v in (filters or {}).items() if single(v)]
+    one = lambda xs: len(xs) == 1 and isinstance(xs[0], (str, int, float)) and not isinstance(xs[0], bool)
+    return [k for k, v in (filters or {}).items() if any(op == '$in' and one(xs) for op, xs in filter_terms(k, v))]
 
 def passages_text(chunks:list[dict], # a result's chunks as `to_dict` gives them
                   hide:Iterable[str]=(), # metadata keys to leave out besides `MODEL_HIDDEN_METADATA`

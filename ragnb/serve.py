@@ -120,8 +120,8 @@ def _check_options(self:RetrievalService, k:int, mode:str, threshold:Any, window
     raise RequestError("threshold must be a cosine in [-1, 1] or 'auto'")
 
 # %% ../nbs/08_serve.ipynb #9d795ec3
-_CHUNK_KEYS = ('cite', 'link', 'display_path', 'start_line', 'end_line', 'page_start', 'page_end', 'anchor', 'section',
-               'score', 'metadata', 'text', 'tokens_before', 'tokens_after', 'copies')
+_CHUNK_KEYS = ('cite', 'link', 'read', 'display_path', 'start_line', 'end_line', 'page_start', 'page_end', 'anchor',
+               'section', 'score', 'metadata', 'text', 'tokens_before', 'tokens_after', 'copies')
 
 def _check_trim_choice(policy:str|None, budget:int|None):
     "`RequestError` unless `policy` is a trim policy (or None: the server's) and `budget` a token count (or None)."
@@ -148,11 +148,9 @@ def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold
     try: res = retrieve(self.view, question, top_k=k, opts=opts, filters=filters)
     finally:
         with self._asking_lock: self._asking -= 1
-    d = res.to_dict()
+    d = res.to_dict(read_handles(self.view, res.chunks, filters))   # `read`: where a citation would open earlier
     out = dict(question=question, chunks=[{k: c[k] for k in _CHUNK_KEYS if k in c} for c in d['chunks']],
                tokens_before=res.tokens_before, tokens_after=res.tokens_in_context, mode=mode)
-    for cd, handle in zip(out['chunks'], read_handles(self.view, res.chunks, filters)):
-        if handle: cd['read'] = handle                  # a chunk whose citation `read` would open earlier
     if 'trim' in res.info:
         out['trim'] = {k: res.info['trim'][k]
                        for k in ('policy', 'threshold', 'window', 'auto', 'budget', 'chunks_dropped')}
