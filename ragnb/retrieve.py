@@ -15,6 +15,7 @@ from fastcore.basics import patch
 from .chunking import Chunk
 from .filters import filter_terms
 from .index import Store, text_hash
+from .sentences import ATX_HEADING, prefix_path, split_chunk_prefix
 from .trim import (DEFAULT_TRIM_POLICY, TrimmedChunk, calibration_key, check_trim_budget, check_trim_options,
                         check_trim_policy, estimate_tokens, parse_threshold, store_trim_defaults,
                         trim_chunks_by_sentence)
@@ -28,7 +29,8 @@ __all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_K
            'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse',
            'detects_question_language', 'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages',
            'retrieve', 'AmbiguousCitation', 'StaleCitation', 'chunk_mark', 'cited_parts', 'first_read', 'Reading',
-           'read_at', 'read_handles', 'passage_text', 'pinned_keys', 'passages_text', 'reading_text']
+           'read_at', 'read_handles', 'unrepeated_heading', 'passage_text', 'pinned_keys', 'passages_text',
+           'reading_text']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -519,6 +521,18 @@ def read_handles(store, # the store the hits came from (`StoreAPI`), or a `Scope
     return out
 
 
+# %% ../nbs/06_retrieve.ipynb #bd4601f7
+def _heading_words(s:str) -> str: return ' '.join(re.sub(r'[*_`]', '', s).split()).casefold()
+
+def unrepeated_heading(text:str) -> str: # a chunk's text, maybe starting with its `[Doc: ...]` line
+    "`text` with its `[Doc: ...]` line less the section the body's first line, its heading, names again."
+    prefix, body = split_chunk_prefix(text)
+    m = ATX_HEADING.fullmatch(body.lstrip('\n').split('\n', 1)[0]) if prefix.startswith('[Doc: ') else None
+    parts = prefix_path(prefix).split(' > ')
+    if not (m and m.group(2)) or _heading_words(parts[-1]) != _heading_words(m.group(2)): return text
+    rest = text[len(prefix):]
+    return f"[Doc: {' > '.join(parts[:-1])}]{rest}" if len(parts) > 1 else rest.lstrip('\n')
+
 # %% ../nbs/06_retrieve.ipynb #bd06c73e
 MODEL_HIDDEN_METADATA = ('url',)    # metadata a model's text leaves out: the page's `url` is in the chunk's `link`
 
@@ -532,7 +546,7 @@ def passage_text(c:dict, # a chunk as `RetrievalResult.to_dict` gives it, with i
     lines = [f"[{c['cite']}]", *(f'{k}: {c[k]}' for k in ('link', 'read') if c.get(k))]
     if c.get('copies'): lines.append('also in: ' + ', '.join(c['copies']))
     if meta: lines.append('metadata: ' + json.dumps(meta, ensure_ascii=False, default=str))
-    return '\n'.join([*lines, c['text']])
+    return '\n'.join([*lines, unrepeated_heading(c['text'])])
 
 def pinned_keys(filters:dict|None) -> list[str]:
     "The keys `filters` holds to one value (`'acme'`, `['acme']`, `{'$eq': 'acme'}`): the same on every chunk found."
@@ -549,6 +563,7 @@ def reading_text(r:dict) -> str: # a `Reading` as `to_dict` gives it
     """A document read on (`read_at`) as a model reads it: each chunk under its citation (once for a run of chunks
     that share one, as a long section's do), then where to read on."""
     cites = [c['cite'] for c in r['chunks']]
-    return '\n\n'.join([*(f"[{c['cite']}]\n{c['text']}" if i == 0 or c['cite'] != cites[i - 1] else c['text']
-                          for i, c in enumerate(r['chunks'])),
+    texts = [unrepeated_heading(c['text']) for c in r['chunks']]
+    return '\n\n'.join([*(f"[{cite}]\n{t}" if i == 0 or cite != cites[i - 1] else t
+                          for i, (cite, t) in enumerate(zip(cites, texts))),
                         f"Read on: {r['next']}" if r['next'] else 'The end of the document.'])

@@ -103,7 +103,7 @@ def test_the_readme_adapter_snippets_run_as_pasted(tmp_path, monkeypatch, capsys
     assert len(out) >= 4 and 'docs/es/observabilidad.md' in out[0], out
     assert out[1].startswith('docs/') and 'docs/es/observabilidad.md' in out[2]
     first = out[2].split("'")[1].split(':')[0]                        # the first compressed document's path
-    assert out[3].startswith(f'[{first}') and out[4].startswith('[Doc: '), out[2:]   # read: under its citation
+    assert out[3].startswith(f'[{first}') and out[4].startswith(('[Doc: ', '# ')), out[2:]   # read: under its cite
     assert out[-1] == f'[{top}]', (out[-1], top)                                     # ask: its first chunk, cited
 
 
