@@ -94,7 +94,8 @@ def trimmed_metadata(t:TrimmedChunk) -> dict:
 # %% ../nbs/10_adapters.ipynb #cf47c57b
 READ_TOOL_DESCRIPTION = ("Read a document on from a citation that the search gave: its whole chunks in order, each "
                          "under its citation, up to max_tokens; the last line says where to read on. Pass a result's "
-                         "`read` where it has one, else its `cite`, or a document's path to read it from the start.")
+                         "`read` where it has one, else its citation (a web address, too), or a document's path to "
+                         "read it from the start.")
 
 def read_text(store:Store, # the store the search read
               cite:str, # a result's `read` or `cite`, a path, or where the last read said to read on
@@ -109,8 +110,9 @@ def read_text(store:Store, # the store the search read
 
 # %% ../nbs/10_adapters.ipynb #4880e9f7
 ASK_TOOL_DESCRIPTION = ("Search the indexed documents: the best chunks, each under its [citation] (file and lines, "
-                        "page or anchor), with its link where the page has one, then its text. Cite a chunk by its "
-                        "citation. `read` a chunk's `read`, where it has one, or its citation for the text after it.")
+                        "page or anchor, or that place's web address where the page has one), then its text. Cite a "
+                        "chunk by its citation. `read` a chunk's `read`, where it has one, or its citation for the "
+                        "text after it.")
 
 def ask_text(store:Store, # the store to search
              question:str, # the user's question, in their words

@@ -49,6 +49,7 @@ class RagnbRetriever(BaseRetriever):
 def format_documents(docs:Sequence[Document]) -> str:
     "Documents as one text for a chain's prompt: each under its citation, with its link and `read`, then its text."
     return passages_text([dict(cite=d.metadata.get('cite') or d.metadata.get('source') or '?', text=d.page_content,
+                               display_path=d.metadata.get('source'), metadata={'url': d.metadata.get('url')},
                                **{k: d.metadata[k] for k in ('link', 'read', 'copies') if d.metadata.get(k)})
                           for d in docs])
 

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_retrieve.ipynb #b050b26f
 from __future__ import annotations
-import json, numbers, os, re, threading, time
+import json, numbers, os, re, threading, time, urllib.parse
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -28,9 +28,9 @@ from .lexical import cheap_language, detect_language, span_languages
 __all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS', 'MODEL_HIDDEN_METADATA',
            'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse',
            'detects_question_language', 'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages',
-           'retrieve', 'AmbiguousCitation', 'StaleCitation', 'chunk_mark', 'cited_parts', 'first_read', 'Reading',
-           'read_at', 'read_handles', 'unrepeated_heading', 'passage_text', 'pinned_keys', 'passages_text',
-           'reading_text']
+           'retrieve', 'AmbiguousCitation', 'StaleCitation', 'chunk_mark', 'cited_parts', 'first_read', 'is_link',
+           'link_place', 'link_citation', 'Reading', 'read_at', 'read_handles', 'unrepeated_heading', 'model_citation',
+           'passage_text', 'pinned_keys', 'passages_text', 'reading_text']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -425,6 +425,36 @@ def first_read(chunks:list[Chunk], # a document's chunks, in order
         cited = [k for k, c in enumerate(chunks) if c.start_line <= a and c.end_line >= b]
     return cited[0] if cited else next((k for k, c in enumerate(chunks) if _holds(c, place)), None)
 
+# %% ../nbs/06_retrieve.ipynb #55a7a32b
+_FORGE_LINES = re.compile(r'L(\d+)(?:-L?(\d+))?')     # GitHub's `#L12-L30`, GitLab's `#L12-30` (`forge_lines`)
+
+def is_link(cite:str) -> bool:
+    "Is `cite` a web address (a chunk's `link`) rather than a citation or a path?"
+    return cite.strip().lower().startswith(('http://', 'https://'))
+
+def link_place(link:str) -> tuple[str, str]:
+    """`(page, place)` of a chunk's `link`: the page's address as its documents' metadata `url` holds it (no fragment,
+    no `plain=1` that `forge_lines` adds), and what a citation writes after the document's path: `#anchor`,
+    `#page=12`, `:12-30` for a forge's lines, or '' for the page itself."""
+    u = urllib.parse.urlsplit(link.strip())
+    query = '&'.join(q for q in u.query.split('&') if q and q != 'plain=1')
+    page, frag = urllib.parse.urlunsplit(u._replace(query=query, fragment='')), urllib.parse.unquote(u.fragment)
+    if '/blob/' in u.path and (m := _FORGE_LINES.fullmatch(frag)): return page, f':{m[1]}-{m[2] or m[1]}'
+    return page, f'#{frag}' if frag else ''
+
+# %% ../nbs/06_retrieve.ipynb #cfa125cf
+def link_citation(store, # an open store (`StoreAPI`), or a `ScopedStore`
+                  link:str, # a chunk's `link`, as a search gave it
+                  filters:dict|None=None, # only documents within these (a tenant's pin)
+                 ) -> str|None:
+    "The citation that reads where `link` opens: its page's document (within `filters`) and place; None for none."
+    page, place = link_place(link)
+    bare = urllib.parse.urlunsplit(urllib.parse.urlsplit(link.strip())._replace(fragment=''))
+    for url in dict.fromkeys([page, bare]):             # a `url` that had `plain=1` itself keeps it
+        if 'url' in (filters or {}) and filters['url'] != url: continue          # pinned to another page
+        if docs := store.list_sources({**(filters or {}), 'url': url}): return docs[0]['path'] + place
+    return None
+
 # %% ../nbs/06_retrieve.ipynb #c0de5672
 @dataclass
 class Reading:
@@ -446,15 +476,18 @@ def _own_text(c:Chunk, before:Chunk|None=None) -> Chunk:
     return replace(c, text=('' if same_prefix else c.text[:len(c.text) - len(body)]) + body[c.overlap:], overlap=0)
 
 def read_at(store, # an open store (`StoreAPI`), or a `ScopedStore`
-            cite:str|Chunk, # a citation `retrieve` gave (`Chunk.cite`), a path, a `Reading.next`, or the chunk
+            cite:str|Chunk, # a citation or link `retrieve` gave, a path, a `Reading.next`, or the chunk
             max_tokens:int=READ_TOKENS, # whole chunks while they fit in this many tokens (the first always)
             filters:dict|None=None, # read only within these (a tenant's pin)
            ) -> Reading:
     """The document at `cite` (or at a chunk a search gave: exactly there), from that chunk on; `LookupError` with the
     fix for a document or place not found."""
     with store.snapshot():                          # its ids and chunks from one generation
-        chunks, first = _at_chunk(store, cite, filters) if isinstance(cite, Chunk) else \
-            _at_citation(store, cite, filters)
+        if isinstance(cite, Chunk): chunks, first = _at_chunk(store, cite, filters)
+        elif not is_link(cite): chunks, first = _at_citation(store, cite, filters)
+        elif found := link_citation(store, cite, filters): chunks, first = _at_citation(store, found, filters)
+        else: raise LookupError(f'no document at {cite!r} in this store: no page at that address was indexed here; '
+                                'pass a link or citation as a search gave it, or a listed path')
     out, used = [], 0
     for c in chunks[first:]:
         c = _own_text(c, chunks[first + len(out) - 1]) if out else c   # the first keeps its overlap and title line
@@ -533,17 +566,29 @@ def unrepeated_heading(text:str) -> str: # a chunk's text, maybe starting with i
     rest = text[len(prefix):]
     return f"[Doc: {' > '.join(parts[:-1])}]{rest}" if len(parts) > 1 else rest.lstrip('\n')
 
+# %% ../nbs/06_retrieve.ipynb #17ff53c6
+def model_citation(c:dict) -> str: # a chunk as `RetrievalResult.to_dict` gives it
+    """What a model cites chunk `c` by: its `link`, where the link opens the very place its `cite` names and its
+    page is the document's `url` (so `read_at` reads it back), else its `cite`."""
+    link, url = c.get('link'), (c.get('metadata') or {}).get('url')
+    if not link or not isinstance(url, str): return c['cite']
+    page, place = link_place(link)
+    same = url in (page, link.split('#', 1)[0]) and c['cite'] == (c.get('display_path') or '') + place
+    return link if same else c['cite']
+
 # %% ../nbs/06_retrieve.ipynb #bd06c73e
 MODEL_HIDDEN_METADATA = ('url',)    # metadata a model's text leaves out: the page's `url` is in the chunk's `link`
 
 def passage_text(c:dict, # a chunk as `RetrievalResult.to_dict` gives it, with its `read` where it has one
                  hide:Iterable[str]=(), # more metadata keys to leave out, such as a server's pins
                 ) -> str:
-    """One chunk as a model reads it: its citation in brackets; a line each for its link, the `read` that starts at
-    it, the other places that hold its text and its metadata, where it has them; then its text."""
+    """One chunk as a model reads it: its citation in brackets (`model_citation`: its link, where that reads the
+    same); a line each for its link (where not cited by it), the `read` that starts at it, the other places that hold
+    its text and its metadata, where it has them; then its text."""
     hidden = {*MODEL_HIDDEN_METADATA, *hide}
     meta = {k: v for k, v in (c.get('metadata') or {}).items() if k not in hidden}
-    lines = [f"[{c['cite']}]", *(f'{k}: {c[k]}' for k in ('link', 'read') if c.get(k))]
+    cited = model_citation(c)
+    lines = [f'[{cited}]', *(f'{k}: {c[k]}' for k in ('link', 'read') if c.get(k) and c[k] != cited)]
     if c.get('copies'): lines.append('also in: ' + ', '.join(c['copies']))
     if meta: lines.append('metadata: ' + json.dumps(meta, ensure_ascii=False, default=str))
     return '\n'.join([*lines, unrepeated_heading(c['text'])])
@@ -562,7 +607,7 @@ def passages_text(chunks:list[dict], # a result's chunks as `to_dict` gives them
 def reading_text(r:dict) -> str: # a `Reading` as `to_dict` gives it
     """A document read on (`read_at`) as a model reads it: each chunk under its citation (once for a run of chunks
     that share one, as a long section's do), then where to read on."""
-    cites = [c['cite'] for c in r['chunks']]
+    cites = [model_citation(c) for c in r['chunks']]
     texts = [unrepeated_heading(c['text']) for c in r['chunks']]
     return '\n\n'.join([*(f"[{cite}]\n{t}" if i == 0 or cite != cites[i - 1] else t
                           for i, (cite, t) in enumerate(zip(cites, texts))),

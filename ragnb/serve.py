@@ -293,7 +293,7 @@ def sources_text(got:dict) -> str: # what `RetrievalService.sources` returns
 # %% ../nbs/08_serve.ipynb #be7a1e2d
 def _add_ask(server, service:RetrievalService):
     @server.tool(description='Search the indexed documents: the best chunks, each under its [citation] (file and '
-                             'lines, page or anchor), with its link (a web address, where the page has one) and its '
+                             'lines, page or anchor, or that place\'s web address where the page has one), then its '
                              'text; the structured result also holds each chunk\'s section and score, and the tokens '
                              'before and after trimming. Set trim=true to keep only the sentences that answer; `read` '
                              'a chunk\'s `read` (where it has one) or its citation for the text that follows it.',
@@ -331,7 +331,8 @@ def _add_sources(server, service:RetrievalService):
 
 # %% ../nbs/08_serve.ipynb #f494d37c
 Cite = Annotated[str, Field(description="A chunk's `read` line or its [citation] from ask (docs/guia.md:12-30, "
-                                        "guide.html#rollback, manual.pdf#page=12), a path from sources, or where a "
+                                        "guide.html#rollback, manual.pdf#page=12, "
+                                        "https://kb.example/guide.html#rollback), a path from sources, or where a "
                                         "read said to read on.")]
 MaxTokens = Annotated[int, Field(description='Whole chunks while they fit in this many tokens (the first always).',
                                  ge=1)]
@@ -351,8 +352,8 @@ def build_mcp_server(service:RetrievalService) -> Any:
     from ragnb import __version__
     server = MCPServer('ragnb', version=__version__, log_level='WARNING',
                        instructions='Search the indexed documents with `ask`; cite each chunk by the [citation] '
-                                    'above it (and its link, where it has one); `read` a chunk\'s `read` line, or '
-                                    'its citation, for what follows it.')
+                                    'above it (a web address the user can open, where its page has one); `read` a '
+                                    'chunk\'s `read` line, or its citation, for what follows it.')
     for add in (_add_ask, _add_eval, _add_sources, _add_read): add(server, service)
     return _strict_arguments(server)
 
