@@ -447,13 +447,27 @@ def link_citation(store, # an open store (`StoreAPI`), or a `ScopedStore`
                   link:str, # a chunk's `link`, as a search gave it
                   filters:dict|None=None, # only documents within these (a tenant's pin)
                  ) -> str|None:
-    "The citation that reads where `link` opens: its page's document (within `filters`) and place; None for none."
+    """The citation that reads where `link` opens: its page's document (within `filters`) and place; None for none.
+    Documents that share a page's address (one page in two folders, or pages that all name one `canonical`): the one
+    that holds the place, or the first where each that does holds the same text there; else `AmbiguousCitation`."""
     page, place = link_place(link)
     bare = urllib.parse.urlunsplit(urllib.parse.urlsplit(link.strip())._replace(fragment=''))
     for url in dict.fromkeys([page, bare]):             # a `url` that had `plain=1` itself keeps it
         if 'url' in (filters or {}) and filters['url'] != url: continue          # pinned to another page
-        if docs := store.list_sources({**(filters or {}), 'url': url}): return docs[0]['path'] + place
+        if docs := [d['path'] for d in store.list_sources({**(filters or {}), 'url': url})]:
+            return docs[0] + place if len(docs) == 1 else _one_holding(store, link, docs, place, filters)
     return None
+
+def _one_holding(store, link:str, docs:list[str], place:str, filters:dict|None) -> str:
+    "The citation of the one of `docs` (sharing `link`'s page) that holds `place`, or of the first of copies that do."
+    marks = {}
+    for d in docs:
+        chunks = store.get_chunks([i for _, i in store.source_chunk_ids(d, filters)])
+        if (k := first_read(chunks, place)) is not None: marks[d] = chunk_mark(chunks[k])
+    if len(set(marks.values())) > 1:
+        raise AmbiguousCitation(f'{link!r} is the address of {len(marks)} documents here ({", ".join(list(marks)[:3])}):'
+                                f' read one by its path and place, e.g. {next(iter(marks))}{place}')
+    return next(iter(marks), docs[0]) + place
 
 # %% ../nbs/06_retrieve.ipynb #c0de5672
 @dataclass
