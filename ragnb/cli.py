@@ -274,6 +274,12 @@ def _index_meta(args) -> dict:
     if 'url' in meta: raise UserError('--url-base and --meta url=... both set each file\'s url: give one of them')
     return meta | {'url': base.rstrip('/') + '/' + PATH_FIELD}
 
+def _check_index_meta(meta:dict, paths:list[str]):
+    "`ingest.check_run_metadata`'s refusal as a one-line error, with `--url-base` as the fix."
+    from ragnb.ingest import check_run_metadata
+    try: check_run_metadata(meta, [Path(p) for p in paths])
+    except ValueError as e: raise UserError(f'--meta url: {e} (--url-base URL does the first)') from None
+
 # %% ../nbs/09_cli.ipynb #5e7f62b0
 _FILTER_SIGNS = {'!=': '$ne', '>=': '$gte', '<=': '$lte', '^=': '$prefix', '=': '$eq', '>': '$gt', '<': '$lt'}
 _FILTER_ITEM = re.compile(r'([\w-]+)(!=|>=|<=|\^=|=|>|<)(.*)', re.S)
@@ -348,6 +354,7 @@ def cmd_index(args) -> int:
     meta = _index_meta(args)
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing: raise UserError(f"no such file or folder: {', '.join(missing)}; nothing was indexed")
+    _check_index_meta(meta, args.paths)
     if not args.model and not store_exists(path): args.model = _model_for_new_store(args.paths)
     _check_sentence_pass(path, args.sentence_pass)
     if args.dry_run: return _index_dry_run(args, path, meta)

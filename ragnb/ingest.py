@@ -41,9 +41,10 @@ __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_
            'metadata_json', 'file_metadata', 'missing_sources', 'member_path', 'member_role', 'archive_members',
            'unpack_archive', 'archive_parts', 'part_anchors', 'text_anchors', 'joined_parts', 'archive_document',
            'base_reader_name', 'parts_digest', 'attachment_names', 'attached_document', 'document_chunks',
-           'placed_after', 'chunk_sources', 'checked_paths', 'corpus_languages', 'new_store_model', 'index_paths',
-           'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted',
-           'remove_paths', 'default_corpus', 'default_store_dir', 'open_for_indexing', 'open_default_store']
+           'placed_after', 'chunk_sources', 'checked_paths', 'check_run_metadata', 'corpus_languages',
+           'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup',
+           'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
+           'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -870,6 +871,18 @@ def checked_paths(paths:list|str|Path) -> list[Path]:
     if missing: raise FileNotFoundError(f"no such file or folder: {', '.join(missing)}")
     return paths
 
+# %% ../nbs/03a_ingest.ipynb #aae66c55
+def check_run_metadata(metadata:dict|None, # the run's metadata, given to every file
+                       paths:list[Path], # what the run reads (`checked_paths`)
+                      ):
+    "Refuse, naming the fix, a `url` that would be the address of every file under a folder (no `PATH_FIELD` in it)."
+    url = (metadata or {}).get('url')
+    folder = next((p for p in paths if p.is_dir()), None)
+    if isinstance(url, str) and PATH_FIELD not in url and folder is not None:
+        raise ValueError(f"metadata url {url!r} would be the address of every file under {folder}, so each chunk's "
+                         f"link would open that one page: give each file's with {PATH_FIELD} in it "
+                         f"({url.rstrip('/')}/{PATH_FIELD}), or leave url out and each HTML page gives its own")
+
 # %% ../nbs/03a_ingest.ipynb #1feb43a7
 SAMPLE_SLOW = {'pdf': 3, 'archive': 2, 'json': 12}   # files of a kind that take seconds to read (a PDF: 1-4 s; an
                                        # archive, a folder of files; a large JSON export) read for the sample, at most
@@ -943,6 +956,7 @@ def index_paths(store:Store, # a store opened for writing
     "Index files and folders: re-embed only changed sources, remove deleted ones, skip binaries quietly."
     t0, rep = time.perf_counter(), IndexReport()
     paths = checked_paths(paths)
+    check_run_metadata(metadata, paths)
     chunking = store_chunking(store, chunking)
     known = store.sources()
     _check_source_keys(store, known)
@@ -980,7 +994,8 @@ def plan_index(paths:list|str|Path, # files and folders, as `index_paths` takes 
               ) -> IndexReport:
     "What `index_paths` would do with `paths`, read and chunked but not embedded: its report, and nothing written."
     t0, rep, known, chunking = time.perf_counter(), IndexReport(), known or {}, run_chunking({}, chunking)
-    listed = listed_files(checked_paths(paths), rep, known, max_bytes)
+    check_run_metadata(metadata, paths := checked_paths(paths))
+    listed = listed_files(paths, rep, known, max_bytes)
     rep.missing = missing_sources(known)
     todo = changed_sources(listed, rep, known, metadata, max_bytes, chunking)
     for _ in chunk_batches(todo, rep): pass                   # counts chunks and fills added / updated

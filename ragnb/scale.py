@@ -17,7 +17,8 @@ from .index import SourceRecord, Store, sentence_pass, text_hash, text_key, text
 from .sentence_file import chunk_sentence_spans
 from .stores import STORE_API, open_store, store_exists
 from .shards import SHARD_READS, ShardedStore, shard_count, shard_dirs
-from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, checked_paths, chunk_sources, embed_chunks
+from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, check_run_metadata, checked_paths
+from .ingest import chunk_sources, embed_chunks
 from .ingest import listed_files, shows_progress, source_key, store_chunking, _check_source_keys
 from .ingest import file_size, stored_lookup, _former_sentences, _kept, _merge_kept
 
@@ -240,6 +241,7 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
     "`ingest.index_paths` on Ray Data, into a sharded store: the same report, the same incremental behaviour."
     t0, rep = time.perf_counter(), IndexReport()
     paths = checked_paths(paths)
+    check_run_metadata(metadata, paths)
     ray = ray_session(address)
     if workers is None: workers = _default_workers(ray, threads, gpus_per_worker)
     new = not store_exists(store)
