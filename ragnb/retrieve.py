@@ -453,10 +453,14 @@ def link_citation(store, # an open store (`StoreAPI`), or a `ScopedStore`
     page, place = link_place(link)
     bare = urllib.parse.urlunsplit(urllib.parse.urlsplit(link.strip())._replace(fragment=''))
     for url in dict.fromkeys([page, bare]):             # a `url` that had `plain=1` itself keeps it
-        if 'url' in (filters or {}) and filters['url'] != url: continue          # pinned to another page
-        if docs := [d['path'] for d in store.list_sources({**(filters or {}), 'url': url})]:
+        if docs := _page_documents(store, url, filters):
             return docs[0] + place if len(docs) == 1 else _one_holding(store, link, docs, place, filters)
     return None
+
+def _page_documents(store, url:str, filters:dict|None) -> list[str]:
+    "The paths of the documents whose `url` is `url`, within `filters` (which may hold a `url` condition of their own)."
+    if 'url' not in (filters or {}): return [d['path'] for d in store.list_sources({**(filters or {}), 'url': url})]
+    return [d['path'] for d in store.list_sources({'url': url}) if store.source_chunk_ids(d['path'], filters)]
 
 def _one_holding(store, link:str, docs:list[str], place:str, filters:dict|None) -> str:
     "The citation of the one of `docs` (sharing `link`'s page) that holds `place`, or of the first of copies that do."
