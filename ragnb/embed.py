@@ -638,8 +638,8 @@ class WordRows:
         self._rows, self._n = np.empty((64, self.shape[1]), dtype=np.float32), 0
         self._lock = threading.Lock()
 
-    def __del__(self):
-        if getattr(self, '_fd', None) is not None: os.close(self._fd)
+    def __del__(self, _close=os.close):      # bound now: at interpreter exit the module's `os` may be gone first
+        if getattr(self, '_fd', None) is not None: _close(self._fd)
 
     def __len__(self): return self.shape[0]
     def __repr__(self): return f'WordRows({self.path}, {self.shape}, {self._n} rows read)'
