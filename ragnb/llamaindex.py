@@ -19,7 +19,7 @@ from .adapters import (ASK_TOOL_DESCRIPTION, READ_TOOL_DESCRIPTION, ask_text, ch
 from .trim import DEFAULT_TRIM_POLICY
 from .chunking import Chunk
 from .index import Store
-from .retrieve import READ_TOKENS, RetrieveOpts, read_handles, retrieve
+from .retrieve import READ_TOKENS, RetrieveOpts, model_citation, read_handles, retrieve
 
 # %% auto #0
 __all__ = ['chunk_node', 'ragnb_filters', 'RagnbRetriever', 'read_tool', 'ask_tool', 'SentenceTrimPostprocessor']
@@ -30,9 +30,12 @@ def chunk_node(c:Chunk, store:Store|None=None,
               ) -> NodeWithScore:
     "A ragnb chunk as a LlamaIndex `NodeWithScore`; its id is stable (`ragnb:<store>:<chunk id>`)."
     meta = chunk_metadata(c, store) | ({'read': read} if read else {})
+    by_link = c.link is not None and model_citation(dict(cite=c.cite, link=c.link, metadata=c.metadata,
+                                                         display_path=c.display_path or c.source)) == c.link
+    shown = ('link', 'read') if by_link else ('cite', 'link', 'read')     # the link alone where it reads the same
     node = TextNode(text=c.text, id_=f'ragnb:{meta.get("ragnb_store", "")}:{c.id}', metadata=meta,
                     excluded_embed_metadata_keys=[k for k in meta if k != 'cite'],   # the LLM sees where it is
-                    excluded_llm_metadata_keys=[k for k in meta if k not in ('cite', 'link', 'read')])
+                    excluded_llm_metadata_keys=[k for k in meta if k not in shown])
     return NodeWithScore(node=node, score=c.score)
 
 # %% ../nbs/11_llamaindex.ipynb #9b360c0c
