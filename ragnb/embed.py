@@ -24,9 +24,9 @@ log = logging.getLogger(__name__)
 __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES',
            'MULTILINGUAL_MODEL', 'FOREIGN_SHARE', 'DTYPES', 'SENTENCE_PRECISION_ENV', 'SENTENCE_PRECISIONS',
            'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV', 'IDLE_LOOKS', 'IDLE_PAUSE', 'TRIM_AFTER', 'ONEDNN_CACHE_ENV',
-           'ONEDNN_CACHE', 'EMBED_WINDOW', 'UNK_PENALTY', 'WORD_SPLITS', 'PIECE_BUCKETS', 'QUERY_RUNTIME_ENV',
-           'LOADED_ON_FIRST_USE', 'SHAPES_KEPT', 'DOCUMENT_RUNTIME_ENV', 'DOCUMENT_RUNTIMES', 'BATCH_TOKENS',
-           'INT8_VERSION', 'INT8_MIN_COSINE', 'model_languages', 'packaged_model_path', 'resolve_model',
+           'ONEDNN_CACHE', 'EMBED_WINDOW', 'UNK_PENALTY', 'WORD_SPLITS', 'PIECE_BUCKETS', 'PIECE_STARTS',
+           'QUERY_RUNTIME_ENV', 'LOADED_ON_FIRST_USE', 'SHAPES_KEPT', 'DOCUMENT_RUNTIME_ENV', 'DOCUMENT_RUNTIMES',
+           'BATCH_TOKENS', 'INT8_VERSION', 'INT8_MIN_COSINE', 'model_languages', 'packaged_model_path', 'resolve_model',
            'model_for_languages', 'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16',
            'runs_in_bf16', 'read_max_length', 'runtime_choice', 'sentence_choice', 'Embedder', 'model_location',
            'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores', 'embedding_threads',
@@ -741,6 +741,7 @@ def _wrapping(post:dict|None) -> tuple[list[int], list[int]]|None:
     return ids(post['single'][:k]), ids(post['single'][k + 1:])
 
 PIECE_BUCKETS = 8192   # `PieceIds`' buckets: a question's words read a few hundred, of about 30 pieces each
+PIECE_STARTS = 100_000 # the first three characters whose bucket `PieceIds` keeps at hand; then it starts over
 
 def _piece_bucket(piece:str) -> int:
     "The bucket of `piece`, by its first three characters (the same in every process: not Python's `hash`)."
@@ -769,6 +770,7 @@ class PieceIds:
         if (d := self.by_start.get(start := piece[:3])) is None:
             if (d := self.buckets[b := _piece_bucket(start)]) is None:
                 d = self.buckets[b] = marshal.loads(self.data[self.offsets[b]:self.offsets[b + 1]])
+            if len(self.by_start) >= PIECE_STARTS: self.by_start.clear()
             self.by_start[start] = d
         return d
 
