@@ -875,13 +875,14 @@ def checked_paths(paths:list|str|Path) -> list[Path]:
 def check_run_metadata(metadata:dict|None, # the run's metadata, given to every file
                        paths:list[Path], # what the run reads (`checked_paths`)
                       ):
-    "Refuse, naming the fix, a `url` that would be the address of every file under a folder (no `PATH_FIELD` in it)."
+    "Refuse, naming the fix, a `url` without `PATH_FIELD` that would be the address of a folder's or run's files."
     url = (metadata or {}).get('url')
-    folder = next((p for p in paths if p.is_dir()), None)
-    if isinstance(url, str) and PATH_FIELD not in url and folder is not None:
-        raise ValueError(f"metadata url {url!r} would be the address of every file under {folder}, so each chunk's "
-                         f"link would open that one page: give each file's with {PATH_FIELD} in it "
-                         f"({url.rstrip('/')}/{PATH_FIELD}), or leave url out and each HTML page gives its own")
+    folder = next((f'every file under {p}' for p in paths if p.is_dir()), None)
+    where = folder or (len(paths) > 1 and f"each of {', '.join(map(str, paths[:3]))}{', ...' * (len(paths) > 3)}")
+    if isinstance(url, str) and PATH_FIELD not in url and where:
+        raise ValueError(f"metadata url {url!r} would be the address of {where}, so each chunk's link would open that "
+                         f"one page: give each file's with {PATH_FIELD} in it ({url.rstrip('/')}/{PATH_FIELD}), or "
+                         f"leave url out and each HTML page gives its own")
 
 # %% ../nbs/03a_ingest.ipynb #1feb43a7
 SAMPLE_SLOW = {'pdf': 3, 'archive': 2, 'json': 12}   # files of a kind that take seconds to read (a PDF: 1-4 s; an
