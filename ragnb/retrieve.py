@@ -442,6 +442,11 @@ def link_place(link:str) -> tuple[str, str]:
     if '/blob/' in u.path and (m := _FORGE_LINES.fullmatch(frag)): return page, f':{m[1]}-{m[2] or m[1]}'
     return page, f'#{frag}' if frag else ''
 
+def _page_urls(link:str) -> list[str]:
+    "The `url`s a link's page may be kept under: `link_place`'s page, then the link as written without its fragment."
+    bare = urllib.parse.urlunsplit(urllib.parse.urlsplit(link.strip())._replace(fragment=''))
+    return list(dict.fromkeys([link_place(link)[0], bare]))        # a `url` that had `plain=1` itself keeps it
+
 # %% ../nbs/06_retrieve.ipynb #cfa125cf
 def link_citation(store, # an open store (`StoreAPI`), or a `ScopedStore`
                   link:str, # a chunk's `link`, as a search gave it
@@ -450,9 +455,8 @@ def link_citation(store, # an open store (`StoreAPI`), or a `ScopedStore`
     """The citation that reads where `link` opens: its page's document (within `filters`) and place; None for none.
     Documents that share a page's address (one page in two folders, or pages that all name one `canonical`): the one
     that holds the place, or the first where each that does holds the same text there; else `AmbiguousCitation`."""
-    page, place = link_place(link)
-    bare = urllib.parse.urlunsplit(urllib.parse.urlsplit(link.strip())._replace(fragment=''))
-    for url in dict.fromkeys([page, bare]):             # a `url` that had `plain=1` itself keeps it
+    place = link_place(link)[1]
+    for url in _page_urls(link):
         if docs := _page_documents(store, url, filters):
             return docs[0] + place if len(docs) == 1 else _one_holding(store, link, docs, place, filters)
     return None
@@ -469,8 +473,9 @@ def _one_holding(store, link:str, docs:list[str], place:str, filters:dict|None) 
         chunks = store.get_chunks([i for _, i in store.source_chunk_ids(d, filters)])
         if (k := first_read(chunks, place)) is not None: marks[d] = chunk_mark(chunks[k])
     if len(set(marks.values())) > 1:
-        raise AmbiguousCitation(f'{link!r} is the address of {len(marks)} documents here ({", ".join(list(marks)[:3])}):'
-                                f' read one by its path and place, e.g. {next(iter(marks))}{place}')
+        raise AmbiguousCitation(f'{link!r} is the address of {len(marks)} documents here '
+                                f'({", ".join(list(marks)[:3])}): read one by its path and place, e.g. '
+                                f'{next(iter(marks))}{place}')
     return next(iter(marks), docs[0]) + place
 
 # %% ../nbs/06_retrieve.ipynb #c0de5672
@@ -590,8 +595,7 @@ def model_citation(c:dict) -> str: # a chunk as `RetrievalResult.to_dict` gives 
     page is the document's `url` (so `read_at` reads it back), else its `cite`."""
     link, url = c.get('link'), (c.get('metadata') or {}).get('url')
     if not link or not isinstance(url, str): return c['cite']
-    page, place = link_place(link)
-    same = url in (page, link.split('#', 1)[0]) and c['cite'] == (c.get('display_path') or '') + place
+    same = url in _page_urls(link) and c['cite'] == (c.get('display_path') or '') + link_place(link)[1]
     return link if same else c['cite']
 
 # %% ../nbs/06_retrieve.ipynb #bd06c73e
