@@ -18,13 +18,14 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS',
            'BUILD_FILES', 'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS',
-           'MINIFIED_LINE', 'INFO_INDEX_MARK', 'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS', 'MAX_NESTING', 'MAX_NAME',
-           'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'web_url', 'forge_lines',
-           'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError', 'inner_path', 'scratch_kind', 'not_text_kind',
-           'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes', 'decode_text', 'RecodedText',
-           'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown',
-           'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown', 'asciidoc_as_markdown', 'markup_syntax',
-           'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+           'MINIFIED_LINE', 'MAX_FILE_BYTES', 'INFO_INDEX_MARK', 'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS',
+           'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS',
+           'web_url', 'forge_lines', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError', 'inner_path',
+           'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
+           'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
+           'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown',
+           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
+           'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
@@ -229,6 +230,8 @@ def minified_head(path:str|Path, head:bytes) -> str|None:
     return 'minified code' if long and inner_path(path).suffix.lower() in MINIFIED_EXTS else None
 
 # %% ../nbs/01_chunking.ipynb #ee77a0a4
+MAX_FILE_BYTES = 50 * 2**20     # a file larger than this is no documentation: ingest skips it, with the reason
+
 def read_text_file(path:str|Path, # file to read
                    max_bytes:int|None=None, # refuse a file larger than this when it is opened
                   ) -> str:

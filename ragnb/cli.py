@@ -68,7 +68,8 @@ SERVE_LIMIT_FLAGS = (   # `ragnb serve`'s HTTP limits: flag, `ServeLimits`' defa
 
 def build_parser() -> argparse.ArgumentParser:
     from ragnb.index import SENTENCE_PASSES
-    from ragnb.ingest import CHUNKING, MAX_FILE_BYTES
+    from ragnb.chunking import MAX_FILE_BYTES
+    from ragnb.hierarchy import CHUNKING
     from ragnb.embed import PACKAGED_MODEL
     from ragnb.trim import DEFAULT_TRIM_POLICY, TARGET_RETENTION, TRIM_POLICIES, default_trim_threshold
     from ragnb.retrieve import SEARCH_MODES
@@ -248,7 +249,7 @@ def cmd_sentences(args) -> int:
 
 # %% ../nbs/09_cli.ipynb #d6cd5550
 def _store_dir(args) -> Path:
-    from ragnb.ingest import default_store_dir
+    from ragnb.stores import default_store_dir
     return Path(args.store) if args.store else default_store_dir()
 
 # %% ../nbs/09_cli.ipynb #46029a07
@@ -322,11 +323,12 @@ def _open_store(args, create_from_data=False):
     "The store of `--store` for reading; with no `--store`, the default one, built on first use."
     from ragnb.index import StoreError
     from ragnb.stores import open_store, store_exists
-    from ragnb.ingest import open_default_store
     path = _store_dir(args)
     emb = _load_embedder(getattr(args, 'model', None), path)
     try:
-        if create_from_data: return open_default_store(path, embedder=emb, log=lambda m: print(m, file=sys.stderr))
+        if create_from_data and not store_exists(path):    # ingest and its readers load only to build it
+            from ragnb.ingest import open_default_store
+            return open_default_store(path, embedder=emb, log=lambda m: print(m, file=sys.stderr))
         if not store_exists(path):
             raise UserError(f'{path}: no store here; build one with `ragnb index DOCS --store {path}`')
         return open_store(path, embedder=emb, readonly=True)

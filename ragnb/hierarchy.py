@@ -12,8 +12,8 @@ from .chunking import (CHUNK_SIZES, Chunk, Chunker, _Block, _Lines, _doc_prefix,
 from .sentences import ATX_HEADING, ATX_HEADING_COL0, split_chunk_prefix
 
 # %% auto #0
-__all__ = ['JERARQUICO', 'LEAF_SIZES', 'JERARQUICO_STRATEGIES', 'LeafSizes', 'leaf_spans', 'chunk_jerarquico', 'outline',
-           'joined_body', 'joined_place']
+__all__ = ['JERARQUICO', 'LEAF_SIZES', 'JERARQUICO_STRATEGIES', 'CHUNKING', 'LONG_DOCUMENT', 'LeafSizes', 'leaf_spans',
+           'chunk_jerarquico', 'outline', 'joined_body', 'joined_place', 'chunking_strategies']
 
 # %% ../nbs/01b_hierarchy.ipynb #a1b2c307
 JERARQUICO = 'documental_jerarquico-v1'
@@ -114,3 +114,15 @@ def joined_place(leaves:list[Chunk], # consecutive leaves, as `joined_body` join
 # %% ../nbs/01b_hierarchy.ipynb #a1b2c324
 register_chunker(Chunker(JERARQUICO, 'documental', chunk_jerarquico, f'-l{LEAF_SIZES.target}'))
 JERARQUICO_STRATEGIES = {'documental': JERARQUICO, 'codigo': 'codigo-v2'}
+
+# %% ../nbs/01b_hierarchy.ipynb #340617b8
+CHUNKING = ('documental', 'jerarquico', 'auto')
+LONG_DOCUMENT = 40_000      # `auto`: files this long (characters, or bytes for HTML, PDF, DOCX) are chunked as trees
+
+def chunking_strategies(chunking:str, # 'documental', 'jerarquico' or 'auto'
+                        size:int, # the file's length as read: characters, or bytes for a converted file
+                       ) -> dict|None:
+    "The strategies `chunk_text` takes for a file: `JERARQUICO_STRATEGIES` for a tree, None for the default ones."
+    if chunking not in CHUNKING: raise ValueError(f"chunking must be one of {', '.join(CHUNKING)}, got {chunking!r}")
+    tree = chunking == 'jerarquico' or (chunking == 'auto' and size >= LONG_DOCUMENT)
+    return JERARQUICO_STRATEGIES if tree else None

@@ -15,13 +15,13 @@ from typing import Callable, Iterable
 
 from fastcore.basics import patch
 
-from .chunking import (CHUNKERS, CODE_EXTS, MINIFIED_EXTS, MINIFIED_LINE, TEXT_EXTS, BinaryFileError, Chunk,
-                            ChunkingError, chunk_text, inner_path, minified_head, not_text_kind, read_file_bytes,
-                            read_text_file, scratch_kind, sniffed_kind)
+from .chunking import (CHUNKERS, CODE_EXTS, MAX_FILE_BYTES, MINIFIED_EXTS, MINIFIED_LINE, TEXT_EXTS,
+                            BinaryFileError, Chunk, ChunkingError, chunk_text, inner_path, minified_head, not_text_kind,
+                            read_file_bytes, read_text_file, scratch_kind, sniffed_kind)
 from .index import SourceRecord, Store, StoreMismatchError, sentence_pass, stored_sentences, text_hash
 from .sentence_file import chunk_sentence_spans
-from .hierarchy import JERARQUICO_STRATEGIES
-from .stores import StoreAPI, open_store, store_exists
+from .hierarchy import chunking_strategies
+from .stores import StoreAPI, default_store_dir, open_store, store_exists
 from .shards import SHARDS_FILE
 from .embed import Embedder, bundled_data_dir, model_for_languages, resolve_model, shows_progress
 from .lexical import text_language
@@ -31,19 +31,18 @@ from .readers import (DISGUISED, READERS, SLACK_LISTS, TARBALLS, TEXT_READERS, D
 
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'DOKUWIKI_MACHINERY',
-           'MAX_FILE_BYTES', 'CHUNKING', 'LONG_DOCUMENT', 'LOG_NAME', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX',
-           'JAVADOC_INDEX', 'SOURCE_BUILDS', 'PAGE_COPIES', 'PAGE_SIZE_SHARE', 'PATH_FIELD', 'MAX_ARCHIVE_BYTES',
-           'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER', 'MAIL_EXTS', 'SAMPLE_SLOW', 'INDEX_BATCH',
-           'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason',
-           'eval_data_reason', 'source_key', 'display_path', 'chunking_strategies', 'run_chunking', 'store_chunking',
-           'SourceFile', 'not_text', 'log_file', 'site_kind', 'site_machinery', 'source_machinery', 'generated_reason',
-           'scan_path', 'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source',
-           'metadata_json', 'file_metadata', 'missing_sources', 'member_path', 'member_role', 'archive_members',
-           'unpack_archive', 'archive_parts', 'part_anchors', 'text_anchors', 'joined_parts', 'archive_document',
-           'base_reader_name', 'parts_digest', 'attachment_names', 'attached_document', 'document_chunks',
-           'placed_after', 'chunk_sources', 'checked_paths', 'check_run_metadata', 'corpus_languages',
-           'new_store_model', 'index_paths', 'chunk_batches', 'plan_index', 'embedded_batches', 'stored_lookup',
-           'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'default_store_dir',
+           'LOG_NAME', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'SOURCE_BUILDS', 'PAGE_COPIES',
+           'PAGE_SIZE_SHARE', 'PATH_FIELD', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER',
+           'MAIL_EXTS', 'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind',
+           'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path',
+           'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'log_file', 'site_kind', 'site_machinery',
+           'source_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
+           'page_copies', 'file_size', 'changed_source', 'metadata_json', 'file_metadata', 'missing_sources',
+           'member_path', 'member_role', 'archive_members', 'unpack_archive', 'archive_parts', 'part_anchors',
+           'text_anchors', 'joined_parts', 'archive_document', 'base_reader_name', 'parts_digest', 'attachment_names',
+           'attached_document', 'document_chunks', 'placed_after', 'chunk_sources', 'checked_paths',
+           'check_run_metadata', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
+           'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
            'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
@@ -233,8 +232,6 @@ def _ignored(rules:IgnoreRules, p:Path, rep:IndexReport, is_dir:bool=False) -> b
     return kind is not None
 
 # %% ../nbs/03a_ingest.ipynb #7f7d8f81
-MAX_FILE_BYTES = 50 * 2**20
-
 class KeptReason(str):
     "Why a file that may still be there was not read (an error other than 'no such file'): what it gave stays."
 
@@ -274,17 +271,6 @@ def display_path(f:Path, root:Path) -> str:
     return (root.name + '/' + rel) if root.name not in ('', '.') else rel
 
 # %% ../nbs/03a_ingest.ipynb #c4d5e6f1
-CHUNKING = ('documental', 'jerarquico', 'auto')
-LONG_DOCUMENT = 40_000      # `auto`: files this long (characters, or bytes for HTML, PDF, DOCX) are chunked as trees
-
-def chunking_strategies(chunking:str, # 'documental', 'jerarquico' or 'auto'
-                        size:int, # the file's length as read: characters, or bytes for a converted file
-                       ) -> dict|None:
-    "The strategies `chunk_text` takes for a file: `JERARQUICO_STRATEGIES` for a tree, None for the default ones."
-    if chunking not in CHUNKING: raise ValueError(f"chunking must be one of {', '.join(CHUNKING)}, got {chunking!r}")
-    tree = chunking == 'jerarquico' or (chunking == 'auto' and size >= LONG_DOCUMENT)
-    return JERARQUICO_STRATEGIES if tree else None
-
 def run_chunking(manifest:dict, # a store's manifest; {} for a new store
                  chunking:str|None=None, # the mode asked for; None: the store's
                 ) -> str:
@@ -1164,11 +1150,6 @@ def _path_keys(p:Path) -> set[str]:
 def default_corpus() -> list[Path]:
     "What the default store indexes: the bundled docs and code, never the labelled questions in `data/eval`."
     return [bundled_data_dir() / 'docs', bundled_data_dir() / 'code']
-
-# %% ../nbs/03a_ingest.ipynb #004b1523
-def default_store_dir() -> Path:
-    "`$RAGNB_STORE`, else `./.ragnb/store`."
-    return Path(os.environ.get('RAGNB_STORE') or Path.cwd() / '.ragnb' / 'store')
 
 # %% ../nbs/03a_ingest.ipynb #3053a432
 def open_for_indexing(path:str|Path, # the store's folder: created when missing

@@ -17,7 +17,8 @@ from .index import SourceRecord, Store, sentence_pass, text_hash, text_key, text
 from .sentence_file import chunk_sentence_spans
 from .stores import STORE_API, open_store, store_exists
 from .shards import SHARD_READS, ShardedStore, shard_count, shard_dirs
-from .ingest import MAX_FILE_BYTES, IndexReport, changed_source, check_run_metadata, checked_paths
+from .chunking import MAX_FILE_BYTES
+from .ingest import IndexReport, changed_source, check_run_metadata, checked_paths
 from .ingest import chunk_sources, embed_chunks
 from .ingest import listed_files, shows_progress, source_key, store_chunking, _check_source_keys
 from .ingest import file_size, stored_lookup, _former_sentences, _kept, _merge_kept

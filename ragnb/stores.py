@@ -4,6 +4,7 @@
 
 # %% ../nbs/03c_stores.ipynb #81ce2d8b
 from __future__ import annotations
+import os
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -15,7 +16,7 @@ from .index import SourceRecord, Store, _read_manifest
 from .shards import SHARDS_FILE, ShardedStore
 
 # %% auto #0
-__all__ = ['STORE_API', 'StoreAPI', 'store_exists', 'store_manifest', 'store_model', 'open_store']
+__all__ = ['STORE_API', 'StoreAPI', 'default_store_dir', 'store_exists', 'store_manifest', 'store_model', 'open_store']
 
 # %% ../nbs/03c_stores.ipynb #bcc9933d
 @runtime_checkable
@@ -80,6 +81,10 @@ def _is_member(name:str, value) -> bool:
 STORE_API = tuple(n for n, v in {**StoreAPI.__annotations__, **vars(StoreAPI)}.items() if _is_member(n, v))  # in order
 
 # %% ../nbs/03c_stores.ipynb #72e4d112
+def default_store_dir() -> Path:
+    "`$RAGNB_STORE`, else `./.ragnb/store`."
+    return Path(os.environ.get('RAGNB_STORE') or Path.cwd() / '.ragnb' / 'store')
+
 def store_exists(path:str|Path) -> bool:
     "Is there a store (single or sharded) at `path`?"
     return (Path(path) / 'manifest.json').exists() or (Path(path) / SHARDS_FILE).exists()

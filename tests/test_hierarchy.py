@@ -11,9 +11,9 @@ from faults import HashEmbedder
 from ragnb.chunking import chunk_text, normalize_markdown
 from ragnb.cli import main
 from ragnb.context import LONG_SECTION_CHUNKS, tree_context
-from ragnb.hierarchy import JERARQUICO, JERARQUICO_STRATEGIES, LeafSizes, chunk_jerarquico, joined_body
+from ragnb.hierarchy import JERARQUICO, JERARQUICO_STRATEGIES, LONG_DOCUMENT, LeafSizes, chunk_jerarquico, joined_body
 from ragnb.index import ScopedStore, Store
-from ragnb.ingest import LONG_DOCUMENT, bundled_data_dir, index_paths
+from ragnb.ingest import bundled_data_dir, index_paths
 from ragnb.retrieve import RetrieveOpts, retrieve
 
 DOCS = bundled_data_dir() / 'docs'

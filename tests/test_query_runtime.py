@@ -130,6 +130,7 @@ def test_an_index_imports_neither_torch_nor_transformers(tmp_path):
 
 
 def test_a_cold_ask_imports_neither_torch_nor_transformers(tmp_path):
+    "Nor ingest and its readers, which only a build of the default store needs (the store here is `$RAGNB_STORE`)."
     assert export_query_onnx(packaged_model_path()) is not None
     (tmp_path / 'a.md').write_text('# Logs\n\nApplication logs are kept for 14 days. Audit logs are kept for a year.',
                                    encoding='utf-8')
@@ -138,9 +139,11 @@ def test_a_cold_ask_imports_neither_torch_nor_transformers(tmp_path):
                         '--quiet'], capture_output=True)
     assert r.returncode == 0, r.stderr
     code = ('import json, sys\nfrom ragnb.cli import main\n'
-            "main(['ask', 'How long are audit logs kept?', '--store', sys.argv[1], '--trim', '--json'])\n"
-            "print(json.dumps([m for m in ('torch', 'transformers') if m in sys.modules]))")
-    r = subprocess.run([sys.executable, '-c', code, str(store)], capture_output=True, text=True, env=dict(os.environ))
+            "main(['ask', 'How long are audit logs kept?', '--trim', '--json'])\n"
+            "print(json.dumps([m for m in ('torch', 'transformers', 'ragnb.ingest', 'ragnb.readers') "
+            "if m in sys.modules]))")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                       env=dict(os.environ, RAGNB_STORE=str(store)))
     assert r.returncode == 0, r.stderr
     out, imported = r.stdout.strip().rsplit('\n', 1)
     assert json.loads(imported) == []
