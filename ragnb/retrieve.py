@@ -25,12 +25,12 @@ from .context import tree_context
 from .lexical import cheap_language, detect_language, span_languages
 
 # %% auto #0
-__all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS', 'MODEL_HIDDEN_METADATA',
-           'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts', 'RetrievalResult', 'rrf_fuse',
-           'detects_question_language', 'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages',
-           'retrieve', 'AmbiguousCitation', 'StaleCitation', 'chunk_mark', 'cited_parts', 'first_read', 'is_link',
-           'link_place', 'link_citation', 'Reading', 'read_at', 'read_handles', 'unrepeated_heading', 'model_citation',
-           'passage_text', 'pinned_keys', 'passages_text', 'reading_text']
+__all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS', 'SITE_SEPARATORS',
+           'MODEL_HIDDEN_METADATA', 'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts',
+           'RetrievalResult', 'rrf_fuse', 'detects_question_language', 'sentence_ranking', 'language_shift',
+           'SentenceLanguages', 'sentence_languages', 'retrieve', 'AmbiguousCitation', 'StaleCitation', 'chunk_mark',
+           'cited_parts', 'first_read', 'is_link', 'link_place', 'link_citation', 'Reading', 'read_at', 'read_handles',
+           'unrepeated_heading', 'model_citation', 'passage_text', 'pinned_keys', 'passages_text', 'reading_text']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -580,14 +580,24 @@ def read_handles(store, # the store the hits came from (`StoreAPI`), or a `Scope
 # %% ../nbs/06_retrieve.ipynb #bd4601f7
 def _heading_words(s:str) -> str: return ' '.join(re.sub(r'[*_`]', '', s).split()).casefold()
 
+SITE_SEPARATORS = (' — ', ' – ', ' - ', ' | ', ' · ', ': ')   # between a page's title and its site's name
+
+def _titled(title:str, heading:str) -> bool:
+    "Whether page title `title` is `heading`, or `heading` then a separator and the site's name (`X — Python 3.11`)."
+    t, h = _heading_words(title), _heading_words(heading)
+    return t == h or any(t.startswith(h + sep) for sep in SITE_SEPARATORS)
+
 def unrepeated_heading(text:str) -> str: # a chunk's text, maybe starting with its `[Doc: ...]` line
-    "`text` with its `[Doc: ...]` line less the section the body's first line, its heading, names again."
+    """`text` with its `[Doc: ...]` line less the headings it says twice: the page's top heading where the title
+    already starts with it, and the section that the body's first line, its heading, names again."""
     prefix, body = split_chunk_prefix(text)
-    m = ATX_HEADING.fullmatch(body.lstrip('\n').split('\n', 1)[0]) if prefix.startswith('[Doc: ') else None
+    if not prefix.startswith('[Doc: '): return text
     parts = prefix_path(prefix).split(' > ')
-    if not (m and m.group(2)) or _heading_words(parts[-1]) != _heading_words(m.group(2)): return text
+    if len(parts) > 1 and _titled(parts[0], parts[1]): parts = parts[:1] + parts[2:]
+    m = ATX_HEADING.fullmatch(body.lstrip('\n').split('\n', 1)[0])
+    if m and m.group(2) and _heading_words(parts[-1]) == _heading_words(m.group(2)): parts = parts[:-1]
     rest = text[len(prefix):]
-    return f"[Doc: {' > '.join(parts[:-1])}]{rest}" if len(parts) > 1 else rest.lstrip('\n')
+    return f"[Doc: {' > '.join(parts)}]{rest}" if parts else rest.lstrip('\n')
 
 # %% ../nbs/06_retrieve.ipynb #17ff53c6
 def model_citation(c:dict) -> str: # a chunk as `RetrievalResult.to_dict` gives it
