@@ -17,6 +17,9 @@ half of the corpus (a filter on the `en/` sources) and the reverse. Search p50 p
 cross-language rows, reported separately from the dev set.
 `--questions debian_questions_dev2.jsonl`: a second dev set of 30 Spanish and 25 English questions, each written from a
 paragraph of the Debian Reference drawn at random (seed 20261205, the first usable ones in draw order), paraphrased.
+`--questions debian_questions_dev3.jsonl`: a third dev set of 24 Spanish questions asked as the first set asks them
+(a task, whose answer is the command, package or file, rarely named), on topics drawn from Spanish paragraphs that
+cite a command (seed 20261209) and not in the other sets.
 
 `--corpus html`: the quality issue's second kind of set, real HTML as a user indexes it: the Spanish Debian Handbook
 and Python's tutorial with 12 library pages (`corpus.html_corpus_dir`, 156 pages), with `html_questions.jsonl`

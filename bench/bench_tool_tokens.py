@@ -2,7 +2,8 @@
 client hands its model, against the MCP SDK's own text for the same answer (its JSON, indented), that JSON without
 the spaces, the chunks' texts alone, and LangChain's `create_retriever_tool` over the same chunks (their texts joined,
 no citations). Asked through the real MCP server (in memory), on a store of the bundled docs built as the README's
-first command builds it, or on `--store`. Prints one table of mean tokens per call.
+first command builds it, or on `--store`. Prints one table of mean tokens per call, then the tokens of the tools'
+definitions, which a client sends its model with every turn.
 
 Tokens are counted by a real LLM tokenizer: the one Anthropic's Python SDK shipped for its earlier Claude models
 (`anthropic` 0.25.0's `tokenizer.json`, fetched once from PyPI into `bench/out/`), or `--tokenizer FILE` (any
@@ -62,10 +63,11 @@ def main():
     import anyio, pydantic_core
     from tokenizers import Tokenizer
     from langchain_core.tools import create_retriever_tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
     from ragnb.index import Store
     from ragnb.langchain import RagnbRetriever
     from ragnb.retrieve import RetrieveOpts
-    from ragnb.serve import RetrievalService
+    from ragnb.serve import RetrievalService, build_mcp_server
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument('--store', help='a store built by `ragnb index` (default: one of the bundled docs, built now)')
     ap.add_argument('--questions', default=str(ROOT / 'data' / 'eval' / 'questions.jsonl'),
@@ -98,6 +100,14 @@ def main():
     lc_cells = [mean([n(lc[trim].invoke({'query': q})) for q in questions]) for trim in (False, True)]
     print("| LangChain's `create_retriever_tool` over the same retriever (texts joined, no citations) | "
           + ' | '.join(f'{x:.0f}' for x in lc_cells) + ' | |')
+    server = build_mcp_server(RetrievalService(store))
+    listed = lambda tools: sum(n(json.dumps(dict(name=t.name, description=t.description, input_schema=t.input_schema),
+                                            ensure_ascii=False)) for t in tools)
+    slim, full = anyio.run(server.list_tools), anyio.run(type(server).list_tools, server)
+    lc_def = json.dumps(convert_to_openai_tool(lc[False])['function'], ensure_ascii=False)
+    print(f'\nTool definitions, which a client sends its model with every turn (name, description and input schema as '
+          f'JSON): ragnb\'s {len(slim)} tools {listed(slim):,} tokens (as the SDK writes their schemas: '
+          f'{listed(full):,}); LangChain\'s one retriever tool {n(lc_def):,}.')
     store.close()
 
 

@@ -27,12 +27,12 @@ from .retrieve import (READ_TOKENS, SEARCH_MODES, AmbiguousCitation, RetrieveOpt
 from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
-__all__ = ['log', 'Question', 'K', 'Filters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'ContextBudget', 'Questions',
-           'Cite', 'MaxTokens', 'WORKER_ENV', 'STARTUP_FAILURE', 'AUTO_WORKERS', 'ServeLimits', 'RequestError',
-           'parse_pins', 'check_filters', 'RetrievalService', 'argument_error', 'for_model', 'sources_text',
-           'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http', 'http_app', 'timed_h11', 'CoreBoard',
-           'worker_env', 'worker_app', 'threads_by_load', 'busy_while_answering', 'open_service', 'serve_banner',
-           'auto_workers', 'reopenable', 'serve_workers', 'serve']
+__all__ = ['log', 'Question', 'K', 'Filters', 'AskFilters', 'Mode', 'Threshold', 'Window', 'Policy', 'Budget', 'ContextBudget',
+           'Questions', 'Cite', 'MaxTokens', 'WORKER_ENV', 'STARTUP_FAILURE', 'AUTO_WORKERS', 'ServeLimits',
+           'RequestError', 'parse_pins', 'check_filters', 'RetrievalService', 'argument_error', 'slim_schema',
+           'for_model', 'sources_text', 'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http', 'http_app',
+           'timed_h11', 'CoreBoard', 'worker_env', 'worker_app', 'threads_by_load', 'busy_while_answering',
+           'open_service', 'serve_banner', 'auto_workers', 'reopenable', 'serve_workers', 'serve']
 
 # %% ../nbs/08_serve.ipynb #530ef99e
 @dataclass(frozen=True)
@@ -256,6 +256,29 @@ def _strict_arguments(server):
     server.call_tool = call_tool     # the SDK's request handler calls `self.call_tool`
     return server
 
+# %% ../nbs/08_serve.ipynb #462aa522
+def slim_schema(schema:dict) -> dict: # a tool's input schema, as the SDK writes it
+    """`schema` as a model needs it: no `title`s, an optional argument (default None) as its own type, and an object
+    argument's value types (the filters') left to its description."""
+    props = {}
+    for name, p in schema.get('properties', {}).items():
+        p = {k: v for k, v in p.items() if k != 'title'}
+        if 'default' in p and p['default'] is None:
+            del p['default']
+            alts = [a for a in p.pop('anyOf', []) if a.get('type') != 'null']
+            p |= alts[0] if len(alts) == 1 else {'anyOf': alts} if alts else {}
+        if p.get('type') == 'object': p.pop('additionalProperties', None)
+        props[name] = p
+    return {k: v for k, v in schema.items() if k != 'title'} | ({'properties': props} if props else {})
+
+def _slim_tools(server):
+    "`server`, whose `tools/list` gives each tool's input schema through `slim_schema`."
+    full = server.list_tools
+    async def list_tools():
+        return [t.model_copy(update={'input_schema': slim_schema(t.input_schema)}) for t in await full()]
+    server.list_tools = list_tools     # the SDK's request handler calls `self.list_tools`
+    return server
+
 # %% ../nbs/08_serve.ipynb #83de0363
 Question = Annotated[str, Field(description='The question, in the words of the user (Spanish or English).')]
 K = Annotated[int, Field(description='How many chunks to return.', ge=1)]
@@ -265,6 +288,7 @@ Filters = Annotated[dict[str, _Value|dict[str, _Value]]|None,
                                       '{"source": {"$prefix": "docs/es/"}}, {"year": {"$gte": 2024}} or {"status": '
                                       '{"$ne": "archived"}} (operators: $eq $ne $in $nin $gt $gte $lt $lte $prefix); '
                                       'they can only narrow what the server allows.')]
+AskFilters = Annotated[Filters.__origin__, Field(description='Metadata filters, as ask takes them.')]   # said once
 Mode = Annotated[str, Field(description="'hybrid' (lexical + dense, best default), 'dense' or 'lexical'.")]
 Threshold = Annotated[float|str|None, Field(description="Trim cut (implies trim): a cosine such as 0.38, or 'auto' "
                                                         "for the store's calibrated value.")]
@@ -317,7 +341,7 @@ def _add_eval(server, service:RetrievalService):
                              'token_reduction_pct, avg_overlap_vs_baseline and, with labels, hit@k/MRR/retention.',
                  structured_output=True)
     def eval_retrieval(questions:Questions, trim_threshold:Threshold='auto', trim_window:Window=0, k:K=5,
-                       mode:Mode='hybrid', filters:Filters=None) -> dict[str, Any]:
+                       mode:Mode='hybrid', filters:AskFilters=None) -> dict[str, Any]:
         got = _tool_errors(service.eval_retrieval)(questions, trim_threshold, trim_window, k, mode, filters)
         return for_model(got, json.dumps(got, ensure_ascii=False, separators=(',', ':')))
 
@@ -325,7 +349,7 @@ def _add_eval(server, service:RetrievalService):
 def _add_sources(server, service:RetrievalService):
     @server.tool(description='List the indexed documents (path and chunk count) that the filters let through.',
                  structured_output=True)
-    def sources(filters:Filters=None) -> dict[str, Any]:
+    def sources(filters:AskFilters=None) -> dict[str, Any]:
         got = _tool_errors(service.sources)(filters)
         return for_model(got, sources_text(got))
 
@@ -355,7 +379,7 @@ def build_mcp_server(service:RetrievalService) -> Any:
                                     'above it (a web address the user can open, where its page has one); `read` a '
                                     'chunk\'s `read` line, or its citation, for what follows it.')
     for add in (_add_ask, _add_eval, _add_sources, _add_read): add(server, service)
-    return _strict_arguments(server)
+    return _strict_arguments(_slim_tools(server))
 
 # %% ../nbs/08_serve.ipynb #8e0f3dea
 class BearerAuth:
