@@ -458,7 +458,8 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
     if rep.logs:
         print(f"left out {len(rep.logs)} log files, machine output rather than documents (index one by giving its own "
               f"path){'' if verbose else '; list them with --verbose'}")
-    if rep.chrome: print(rep.chrome_summary())
+    if rep.chrome_summary(): print(rep.chrome_summary())
+    if rep.shared_urls: print(_shared_urls_summary(rep.shared_urls))
     if rep.folders:
         kinds = ', '.join(f'{k} {n}' for k, n in Counter(k for _, k in rep.folders).most_common())
         print(f"left out {len(rep.folders)} folders ({kinds}): {_first([f for f, _ in rep.folders])}")
@@ -478,6 +479,14 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
         for f in rep.recoded: print(f'  read as Windows-1252: {f}', file=sys.stderr)
         for f, n in rep.ocr: print(f'  read by OCR ({n} pages or pictures): {f}', file=sys.stderr)
         for f in rep.git_ignored: print(f'  ignored by .gitignore: {f}', file=sys.stderr)
+        for url, paths in rep.shared_urls[1:]: print(f"  one address for {', '.join(paths)}: {url}", file=sys.stderr)
+
+def _shared_urls_summary(shared:list) -> str:
+    "The line on web addresses that pages of different text give as theirs (`IndexReport.shared_urls`), with the fix."
+    (url, paths), more = shared[0], f' ({len(shared) - 1} more with --verbose)' if shared[1:] else ''
+    return (f'{len(shared)} web address{"es" * bool(shared[1:])} named by pages of different text as their own (their '
+            f'canonical), so their chunks link to one page: {url} ({_first(paths)}){more}; give each page its own '
+            'with --url-base URL, the address its folder is published at')
 
 def _git_ignored_summary(ignored:list) -> str:
     "The line on what `.gitignore` left out (`IndexReport.git_ignored`; a folder ends with '/'), with the way back."

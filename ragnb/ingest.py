@@ -41,9 +41,9 @@ __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_
            'member_path', 'member_role', 'archive_members', 'unpack_archive', 'archive_parts', 'part_anchors',
            'text_anchors', 'joined_parts', 'archive_document', 'base_reader_name', 'parts_digest', 'attachment_names',
            'attached_document', 'document_chunks', 'placed_after', 'chunk_sources', 'checked_paths',
-           'check_run_metadata', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'plan_index',
-           'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus',
-           'open_for_indexing', 'open_default_store']
+           'check_run_metadata', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'noting_urls',
+           'shared_addresses', 'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted',
+           'remove_paths', 'default_corpus', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -69,6 +69,7 @@ class IndexReport:
     ocr: list = field(default_factory=list)         # (path, pages): scanned pages read by OCR
     folders: list = field(default_factory=list)     # (folder, what): never walked into, e.g. a Python environment
     git_ignored: list = field(default_factory=list) # folders (with a trailing /) and files that .gitignore left out
+    shared_urls: list = field(default_factory=list) # (url, paths): a web address that pages of different text give
     def counts(self):
         keys = ('added', 'updated', 'removed', 'unchanged', 'skipped', 'binary', 'generated', 'logs')
         return {k: len(getattr(self, k)) for k in keys}
@@ -107,8 +108,8 @@ def kind_summary(self:IndexReport,
 @patch
 def chrome_summary(self:IndexReport) -> str:
     "One line on what readers dropped as page chrome: its share of the text, and the page that lost most; or ''."
-    if not self.chrome: return ''
     dropped, visible = sum(d for _, d, _ in self.chrome), sum(v for _, _, v in self.chrome)
+    if not dropped: return ''                       # pages with no chrome, or none at all
     f, d, v = max(self.chrome, key=lambda r: r[1] / max(r[2], 1))
     return (f'dropped as page chrome (navigation, banners, footers): {dropped / max(visible, 1):.1%} of the text of '
             f'{len(self.chrome)} pages; most: {f} ({d / max(v, 1):.0%})')
@@ -949,12 +950,13 @@ def index_paths(store:Store, # a store opened for writing
     _check_source_keys(store, known)
     listed = listed_files(paths, rep, known, max_bytes)
     rep.missing = missing_sources(known)
-    todo = changed_sources(listed, rep, known, metadata, max_bytes, chunking)
-    batches = embedded_batches(store, chunk_batches(todo, rep, INDEX_BATCH), progress, len(listed), rep)
-    batches = until_interrupted(batches, rep)
+    todo, urls = changed_sources(listed, rep, known, metadata, max_bytes, chunking), set()
+    batches = noting_urls(chunk_batches(todo, rep, INDEX_BATCH), urls)
+    batches = until_interrupted(embedded_batches(store, batches, progress, len(listed), rep), rep)
     first = next(batches, None)                  # nothing changed and nothing removed: nothing is written
     if first is not None: store.replace_sources(rep.removed, [], batches=chain([first], batches))
     elif rep.removed: store.replace_sources(rep.removed, [])
+    rep.shared_urls = shared_addresses(store, urls)
     rep.seconds = time.perf_counter() - t0
     return rep
 
@@ -972,6 +974,25 @@ def chunk_batches(todo:Iterable[SourceFile], rep:IndexReport, size:int=INDEX_BAT
             yield records, chunks
             records, chunks = [], []
     if records: yield records, chunks
+
+# %% ../nbs/03a_ingest.ipynb #1b2b88c0
+def noting_urls(batches:Iterable[tuple], # `(records, chunks)`, as `chunk_batches` gives them
+                urls:set, # each chunk's metadata `url` is added here
+               ) -> Iterable[tuple]:
+    "`batches` as they come, noting their chunks' web addresses in `urls`."
+    for records, chunks in batches:
+        urls.update(u for c in chunks if isinstance(u := (c.metadata or {}).get('url'), str))
+        yield records, chunks
+
+def shared_addresses(store, # a store a run wrote (`StoreAPI`)
+                     urls:Iterable[str], # the `url`s of that run's chunks
+                    ) -> list[tuple[str, list[str]]]:
+    "Each of `urls` held by chunks of files of different text, with those files' paths; [] for none."
+    known, out = store.sources(), []
+    for u in sorted(urls):
+        if len({known[k].content_hash for k in store.chunk_sources({'url': u}) if k in known}) > 1:
+            out.append((u, [d['path'] for d in store.list_sources({'url': u})]))
+    return out
 
 # %% ../nbs/03a_ingest.ipynb #c25e2089
 def plan_index(paths:list|str|Path, # files and folders, as `index_paths` takes them
