@@ -25,7 +25,7 @@ from .context import tree_context
 from .lexical import cheap_language, detect_language, span_languages
 
 # %% auto #0
-__all__ = ['SEARCH_MODES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS', 'SITE_SEPARATORS',
+__all__ = ['SEARCH_MODES', 'RRF_K', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS', 'SITE_SEPARATORS',
            'MODEL_HIDDEN_METADATA', 'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts',
            'RetrievalResult', 'rrf_fuse', 'detects_question_language', 'sentence_ranking', 'language_shift',
            'SentenceLanguages', 'sentence_languages', 'retrieve', 'AmbiguousCitation', 'StaleCitation', 'chunk_mark',
@@ -63,6 +63,8 @@ def trim_threshold_origin(store:Store, threshold:float|str, window:int=0, policy
     return float(cal['threshold']), f"saved by `ragnb eval --save` on {when}, {cal.get('questions', '?')} questions"
 
 # %% ../nbs/06_retrieve.ipynb #6680498d
+RRF_K = 30     # reciprocal rank fusion's constant: measured on the dev sets (Hybrid search, below)
+
 @dataclass
 class RetrieveOpts:
     "Options of `retrieve`; defaults come from `RETRIEVAL_TRIM`, `RETRIEVAL_TRIM_THRESHOLD` and `RETRIEVAL_HYDE`."
@@ -76,7 +78,7 @@ class RetrieveOpts:
     hyde: bool = field(default_factory=lambda: _env_flag('RETRIEVAL_HYDE'))
     hyde_options: dict = field(default_factory=dict)   # for `build_query_vec`: generator, model, n_passages, cache...
     mode: str = field(default_factory=lambda: _env_mode('RETRIEVAL_MODE'))   # 'hybrid', 'dense' or 'lexical'
-    rrf_k: int = 60                                    # reciprocal rank fusion's constant
+    rrf_k: int = RRF_K                                 # reciprocal rank fusion's constant
     foreign_dense_weight: float = 0.2                  # the dense ranking's weight for a language the model lacks
     candidates: int = 4                                # hybrid: each side ranks candidates × top_k chunks, and
     pool: int = 50                                     # at least this many: the same first chunks for any top_k ≤ 12
@@ -146,7 +148,7 @@ def for_request(cls:RetrieveOpts, *,
 
 # %% ../nbs/06_retrieve.ipynb #6d11d12e
 def rrf_fuse(rankings:dict[str, list[int]], # each ranking's ids, best first
-             k:int=60, # the RRF constant: larger flattens the weight of the first ranks
+             k:int=RRF_K, # the RRF constant: larger flattens the weight of the first ranks
              weights:dict[str, float]|None=None, # a ranking's weight (default 1)
             ) -> list[tuple[int, float, dict]]:
     "Reciprocal rank fusion: `[(id, score, {ranking: rank})]`, best first; ties go to the better single rank."
