@@ -9,6 +9,7 @@ from faults import HashEmbedder
 from inprocess import ragnb_main as ragnb
 from ragnb.cli import main
 from ragnb.index import Store
+from ragnb.retrieve import RRF_K
 from ragnb import ingest
 
 
@@ -239,7 +240,7 @@ def test_ask_modes_and_check_show_the_lexical_index(tmp_path):
     assert [c['display_path'] for c in out['chunks']] == [str(tmp_path / 'a.md')]     # only the chunk with the word
     assert out['info']['ranks'][0]['lexical_rank'] == 1 and out['info']['ranks'][0]['dense_rank'] is None
     out = json.loads(ragnb('ask', 'faroctl', '--store', store, '--json').stdout)       # hybrid by default
-    assert len(out['chunks']) == 2 and out['info']['fusion']['k'] == 60
+    assert len(out['chunks']) == 2 and out['info']['fusion']['k'] == RRF_K
     assert out['chunks'][0]['display_path'].endswith('a.md')
     r = ragnb('ask', 'faroctl', '--store', store, '--mode', 'bm25')
     assert r.returncode == 2 and b'invalid choice' in r.stderr
