@@ -8,7 +8,7 @@ import fcntl, functools, gc, hmac, ipaddress, json, logging, mmap, os, sys, temp
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import anyio
 from pydantic import Field
@@ -288,7 +288,7 @@ Filters = Annotated[dict[str, _Value|dict[str, _Value]]|None,
                                       '{"source": {"$prefix": "docs/es/"}}, {"year": {"$gte": 2024}} or {"status": '
                                       '{"$ne": "archived"}} (operators: $eq $ne $in $nin $gt $gte $lt $lte $prefix); '
                                       'they can only narrow what the server allows.')]
-AskFilters = Annotated[Filters.__origin__, Field(description='Metadata filters, as ask takes them.')]   # said once
+AskFilters = Annotated[get_args(Filters)[0], Field(description='Metadata filters, as ask takes them.')]   # said once
 Mode = Annotated[str, Field(description="'hybrid' (lexical + dense, best default), 'dense' or 'lexical'.")]
 Threshold = Annotated[float|str|None, Field(description="Trim cut (implies trim): a cosine such as 0.38, or 'auto' "
                                                         "for the store's calibrated value.")]
