@@ -458,7 +458,7 @@ def _print_report_details(rep, verbose, indexed:str='indexed'):
     if rep.logs:
         print(f"left out {len(rep.logs)} log files, machine output rather than documents (index one by giving its own "
               f"path){'' if verbose else '; list them with --verbose'}")
-    if rep.chrome_summary(): print(rep.chrome_summary())
+    if chrome := rep.chrome_summary(): print(chrome)
     if rep.shared_urls: print(_shared_urls_summary(rep.shared_urls))
     if rep.folders:
         kinds = ', '.join(f'{k} {n}' for k, n in Counter(k for _, k in rep.folders).most_common())

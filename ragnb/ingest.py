@@ -988,6 +988,7 @@ def shared_addresses(store, # a store a run wrote (`StoreAPI`)
                      urls:Iterable[str], # the `url`s of that run's chunks
                     ) -> list[tuple[str, list[str]]]:
     "Each of `urls` held by chunks of files of different text, with those files' paths; [] for none."
+    if not urls: return []                  # a run that wrote no page with an address reads no sources
     known, out = store.sources(), []
     for u in sorted(urls):
         if len({known[k].content_hash for k in store.chunk_sources({'url': u}) if k in known}) > 1:
