@@ -11,12 +11,13 @@ from fastcore.basics import patch
 
 from .chunking import Chunk
 from .hierarchy import joined_body, joined_place
-from .sentences import sentence_kind, split_chunk_prefix, split_sentences
+from .sentences import prefix_path, sentence_kind, split_chunk_prefix, split_sentences
 from .tree import TreeNode
 from .trim import TOKENS_PER_WORD, TrimmedChunk, estimate_tokens, trim_chunks_by_sentence
 
 # %% auto #0
-__all__ = ['LONG_SECTION_CHUNKS', 'leaf_nodes', 'runs', 'Section', 'summary_line', 'TreeContext', 'tree_context']
+__all__ = ['LONG_SECTION_CHUNKS', 'leaf_nodes', 'doc_line', 'said_path', 'runs', 'Section', 'summary_line', 'TreeContext',
+           'tree_context']
 
 # %% ../nbs/05a_context.ipynb #c1d2e3b1
 def leaf_nodes(chunks:list[Chunk]) -> dict[int, TreeNode]:
@@ -25,6 +26,16 @@ def leaf_nodes(chunks:list[Chunk]) -> dict[int, TreeNode]:
 
 # %% ../nbs/05a_context.ipynb #c1d2e307
 def _words(text:str) -> int: return len(text.split())
+
+def doc_line(path:list[str]) -> str: return f"[Doc: {' > '.join(path)}]"   # a path as a `[Doc: ...]` line
+
+def said_path(path:list[str], # a piece's `[Doc: ...]` path: the title, then its headings
+              said:list[list[str]], # the paths of the pieces of its document handed back before it
+             ) -> list[str]:
+    "`path` less what `said` said: the headings after the title that an earlier piece named in its place, as `…`."
+    k = 1
+    while k < len(path) - 1 and any(p[:k + 1] == path[:k + 1] for p in said): k += 1
+    return path if k == 1 else [path[0], '…', *path[k:]]
 
 def runs(positions) -> list[list[int]]:
     "Sorted positions cut into runs of consecutive ones: `{1, 2, 4}` → `[[1, 2], [4]]`."
@@ -43,12 +54,18 @@ class Section:
     ids: list[int]                 # leaf ids, by position
     blocks: list[int]              # each leaf's chunk number
     words: list[int]               # each leaf's body words
-    prefix_words: int              # words of its `[Doc: ...]` line, repeated by every piece
+    prefix_words: int              # words of its `[Doc: ...]` line, whole
     metas: list|None = None        # each leaf's metadata; None: all alike
     allowed: set|None = None       # positions a retrieval may hand back (None: all; see `allow`)
     chosen: set = field(default_factory=set)
     best: int = 10**9              # rank of its best hit: pieces are handed back in this order
     summary: str = ''              # the summary line before its first piece (`TreeContext.summarize`); '' for none
+    path: list|None = None         # its `[Doc: ...]` line's title and headings; None: every piece says the line whole
+    first_words: int|None = None   # words of its first piece's line, after the document's earlier pieces (`say_paths`)
+
+    def __post_init__(self):       # words of the line of a piece after the first: the title, `…`, its heading
+        again = self.path and doc_line(said_path(self.path, [self.path]))
+        self.again_words = _words(again) if again else self.prefix_words
 
     def allow(self, meta:dict):
         "Allow the leaves whose metadata is a hit's: they pass the filters it passed (filters read source, metadata)."
@@ -64,9 +81,12 @@ class Section:
         return self.ok(range(len(self.ids)))
 
     def cost(self, positions=None) -> float:
-        "Tokens of the pieces that `positions` (default: those chosen) make: a `[Doc: ...]` line per run."
+        """Tokens of the pieces that `positions` (default: those chosen) make: a `[Doc: ...]` line per run (the first
+        of `first_words`, default whole; the others of `again_words`) and the leaves."""
         rs = runs(self.chosen if positions is None else positions)
-        return TOKENS_PER_WORD * sum(self.prefix_words + sum(self.words[p] for p in r) for r in rs)
+        if not rs: return 0.0
+        first = self.prefix_words if self.first_words is None else self.first_words
+        return TOKENS_PER_WORD * (first + (len(rs) - 1) * self.again_words + sum(self.words[p] for r in rs for p in r))
 
     def summary_cost(self) -> float:
         "Tokens of the summary line where it goes in: leaves are chosen, but not the whole section."
@@ -117,8 +137,17 @@ class TreeContext:
         self.leaves: dict[int, Chunk] = {}
         self.full = False                            # a piece was cut to the budget: nothing more is added
 
+    def say_paths(self):
+        "Each section's `first_words`: a document's sections, in the order of their best hit, say each heading once."
+        said = {}
+        for sec in sorted(self.sections.values(), key=lambda s: s.best):
+            if not sec.chosen or sec.path is None: continue
+            sec.first_words = _words(doc_line(said_path(sec.path, said.setdefault(sec.source, []))))
+            said[sec.source].append(sec.path)
+
     def spent(self) -> float:
-        "Tokens of everything chosen so far, summary lines included."
+        "Tokens of everything chosen so far, summary lines included, each document's headings said once."
+        self.say_paths()
         return (sum(s.cost() + s.summary_cost() for s in self.sections.values()) +
                 sum(estimate_tokens([c]) for _, c in self.plain))
 
@@ -138,7 +167,8 @@ def section(ctx:TreeContext, node) -> Section:
         prefix, _ = split_chunk_prefix(leaves[0].text)
         ctx.sections[key] = Section(node.source, node.section, ids, [b for _, b in members],
                                     [_words(split_chunk_prefix(c.text)[1]) for c in leaves], _words(prefix),
-                                    metas=[c.metadata for c in leaves])
+                                    metas=[c.metadata for c in leaves],
+                                    path=prefix_path(prefix).split(' > ') if prefix.startswith('[Doc: ') else None)
     return ctx.sections[key]
 
 # %% ../nbs/05a_context.ipynb #c1d2e314
@@ -199,7 +229,9 @@ def grow(self:TreeContext):
 
 # %% ../nbs/05a_context.ipynb #c1d2e317
 @patch
-def _piece(self:TreeContext, sec:Section, run:list[int], score, summary:str='') -> tuple[Chunk, str]:
+def _piece(self:TreeContext, sec:Section, run:list[int], score, summary:str='',
+           line:str|None=None, # its `[Doc: ...]` line; None: its first leaf's
+          ) -> tuple[Chunk, str]:
     "The chunk a run of a section's leaves hands back (after `summary`, a line), and what it is."
     leaves = [self.leaves[sec.ids[p]] for p in run]
     first, last = leaves[0], leaves[-1]
@@ -208,25 +240,30 @@ def _piece(self:TreeContext, sec:Section, run:list[int], score, summary:str='') 
     what = ('section' if len(run) == len(sec.ids) else 'chunk' if run == sec.block(run[0]) else
             'leaf' if len(blocks) == 1 else 'chunks')
     body = f'{summary}\n{joined_body(leaves)}' if summary else joined_body(leaves)
-    text = f'{first.prefix}\n{body}' if first.prefix else body
+    prefix = first.prefix if line is None else line
+    text = f'{prefix}\n{body}' if prefix else body
     return replace(first, text=text, end_line=last.end_line, end_char=last.end_char, score=score,
                    page_start=min(pages) if pages else None, page_end=max(pages) if pages else None,
                    **joined_place(leaves, summary.count('\n') + 1 if summary else 0)), what
 
 @patch
 def pieces(self:TreeContext, scores:dict) -> tuple[list[Chunk], list[dict]]:
-    "The chosen pieces in the order of their best hit, and what each is (for `info['tree']`)."
-    items = [(r, c, dict(id=c.id, what='trimmed' if isinstance(c, TrimmedChunk) else 'whole')) for r, c in self.plain]
+    """The chosen pieces in the order of their best hit, and what each is (for `info['tree']`). A section's first
+    piece has its summary line, and each piece's `[Doc: ...]` line says what no earlier piece of its document said."""
+    found = []
     for sec in self.sections.values():
-        found = []
         for run in runs(sec.chosen):
             hits = [scores[i] for i in (sec.ids[p] for p in run) if i in scores]
-            found.append((min((r for r, _ in hits), default=sec.best), run, hits))
-        first = min(found, key=lambda x: x[0])[1] if found and sec.summary_cost() else None   # shown first
-        for rank, run, hits in found:
-            summary = sec.summary if run is first else ''
-            c, what = self._piece(sec, run, max((s for _, s in hits if s is not None), default=None), summary)
-            items.append((rank, c, dict(id=c.id, what=what, leaves=len(run), hits=len(hits), summary=bool(summary))))
+            found.append((min((r for r, _ in hits), default=sec.best), sec, run, hits))
+    items = [(r, c, dict(id=c.id, what='trimmed' if isinstance(c, TrimmedChunk) else 'whole')) for r, c in self.plain]
+    said, shown = {}, set()
+    for rank, sec, run, hits in sorted(found, key=lambda x: x[0]):
+        summary = sec.summary if sec.summary_cost() and id(sec) not in shown else ''
+        shown.add(id(sec))
+        line = None if sec.path is None else doc_line(said_path(sec.path, said.setdefault(sec.source, [])))
+        if sec.path is not None: said[sec.source].append(sec.path)
+        c, what = self._piece(sec, run, max((s for _, s in hits if s is not None), default=None), summary, line)
+        items.append((rank, c, dict(id=c.id, what=what, leaves=len(run), hits=len(hits), summary=bool(summary))))
     items.sort(key=lambda x: x[0])
     return [c for _, c, _ in items], [dict(d, tokens=estimate_tokens([c])) for _, c, d in items]
 
