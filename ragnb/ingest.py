@@ -41,9 +41,9 @@ __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_
            'member_path', 'member_role', 'archive_members', 'unpack_archive', 'archive_parts', 'part_anchors',
            'text_anchors', 'joined_parts', 'archive_document', 'base_reader_name', 'parts_digest', 'attachment_names',
            'attached_document', 'document_chunks', 'placed_after', 'chunk_sources', 'checked_paths',
-           'check_run_metadata', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'noting_urls',
-           'shared_addresses', 'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks', 'until_interrupted',
-           'remove_paths', 'default_corpus', 'open_for_indexing', 'open_default_store']
+           'check_run_metadata', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'chunk_urls',
+           'noting_urls', 'shared_addresses', 'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks',
+           'until_interrupted', 'remove_paths', 'default_corpus', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -976,12 +976,16 @@ def chunk_batches(todo:Iterable[SourceFile], rep:IndexReport, size:int=INDEX_BAT
     if records: yield records, chunks
 
 # %% ../nbs/03a_ingest.ipynb #1b2b88c0
+def chunk_urls(chunks:Iterable[Chunk]) -> set[str]:
+    "The web addresses (metadata `url`) of `chunks`."
+    return {u for c in chunks if isinstance(u := (c.metadata or {}).get('url'), str)}
+
 def noting_urls(batches:Iterable[tuple], # `(records, chunks)`, as `chunk_batches` gives them
                 urls:set, # each chunk's metadata `url` is added here
                ) -> Iterable[tuple]:
-    "`batches` as they come, noting their chunks' web addresses in `urls`."
+    "`batches` as they come, noting their chunks' web addresses in `urls` (`chunk_urls`)."
     for records, chunks in batches:
-        urls.update(u for c in chunks if isinstance(u := (c.metadata or {}).get('url'), str))
+        urls.update(chunk_urls(chunks))
         yield records, chunks
 
 def shared_addresses(store, # a store a run wrote (`StoreAPI`)

@@ -19,7 +19,7 @@ from .stores import STORE_API, open_store, store_exists
 from .shards import SHARD_READS, ShardedStore, shard_count, shard_dirs
 from .chunking import MAX_FILE_BYTES
 from .ingest import IndexReport, changed_source, check_run_metadata, checked_paths
-from .ingest import chunk_sources, embed_chunks
+from .ingest import chunk_sources, chunk_urls, embed_chunks, shared_addresses
 from .ingest import listed_files, shows_progress, source_key, store_chunking, _check_source_keys
 from .ingest import file_size, stored_lookup, _former_sentences, _kept, _merge_kept
 
@@ -255,10 +255,11 @@ def index_with_ray(paths:list|str|Path, # files and folders, readable from every
         rows = file_rows(paths, rep, known, max_bytes, former=former_sentence_keys(st))
         plan = RayPlan(workers=workers, threads=threads, gpus_per_worker=gpus_per_worker,
                        batch_files=files_per_call(len(rows), workers, batch_files), commit_every_s=commit_every_s)
-        try: _run_pipeline(ray, st, rows, rep, metadata, chunking, plan, progress, on_batch)
+        try: urls = _run_pipeline(ray, st, rows, rep, metadata, chunking, plan, progress, on_batch)
         except BaseException:
             st.rollback()
             raise
+        rep.shared_urls = shared_addresses(st, urls)
     rep.seconds = time.perf_counter() - t0
     return rep
 
@@ -290,11 +291,13 @@ class RayPlan:
     commit_every_s: float = 600
 
 def _run_pipeline(ray, st:ShardedStore, rows:list, rep:IndexReport, metadata:dict|None, chunking:str, plan:RayPlan,
-                  progress, on_batch):
-    "Stream the files through the stages and stage each result into its shard; commit as it goes and at the end."
+                  progress, on_batch) -> set[str]:
+    """Stream the files through the stages and stage each result into its shard; commit as it goes and at the end.
+    The web addresses of the chunks it wrote (`ingest.chunk_urls`)."""
     from ray.data import TaskPoolStrategy
     from tqdm.auto import tqdm
     seen, last_commit, state = set(), time.monotonic(), dict(files=len(rows), done=0, chunks=0, workers=set())
+    urls = set()
     waiting = []
     if rows:
         claims = ray.remote(num_cpus=0)(TextClaims).remote()
@@ -306,7 +309,7 @@ def _run_pipeline(ray, st:ShardedStore, rows:list, rep:IndexReport, metadata:dic
             with tqdm(total=len(rows), desc='indexing on ray', unit='file',
                       disable=not shows_progress(len(rows), progress)) as bar:
                 for batch in ds.iter_batches(batch_size=None, batch_format='numpy'):
-                    n = _stage_batch(st, batch, seen, rep, state, waiting)
+                    n = _stage_batch(st, batch, seen, rep, state, waiting, urls)
                     bar.update(n)
                     if on_batch: on_batch(dict(state))
                     if time.monotonic() - last_commit > plan.commit_every_s:
@@ -316,17 +319,21 @@ def _run_pipeline(ray, st:ShardedStore, rows:list, rep:IndexReport, metadata:dic
     _stage_waiting(st, waiting, rep)
     st.stage_sources(removed=rep.removed)
     st.commit()
+    return urls
 
 # %% ../nbs/13_scale.ipynb #b26c5d5f
 def _stage_batch(st:ShardedStore, batch:dict, seen:set, rep:IndexReport, state:dict,
-                 waiting:list|None=None) -> int: # files whose texts another file embeds, not staged yet
+                 waiting:list|None=None, # files whose texts another file embeds, not staged yet
+                 urls:set|None=None) -> int: # the web addresses of the files' chunks are added here
     "Stage one result batch's files into their shards (a file seen already is a retried task's repeat: skipped)."
     n = 0
     for f, r, w, pid in zip(batch['file'], batch['report'], batch['work'], batch['worker']):
         if f in seen: continue
         seen.add(f)
         _merge_report(rep, pickle.loads(r))
-        _stage_file(st, pickle.loads(w), rep, waiting)
+        work = pickle.loads(w)
+        if urls is not None and work[0]: urls.update(chunk_urls(work[1]))     # records: the file is written
+        _stage_file(st, work, rep, waiting)
         n += 1
         state['workers'].add(int(pid))
     state['done'], state['chunks'] = state['done'] + n, rep.chunks

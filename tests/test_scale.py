@@ -171,9 +171,14 @@ def _generation(shard_dir):
 def test_reindexing_a_file_touches_only_its_shard(corpus, tmp_path):
     work = tmp_path / 'docs'
     shutil.copytree(corpus / 'docs', work)
-    index_with_ray([work], tmp_path / 'st', shards=2, workers=1)
+    (work / 'site').mkdir()
+    for name, text in (('a.html', 'Uno.'), ('b.html', 'Dos.')):      # a theme that gives every page one address
+        (work / 'site' / name).write_text(f'<link rel="canonical" href="https://docs.acme.es/"><p>{text}</p>')
+    rep = index_with_ray([work], tmp_path / 'st', shards=2, workers=1)
+    assert [(u, sorted(Path(p).name for p in ps)) for u, ps in rep.shared_urls] == [('https://docs.acme.es/',
+                                                                                       ['a.html', 'b.html'])]
     with open_store(tmp_path / 'st', readonly=True) as s:
-        srcs = [set(x.sources()) for x in s.shards]
+        srcs = [{k for k in x.sources() if k.endswith('.md')} for x in s.shards]
     edited = Path(sorted(srcs[0])[0])
     edited.write_text(edited.read_text(encoding='utf-8') + '\n\nUna frase nueva sobre cuotas.\n', encoding='utf-8')
     gone = Path(sorted(srcs[0])[1])
@@ -182,7 +187,8 @@ def test_reindexing_a_file_touches_only_its_shard(corpus, tmp_path):
     with open_store(tmp_path / 'st', readonly=True) as s: held = set(stored_text_keys(s).tolist())
     rep = index_with_ray([work], tmp_path / 'st', workers=1)
     assert (rep.updated, rep.removed, rep.added) == ([edited.as_posix()], [gone.as_posix()], [])
-    assert len(rep.unchanged) == len(list(work.rglob('*.md'))) - 1            # skipped before any embedding
+    assert len(rep.unchanged) == len(list(work.rglob('*.*'))) - 1             # skipped before any embedding
+    assert rep.shared_urls == []                                            # no page with an address written
     with open_store(tmp_path / 'st', readonly=True) as s:
         assert rep.chunks == s.sources()[edited.as_posix()].n_chunks
         texts = stored_lookup(s)([edited.as_posix()], [])                      # the edited file's texts now
