@@ -321,8 +321,22 @@ class _Plan:
     def sentences(self) -> list[str]: return [self.chunk.text[s:e] for s, e in self.spans]
 
 # %% ../nbs/04_trim.ipynb #f1a2b3c4
+def _stored_by_text(store, chunks:list[Chunk]) -> dict[str, np.ndarray]:
+    """Stored sentence vectors by their sentence's text: those of `chunks`' ids and, for a piece of a tree (leaves
+    joined, its `[Doc: ...]` line shortened), of its section's leaves."""
+    ids, tree = {int(c.id) for c in chunks if c.id is not None}, getattr(store, 'tree', None)
+    for c in chunks:
+        if c.tree and tree is not None: ids.update(i for i, _ in tree.section(c.source, c.tree[0]))
+    stored, out = store.sentence_vectors(sorted(ids)), {}
+    for s in store.get_chunks([int(i) for i in stored]):
+        spans, vecs, h = stored[s.id]
+        if h == text_hash(s.text):
+            for (a, b), v in zip(spans, vecs): out.setdefault(s.text[a:b], v)
+    return out
+
 def _plans(q, chunks, embedder, store) -> list[_Plan]:
-    "Each chunk's sentences with their vectors: stored ones for unchanged text, the rest embedded in one batch."
+    """Each chunk's sentences with their vectors: stored ones for unchanged text (or, for a chunk whose text is
+    not stored as a whole, for each sentence stored with its text), the rest embedded in one batch."""
     cached = store.sentence_vectors([c.id for c in chunks if c.id is not None]) if store is not None else {}
     plans = []
     for c in chunks:
@@ -331,6 +345,10 @@ def _plans(q, chunks, embedder, store) -> list[_Plan]:
         else: plans.append(_Plan(c, chunk_sentence_spans(c)))
         plans[-1].same = _unchanged(plans[-1].spans, c.text)
     todo = [p for p in plans if p.vecs is None and not p.same]
+    known = _stored_by_text(store, [p.chunk for p in todo]) if todo and store is not None else {}
+    for p in todo:                                       # a tree's piece: its leaves' sentences, as stored
+        if p.spans and all(s in known for s in p.sentences()): p.vecs = np.stack([known[s] for s in p.sentences()])
+    todo = [p for p in todo if p.vecs is None]
     if todo:
         emb = embedder if embedder is not None else store.embedder if store is not None else None
         if emb is None: raise ValueError('these chunks have no stored sentence vectors: pass embedder= or store=')
