@@ -61,11 +61,11 @@ class Section:
     best: int = 10**9              # rank of its best hit: pieces are handed back in this order
     summary: str = ''              # the summary line before its first piece (`TreeContext.summarize`); '' for none
     path: list|None = None         # its `[Doc: ...]` line's title and headings; None: every piece says the line whole
-    first_words: int|None = None   # words of its first piece's line, after the document's earlier pieces (`say_paths`)
+    first_line: str|None = None    # its first piece's line, after the document's earlier pieces (`say_paths`)
 
-    def __post_init__(self):       # words of the line of a piece after the first: the title, `…`, its heading
-        again = self.path and doc_line(said_path(self.path, [self.path]))
-        self.again_words = _words(again) if again else self.prefix_words
+    def __post_init__(self):       # the line of a piece after the first: the title, `…`, its heading
+        self.again_line = doc_line(said_path(self.path, [self.path])) if self.path else None
+        self.again_words = _words(self.again_line) if self.again_line else self.prefix_words
 
     def allow(self, meta:dict):
         "Allow the leaves whose metadata is a hit's: they pass the filters it passed (filters read source, metadata)."
@@ -82,10 +82,10 @@ class Section:
 
     def cost(self, positions=None) -> float:
         """Tokens of the pieces that `positions` (default: those chosen) make: a `[Doc: ...]` line per run (the first
-        of `first_words`, default whole; the others of `again_words`) and the leaves."""
+        as `first_line` says it, default whole; the others of `again_words`) and the leaves."""
         rs = runs(self.chosen if positions is None else positions)
         if not rs: return 0.0
-        first = self.prefix_words if self.first_words is None else self.first_words
+        first = self.prefix_words if self.first_line is None else _words(self.first_line)
         return TOKENS_PER_WORD * (first + (len(rs) - 1) * self.again_words + sum(self.words[p] for r in rs for p in r))
 
     def summary_cost(self) -> float:
@@ -138,11 +138,12 @@ class TreeContext:
         self.full = False                            # a piece was cut to the budget: nothing more is added
 
     def say_paths(self):
-        "Each section's `first_words`: a document's sections, in the order of their best hit, say each heading once."
+        "Each section's `first_line`: a document's sections, in the order of their best hit, say each heading once."
         said = {}
         for sec in sorted(self.sections.values(), key=lambda s: s.best):
+            sec.first_line = None
             if not sec.chosen or sec.path is None: continue
-            sec.first_words = _words(doc_line(said_path(sec.path, said.setdefault(sec.source, []))))
+            sec.first_line = doc_line(said_path(sec.path, said.setdefault(sec.source, [])))
             said[sec.source].append(sec.path)
 
     def spent(self) -> float:
@@ -256,12 +257,12 @@ def pieces(self:TreeContext, scores:dict) -> tuple[list[Chunk], list[dict]]:
             hits = [scores[i] for i in (sec.ids[p] for p in run) if i in scores]
             found.append((min((r for r, _ in hits), default=sec.best), sec, run, hits))
     items = [(r, c, dict(id=c.id, what='trimmed' if isinstance(c, TrimmedChunk) else 'whole')) for r, c in self.plain]
-    said, shown = {}, set()
-    for rank, sec, run, hits in sorted(found, key=lambda x: x[0]):
-        summary = sec.summary if sec.summary_cost() and id(sec) not in shown else ''
+    self.say_paths()                                  # the lines as the chosen sections stand now
+    shown = set()
+    for rank, sec, run, hits in sorted(found, key=lambda x: x[0]):   # a section's first run comes in `say_paths`' order
+        first = id(sec) not in shown
         shown.add(id(sec))
-        line = None if sec.path is None else doc_line(said_path(sec.path, said.setdefault(sec.source, [])))
-        if sec.path is not None: said[sec.source].append(sec.path)
+        summary, line = (sec.summary if sec.summary_cost() else '', sec.first_line) if first else ('', sec.again_line)
         c, what = self._piece(sec, run, max((s for _, s in hits if s is not None), default=None), summary, line)
         items.append((rank, c, dict(id=c.id, what=what, leaves=len(run), hits=len(hits), summary=bool(summary))))
     items.sort(key=lambda x: x[0])
