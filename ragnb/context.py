@@ -289,7 +289,7 @@ def tree_context(store, # an open store, read inside the caller's snapshot
         node = nodes.get(int(c.id))
         if node is None: ctx.add_chunk(rank, c, query_vec, query)
         elif ctx.add_leaf(rank, node, c.metadata): scores[int(c.id)] = (rank, c.score)
-        elif not ctx.spent(): ctx.add_chunk(rank, c, query_vec, query)   # the best leaf alone is over: cut it
+        else: ctx.add_chunk(rank, c, query_vec, query)     # the leaf alone is over the budget left: cut it, and stop
     ctx.summarize()
     if not ctx.full: ctx.grow()
     return ctx.pieces(scores)
