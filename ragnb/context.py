@@ -275,7 +275,7 @@ def tree_context(store, # an open store, read inside the caller's snapshot
                  top_k:int=5, # without a budget: how many hits
                  window:int=0, # a leaf's neighbours on each side, inside its chunk
                  block_hits:int=3, # this many hits in one chunk: the chunk whole, where it fits
-                 query_vec:np.ndarray|None=None, # the question's vector: cuts the last plain chunk to the budget
+                 query_vec:np.ndarray|None=None, # the question's vector: cuts the hit that does not fit to the budget
                  query:str|None=None, # the question's text, for the same cut
                 ) -> tuple[list[Chunk], list[dict]]:
     "The context for ranked `hits`: leaves grown into neighbours, chunks or sections; `(pieces, what each is)`."
