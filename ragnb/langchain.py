@@ -30,7 +30,9 @@ def chunk_document(c:Chunk, store:Store|None=None) -> Document:
 
 # %% ../nbs/12_langchain.ipynb #f2298efc
 class RagnbRetriever(BaseRetriever):
-    "A LangChain retriever over a ragnb store: `retrieve(store, query, top_k, opts, filters)` as documents."
+    """A LangChain retriever over a ragnb store: `retrieve(store, query, top_k, opts, filters)` as documents.
+    Thread-safety: it may be called from several threads at once (`batch`, an app's workers); each call is a
+    `retrieve` on the store, which threads may share."""
     model_config = ConfigDict(arbitrary_types_allowed=True)
     store: Store                    # an open store (read-only is enough)
     top_k: int = 5
@@ -73,7 +75,9 @@ def ask_tool(store:Store, # the store to search
 
 # %% ../nbs/12_langchain.ipynb #4bdfc9af
 class SentenceTrimCompressor(BaseDocumentCompressor):
-    "Trim any documents to the sentences close to the query (ragnb's splitter and rules); order and cuts shown."
+    """Trim any documents to the sentences close to the query (ragnb's splitter and rules); order and cuts shown.
+    Thread-safety: one call at a time: sentences that `store` does not hold are embedded through the model's
+    document path, which takes one thread at a time (`Embedder`)."""
     model_config = ConfigDict(arbitrary_types_allowed=True)
     store: Store|None = None                        # stored sentence vectors, the model, 'auto' thresholds
     embedder: Any = None                            # the model, when there is no store

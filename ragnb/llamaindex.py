@@ -65,7 +65,9 @@ def ragnb_filters(filters:dict|MetadataFilters|None) -> dict|None:
 
 # %% ../nbs/11_llamaindex.ipynb #7ef6dfc9
 class RagnbRetriever(BaseRetriever):
-    "A LlamaIndex retriever over a ragnb store: `retrieve(store, query, top_k, opts, filters)` as nodes."
+    """A LlamaIndex retriever over a ragnb store: `retrieve(store, query, top_k, opts, filters)` as nodes.
+    Thread-safety: it may be called from several threads at once (`aretrieve` runs on a worker thread); each call
+    is a `retrieve` on the store, which threads may share."""
     def __init__(self, store:Store, # an open store (read-only is enough)
                  top_k:int=5, opts:RetrieveOpts|None=None, # search mode, trim, HyDE (see `RetrieveOpts`)
                  filters:dict|MetadataFilters|None=None, **kw): # {'tenant': 'acme'}, or LlamaIndex's own
@@ -112,7 +114,9 @@ def _trimmed_node(n:NodeWithScore, t) -> NodeWithScore:
 
 # %% ../nbs/11_llamaindex.ipynb #620f9ebb
 class SentenceTrimPostprocessor(BaseNodePostprocessor):
-    "Trim any nodes to the sentences close to the query (ragnb's splitter and rules); order and cuts shown."
+    """Trim any nodes to the sentences close to the query (ragnb's splitter and rules); order and cuts shown.
+    Thread-safety: one call at a time: sentences that the store does not hold are embedded through the model's
+    document path, which takes one thread at a time (`Embedder`)."""
     threshold: float|str = 'auto'   # a cosine, or 'auto': the store's calibration, else the model's default
     window: int = 0                                 # neighbour sentences kept on each side
     min_sentences: int = 1                          # per node (fixed), in all (structured)

@@ -113,7 +113,8 @@ def _in_sorted(keys:np.ndarray|None, asked:np.ndarray) -> list[bool]:
 
 class EmbedActor:
     """The `map_batches` stage: the model, loaded once per actor; each call embeds a batch of files with
-    `embed_chunks`, each distinct text once, and none that the store holds (`stored`)."""
+    `embed_chunks`, each distinct text once, and none that the store holds (`stored`). Thread-safety: a Ray actor,
+    which runs its calls one at a time (the model's document path needs that)."""
     def __init__(self, model:str, # a model folder or name (`embed.model_location`)
                  sentences:bool, # embed each chunk's sentences too (the store keeps them)
                  threads:int=1, device:str='cpu',
@@ -408,7 +409,8 @@ def _document_model(name:str):
 
 # %% ../nbs/13_scale.ipynb #e0c78a40
 class ShardActor:
-    "Serves one shard: opens it read-only where the actor runs, and answers `Store` calls on it."
+    """Serves one shard: opens it read-only where the actor runs, and answers `Store` calls on it. Thread-safety: a
+    Ray actor, which runs its calls one at a time."""
     def __init__(self, path:str): self.store = Store.open(path, readonly=True)
     def manifest(self) -> dict: return self.store.manifest
     def call(self, name:str, *args, **kw): # a name of the store, or of one of its parts (`lexical.hits`)

@@ -383,7 +383,8 @@ def build_mcp_server(service:RetrievalService) -> Any:
 
 # %% ../nbs/08_serve.ipynb #8e0f3dea
 class BearerAuth:
-    "ASGI middleware: HTTP requests need `Authorization: Bearer <token>`; 401 otherwise."
+    """ASGI middleware: HTTP requests need `Authorization: Bearer <token>`; 401 otherwise. Thread-safety: it holds
+    only the expected header, so any number of requests may pass through it at once."""
     def __init__(self, app, token:str): self.app, self.expected = app, f'Bearer {token}'.encode()
 
     async def __call__(self, scope, receive, send):
