@@ -289,7 +289,8 @@ def tree_context(store, # an open store, read inside the caller's snapshot
         node = nodes.get(int(c.id))
         if node is None: ctx.add_chunk(rank, c, query_vec, query)
         elif ctx.add_leaf(rank, node, c.metadata): scores[int(c.id)] = (rank, c.score)
-        else: ctx.add_chunk(rank, c, query_vec, query)     # the leaf alone is over the budget left: cut it, and stop
+        elif query_vec is not None or not ctx.spent():     # the leaf alone is over the budget left: cut it, and stop
+            ctx.add_chunk(rank, c, query_vec, query)
     ctx.summarize()
     if not ctx.full: ctx.grow()
     return ctx.pieces(scores)
