@@ -195,7 +195,7 @@ def add_leaf(self:TreeContext, rank:int, node, # the hit's rank and place
 
 @patch
 def add_chunk(self:TreeContext, rank:int, chunk:Chunk, query_vec, query:str|None) -> bool:
-    "Choose a chunk that is not a leaf: whole if it fits, else cut to the budget left (and the context is full)."
+    "Choose a plain chunk whole if it fits, else (as a leaf hit that did not fit) cut to the budget left; then full."
     if estimate_tokens([chunk]) <= self.left():
         self.plain.append((rank, chunk))
         return True
