@@ -6,6 +6,7 @@ Runtime for queries, OpenVINO for documents). Prints one table (medians of --run
     python bench/bench_cold_start.py [--runs 5]
 """
 import argparse, json, os, pathlib, shutil, statistics, subprocess, sys, tempfile, time
+from machine import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHILD = r'''
@@ -62,7 +63,7 @@ def main():
             rows[runtime]['wall'] = statistics.median(walls) * 1e3
             rows[runtime]['add'] = statistics.median(adds) * 1e3
             rows[runtime]['heavy'] = sorted(set(m for s in stages for m in s['heavy'])) or ['none']
-    print(f'{args.runs} fresh processes each, {os.cpu_count()} cores; median ms. The model through torch '
+    print(f'{args.runs} fresh processes each, {machine()}; median ms. The model through torch '
           '(RAGNB_QUERY_RUNTIME=torch) against the default (ONNX Runtime for queries and OpenVINO for documents '
           'where the model has a graph).\n')
     print('| stage | torch | default |\n|---|---|---|')

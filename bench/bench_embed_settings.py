@@ -8,6 +8,7 @@ Prints one table: texts/s for chunks and sentences, and the lowest cosine to the
 import argparse, multiprocessing as mp, os, sys, time
 from pathlib import Path
 import numpy as np
+from machine import machine  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -66,7 +67,7 @@ def main():
         finally:
             for p in procs: p.terminate()
     print(f'model: {base.name}; its own max length: {own}; {len(chunks)} chunks, {len(sents)} sentences; '
-          f'{os.cpu_count()} cores')
+          f'{machine()}')
     print('| load | weights | max length | batches | chunks/s | sentences/s | min cosine to fp32 |')
     print('|---|---|---|---|---|---|---|')
     for r in rows: print(f'| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.1f} | {r[5]:.0f} | {r[6]:.4f} |')

@@ -26,6 +26,7 @@ import argparse, json, os, resource, shutil, subprocess, sys, tempfile, time, pa
 import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from corpus import corpus_dir
+from machine import machine
 from bench_trim import llama_embedding
 
 MODELS = dict(minilm=None, e5='intfloat/multilingual-e5-small')
@@ -198,7 +199,7 @@ def main():
         if not extra: extra = [(name, what, v) for what, v in ask_rows(emb, path, a.queries)]
         shutil.rmtree(tmp)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f'\nDebian Reference corpus: {len(texts)} chunks (ragnb\'s), the same texts for every row\n')
+    print(f'\nDebian Reference corpus: {len(texts)} chunks (ragnb\'s), the same texts for every row; {machine()}\n')
     print(f'| model | what | seconds | chunks/s | share of the forward pass |{" vs before |" * bool(a.before)}')
     print(f'|---|---|---|---|---|{"---|" * bool(a.before)}')
     for name, what, s, cps, share, vs in rows:

@@ -32,11 +32,12 @@ dev set's, looked at once). No cross-language rows there.
 `hybrid` is `retrieve`'s default (dense, BM25 and the candidates' best stored sentence, fused by RRF); `hybrid,
 two rankings` is the same with `sentence_rank=False`.
 """
-import argparse, json, os, pathlib, shutil, sqlite3, sys, tempfile, time
+import argparse, json, pathlib, shutil, sqlite3, sys, tempfile, time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'bench'))
 from corpus import corpus_dir, html_corpus_dir  # noqa: E402
+from machine import machine  # noqa: E402
 
 
 ROUNDS = 5   # each question's search is timed this many times
@@ -110,7 +111,7 @@ def main():
         except Exception as e: print(f'{name}: not measured ({type(e).__name__}: {e})', file=sys.stderr)
     chunks = store.stats()['chunks']
     print(f"Debian Reference (es + en): {chunks} chunks; {len(qs)} questions ({len(qs) // 2} es, {len(qs) // 2} en); "
-          f"answer = the command in the top-k context; model {store.manifest['model']}; {os.cpu_count()} cores\n")
+          f"answer = the command in the top-k context; model {store.manifest['model']}; {machine()}\n")
     print('| retriever | answer@5 es | answer@5 en | MRR@10 es | MRR@10 en | search p50 ms (k=5) | p95 ms |')
     print('|---|---|---|---|---|---|---|')
     for name, (ranks, lat) in res.items():
@@ -246,7 +247,7 @@ def signals(store_prefix, qfile, corpus='debian'):
     docs = 'Debian Handbook (es) + Python tutorial and library (en), HTML' if corpus == 'html' else \
         'Debian Reference (es + en)'
     print(f'{docs}; {len(qs)} questions from bench/{qfile}; answer = its string in the top chunks; '
-          f'p50 ms: the whole `retrieve` call, query embedded; {os.cpu_count()} cores\n')
+          f'p50 ms: the whole `retrieve` call, query embedded; {machine()}\n')
     for key in dict.fromkeys(k for k, _, _ in table):
         print(f'### {key}\n')
         print('| model | retriever | answer@5 | MRR@10 | p50 ms |')

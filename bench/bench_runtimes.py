@@ -13,10 +13,11 @@ its max length, in the same length-sorted batches of 32) and the dev and held-ou
 cosine of each chunk vector to torch fp32's (p50 and minimum), and dense answer@5 over those vectors (each runtime's
 questions against its own chunks; es and en; dev 56, held-out 88). Prints one table.
 """
-import argparse, json, os, sys, tempfile, time
+import argparse, json, sys, tempfile, time
 from pathlib import Path
 
 import numpy as np
+from machine import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'bench'))
@@ -112,7 +113,7 @@ def main():
                 quality[s] = answer_at5(vecs, texts, qv, qs)
             rows.append((key, label, len(texts) / secs, np.percentile(cos, 50), cos.min(), quality))
             print(f'{key} {label}: {len(texts) / secs:.1f} chunks/s', file=sys.stderr)
-    print(f'Debian Reference, {len(texts)} chunks; {a.threads} threads; {os.cpu_count()} cores; dense answer@5 '
+    print(f'Debian Reference, {len(texts)} chunks; {a.threads} threads; {machine()}; dense answer@5 '
           '(es / en), each runtime\'s questions against its own chunk vectors\n')
     print('| model | runtime | chunks/s | vs bf16 | cosine to fp32 p50 / min | dev es / en | held-out es / en |')
     print('|---|---|---|---|---|---|---|')

@@ -23,6 +23,7 @@ import argparse, json, os, shutil, subprocess, sys, threading, time
 from pathlib import Path
 
 import numpy as np
+from machine import machine  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 HERE = Path(__file__).resolve().parent
@@ -213,7 +214,7 @@ def main():
         return child_embed(int(t), int(k), int(n), Path(c), int(m))
     work = HERE / 'out' / 'scale'
     env = dict(os.environ, PYTHONPATH=f'{HERE.parent}{os.pathsep}{HERE}', RAY_DEDUP_LOGS='0')
-    print(f'{os.cpu_count()} cores; corpus: Debian Reference x{a.copies}')
+    print(f'{machine()}; corpus: Debian Reference x{a.copies}')
     if not a.skip_index:
         shutil.rmtree(work, ignore_errors=True)
         from corpus import copied_corpus

@@ -14,6 +14,7 @@ import argparse, http.client, json, os, socket, statistics, subprocess, sys, tem
 import concurrent.futures as cf
 from functools import partial
 from pathlib import Path
+from machine import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -200,7 +201,7 @@ def main():
     http = {w: http_rows(store_dir, qs, w, args.rounds, args.repeats) for w in sorted({1, args.workers})}
     d_p50 = pct(lat_stdio, .5) - pct(lat_in, .5)
     print(f'ask(k=5, trim=True) on the bundled docs ({svc.store.stats()["chunks"]} chunks), {len(qs)} questions, '
-          f'{os.cpu_count()} cores; model {svc.store.manifest["model"]}\n')
+          f'{machine()}; model {svc.store.manifest["model"]}\n')
     print('| path | calls | p50 ms | p95 ms | p99 ms | asks/s | vs 1 client | server CPU ms/ask |')
     print('|---|---|---|---|---|---|---|---|')
     print(row('in-process `RetrievalService.ask`', lat_in))

@@ -14,6 +14,7 @@ add 1% (persisted), remove one source (persisted). Prints one table.
 import argparse, json, os, resource, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 import numpy as np
+from machine import machine
 
 DIM, M, EFC, EF, K, TENANTS, PER_SOURCE = 384, 32, 200, 128, 10, 100, 10
 
@@ -313,6 +314,7 @@ def main():
             ('range_p50_ms', '10% range p50'), ('range_recall', 'range rec'), ('open_s', 'open s'),
             ('add_1pct_s', 'add 1% s'), ('remove_s', 'remove s'), ('build_s', 'build s'),
             ('build_cpu_s', 'build CPU s'), ('disk_mb', 'disk MB'), ('peak_rss_mb', 'peak RSS MB')]
+    print(f'{machine()}\n')
     print('| ' + ' | '.join(h for _, h in cols) + ' |')
     print('|' + '---|' * len(cols))
     for r in rows:

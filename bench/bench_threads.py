@@ -4,6 +4,7 @@ default thread count, one thread, and ragnb's policy (`embed.embedding_threads`)
     python bench/bench_threads.py [--repeat 5]
 """
 import argparse, multiprocessing as mp, os, pathlib, statistics, sys, time
+from machine import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -53,7 +54,7 @@ def main():
             rows.append((('busy-loop per core' if load else 'idle'), name, f'{chosen[0]} / {chosen[1]}',
                          f'{batch:.2f}', f'{query:.0f}'))
         for p in procs: p.terminate()
-    print(f'{len(chunks)} chunks of the bundled docs, {os.cpu_count()} cores, model {emb.name}\n')
+    print(f'{len(chunks)} chunks of the bundled docs, {machine()}, model {emb.name}\n')
     print('| machine | threads | threads used (26 chunks / 1 query) | 26 chunks (s) | one query, median (ms) |')
     print('|---|---|---|---|---|')
     for r in rows: print('| ' + ' | '.join(r) + ' |')
