@@ -17,8 +17,8 @@ from .storage import (COMPACT_MIN_ROWS, GenerationGone, StoreCorruptedError, fsy
                            needs_compaction, release_pages, sha256_file)
 
 # %% auto #0
-__all__ = ['VERIFIED', 'DELTA_MAX_ROWS', 'EXACT_ALL_BELOW', 'EXACT_BELOW', 'FILTERED_EF_SHARE', 'check_hnsw_file', 'FileVectors',
-           'VectorIndex']
+__all__ = ['VERIFIED', 'DELTA_MAX_ROWS', 'EXACT_ALL_BELOW', 'EXACT_BELOW', 'FILTERED_EF_SHARE', 'FILTERED_EF_MIN',
+           'check_hnsw_file', 'FileVectors', 'VectorIndex']
 
 # %% ../nbs/02d_vectors.ipynb #dd403503
 _HNSW_HEADER = struct.Struct('<QQQQQQiIQQQdQ')   # offsetLevel0, max_elements, count, size per element, label offset,
@@ -202,8 +202,9 @@ def _save_index(index, f:Path) -> str:
 # %% ../nbs/02d_vectors.ipynb #e961b977
 DELTA_MAX_ROWS = 4_096        # the most rows the delta segment holds, beside an index of at least as many
 EXACT_ALL_BELOW = 4_096       # a store with at most this many chunks is searched exactly, filter or not
-EXACT_BELOW = 7_500           # search the allowed vectors exactly up to this many (see "Nearest" below)
-FILTERED_EF_SHARE = 0.05      # a filtered search explores as much as one at this share with the full `ef`
+EXACT_BELOW = 4_500           # search the allowed vectors exactly up to this many (see "Nearest" below)
+FILTERED_EF_SHARE = 0.0125    # a filtered search explores as much as one at this share with the full `ef`
+FILTERED_EF_MIN = 32          # ... with an `ef` of at least this (and at least 2k)
 
 class VectorIndex:
     """The vectors of a store: the hnswlib index of a generation's file, the delta segment beside it, the tombstones
@@ -332,7 +333,7 @@ def _knn(self:VectorIndex, q, kk, fn, allowed):
     if fn is None: return self.index.knn_query(q, k=kk)
     ef = self.manifest['ef']
     share = len(allowed) / max(self.live_count(), 1)
-    self.index.set_ef(int(min(ef, max(2 * kk, ef * FILTERED_EF_SHARE / max(share, 1e-9)))))
+    self.index.set_ef(int(min(ef, max(2 * kk, FILTERED_EF_MIN, ef * FILTERED_EF_SHARE / max(share, 1e-9)))))
     try: return self.index.knn_query(q, k=kk, filter=fn)
     finally: self.index.set_ef(ef)
 
