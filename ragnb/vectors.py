@@ -298,14 +298,16 @@ def next_label(self:VectorIndex, meta:dict, # the meta entries, with the highest
 @patch
 def nearest(self:VectorIndex, q:np.ndarray, kk:int, # a unit query vector; how many
             allowed:np.ndarray|None=None, # the sorted ids a filter allows (None: every live chunk)
-            exact_below:int=EXACT_BELOW): # search exactly up to this many allowed ids (at 100k chunks)
+            exact_below:int=EXACT_BELOW): # search exactly up to this many allowed ids (at 100k chunks, `ef` 32)
     "The `kk` nearest labels and their cosines: hnswlib's search (the allowed set as a filter), or an exact one."
     if allowed is None and self.live_count() <= EXACT_ALL_BELOW:        # a small store: scan it all
         ids, vecs = self.cached('all_vectors', self._all_vectors)
         sims = vecs @ q
         top = _top(sims, kk)
         return ids[top], sims[top]
-    if allowed is None or len(allowed) > exact_below * max(1, math.sqrt(self.live_count() / 100_000)):
+    live = self.live_count()
+    if allowed is None or len(allowed) > exact_below * max(1, math.sqrt(live / 100_000)) * math.sqrt(
+            self.filtered_ef(kk, len(allowed) / max(live, 1)) / FILTERED_EF_MIN):   # more `ef`, more hops
         fn = None
         if allowed is not None:                   # a byte per label: 0.3 ms for 100k ids, where a set took 12 ms
             member, top = np.zeros(int(allowed[-1]) + 1, np.uint8), int(allowed[-1])
@@ -331,11 +333,15 @@ def _nearest_exact(self:VectorIndex, q, kk, allowed):
 def _knn(self:VectorIndex, q, kk, fn, allowed):
     "hnswlib's search, with the `ef` of the allowed share (`FILTERED_EF_SHARE`) when `fn` filters."
     if fn is None: return self.index.knn_query(q, k=kk)
-    ef = self.manifest['ef']
-    share = len(allowed) / max(self.live_count(), 1)
-    self.index.set_ef(int(min(ef, max(2 * kk, FILTERED_EF_MIN, ef * FILTERED_EF_SHARE / max(share, 1e-9)))))
+    self.index.set_ef(self.filtered_ef(kk, len(allowed) / max(self.live_count(), 1)))
     try: return self.index.knn_query(q, k=kk, filter=fn)
-    finally: self.index.set_ef(ef)
+    finally: self.index.set_ef(self.manifest['ef'])
+
+@patch
+def filtered_ef(self:VectorIndex, kk:int, share:float) -> int:
+    "The `ef` of a filtered search for `kk` labels at `share` of the live chunks (`FILTERED_EF_SHARE`, at least 2k)."
+    ef = self.manifest['ef']
+    return int(min(ef, max(2 * kk, FILTERED_EF_MIN, ef * FILTERED_EF_SHARE / max(share, 1e-9))))
 
 def _top(sims:np.ndarray, kk:int) -> np.ndarray:
     "The positions of the `kk` highest of `sims`, best first (a partition, then a sort of those alone)."
