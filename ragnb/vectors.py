@@ -339,7 +339,7 @@ def _knn(self:VectorIndex, q, kk, fn, allowed):
 
 @patch
 def filtered_ef(self:VectorIndex, kk:int, share:float) -> int:
-    "The `ef` of a filtered search for `kk` labels at `share` of the live chunks (`FILTERED_EF_SHARE`, at least 2k)."
+    "The `ef` of a filtered search for `kk` labels at `share` of the live chunks (the share rule; `FILTERED_EF_MIN`)."
     ef = self.manifest['ef']
     return int(min(ef, max(2 * kk, FILTERED_EF_MIN, ef * FILTERED_EF_SHARE / max(share, 1e-9))))
 
