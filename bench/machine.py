@@ -31,9 +31,9 @@ def machine() -> str:
     try: info = Path('/proc/cpuinfo').read_text()
     except OSError: info = ''
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
-    flags = cpu_flags(info)
-    bf16 = 'native bf16' if {'amx_bf16', 'avx512_bf16'} & set(flags) else 'no native bf16'
-    return f"{cores} cores, {cpu_model(info)} ({', '.join(flags) or 'no AVX2'}; {bf16})"
+    from ragnb.embed import cpu_has_bf16          # the very test that picks bf16 or f32 for documents
+    bf16 = 'native bf16' if cpu_has_bf16() else 'no native bf16'
+    return f"{cores} cores, {cpu_model(info)} ({', '.join(cpu_flags(info)) or 'no AVX2'}; {bf16})"
 
 
 if __name__ == '__main__':
