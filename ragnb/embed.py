@@ -23,18 +23,19 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'BGE_CANDIDATES', 'QUERY_INSTRUCTIONS', 'PACKAGED_MODEL', 'DEFAULT_MODEL', 'MODEL_LANGUAGES',
            'MULTILINGUAL_MODEL', 'FOREIGN_SHARE', 'DTYPES', 'SENTENCE_PRECISION_ENV', 'SENTENCE_PRECISIONS',
-           'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV', 'IDLE_LOOKS', 'IDLE_PAUSE', 'TRIM_AFTER', 'ONEDNN_CACHE_ENV',
-           'ONEDNN_CACHE', 'EMBED_WINDOW', 'UNK_PENALTY', 'WORD_SPLITS', 'PIECE_BUCKETS', 'PIECE_STARTS',
-           'QUERY_RUNTIME_ENV', 'LOADED_ON_FIRST_USE', 'SHAPES_KEPT', 'DOCUMENT_RUNTIME_ENV', 'DOCUMENT_RUNTIMES',
-           'BATCH_TOKENS', 'INT8_VERSION', 'INT8_MIN_COSINE', 'model_languages', 'packaged_model_path', 'resolve_model',
-           'model_for_languages', 'read_pooling', 'read_query_instruction', 'read_document_prompt', 'cpu_has_bf16',
-           'runs_in_bf16', 'read_max_length', 'runtime_choice', 'sentence_choice', 'Embedder', 'model_location',
-           'ModelUnavailable', 'hub_download_problem', 'usable_cores', 'idle_cores', 'embedding_threads',
-           'torch_threads', 'shows_progress', 'trim_heap', 'bound_onednn_cache', 'special_tokens_around',
-           'safetensors_f32', 'WordRows', 'word_embeddings', 'OnnxQueryEncoder', 'PieceIds', 'UnigramIds',
-           'unigram_cache_file', 'light_or_parsed', 'FastTokenizer', 'fast_tokenizer', 'query_onnx_file',
-           'export_query_onnx', 'query_encoder_for', 'ov_cache_dir', 'OpenVinoEncoder', 'document_encoder_for',
-           'bundled_data_dir', 'calibration_texts', 'int8_graph_dir', 'quantize_int8', 'int8_problem', 'int8_encoder']
+           'QUERY_CACHE_ENV', 'HUB_TIMEOUT_S', 'PAD_MULTIPLE', 'THREADS_ENV', 'IDLE_LOOKS', 'IDLE_PAUSE', 'TRIM_AFTER',
+           'ONEDNN_CACHE_ENV', 'ONEDNN_CACHE', 'EMBED_WINDOW', 'UNK_PENALTY', 'WORD_SPLITS', 'PIECE_BUCKETS',
+           'PIECE_STARTS', 'QUERY_RUNTIME_ENV', 'LOADED_ON_FIRST_USE', 'SHAPES_KEPT', 'DOCUMENT_RUNTIME_ENV',
+           'DOCUMENT_RUNTIMES', 'BATCH_TOKENS', 'INT8_VERSION', 'INT8_MIN_COSINE', 'model_languages',
+           'packaged_model_path', 'resolve_model', 'model_for_languages', 'read_pooling', 'read_query_instruction',
+           'read_document_prompt', 'cpu_has_bf16', 'runs_in_bf16', 'read_max_length', 'runtime_choice',
+           'sentence_choice', 'query_cache_entries', 'Embedder', 'model_location', 'ModelUnavailable',
+           'hub_download_problem', 'usable_cores', 'idle_cores', 'embedding_threads', 'torch_threads', 'shows_progress',
+           'trim_heap', 'bound_onednn_cache', 'special_tokens_around', 'safetensors_f32', 'WordRows', 'word_embeddings',
+           'OnnxQueryEncoder', 'PieceIds', 'UnigramIds', 'unigram_cache_file', 'light_or_parsed', 'FastTokenizer',
+           'fast_tokenizer', 'query_onnx_file', 'export_query_onnx', 'query_encoder_for', 'ov_cache_dir',
+           'OpenVinoEncoder', 'document_encoder_for', 'bundled_data_dir', 'calibration_texts', 'int8_graph_dir',
+           'quantize_int8', 'int8_problem', 'int8_encoder']
 
 # %% ../nbs/02_embed.ipynb #4787f870
 BGE_CANDIDATES = ['BAAI/bge-m3', 'BAAI/bge-small-en-v1.5', 'BAAI/bge-base-en-v1.5', 'BAAI/bge-large-en-v1.5',
@@ -217,6 +218,17 @@ def sentence_choice(value:str|None=None) -> str:
                          f'(${SENTENCE_PRECISION_ENV})')
     return v
 
+QUERY_CACHE_ENV = 'RAGNB_QUERY_CACHE'
+
+def query_cache_entries(value:int|None=None) -> int:
+    "How many questions' vectors an embedder keeps: `value`, else `$RAGNB_QUERY_CACHE`, else 1,024; 0 keeps none."
+    raw = value if value is not None else os.environ.get(QUERY_CACHE_ENV, '').strip() or 1024
+    try: n = int(raw)
+    except ValueError: n = -1
+    if n < 0: raise ValueError(f'query cache size {raw!r} (${QUERY_CACHE_ENV}, or query_cache_size): expected a '
+                               f'count of questions, 0 to keep none')
+    return n
+
 # %% ../nbs/02_embed.ipynb #d8a2b716
 class Embedder:
     """Texts → L2-normalised vectors, with a model's own tokenizer, pooling and prompts. Documents run through
@@ -226,7 +238,7 @@ class Embedder:
     does, since a call sets torch's thread count for the process."""
     def __init__(self, model, tokenizer, *, name:str, pooling:str='cls', query_instruction:str='',
                  document_prompt:str='', device:str='cpu', dtype:str='auto', max_length:int=512, batch_size:int=32,
-                 batch_tokens:int=8192, query_cache_size:int=1024, threads:int|None=None, query_encoder=None,
+                 batch_tokens:int=8192, query_cache_size:int|None=None, threads:int|None=None, query_encoder=None,
                  sentence_precision:str|None=None):
         self.query_encoder = query_encoder   # embeds queries instead of the torch model (see `OnnxQueryEncoder`)
         self.doc_encoder = None              # embeds documents instead of the torch model (see `OpenVinoEncoder`)
@@ -237,7 +249,7 @@ class Embedder:
         self.query_instruction, self.document_prompt, self.device = query_instruction, document_prompt, device
         self.max_length, self.batch_size, self.batch_tokens = max_length, batch_size, batch_tokens
         self.dim = int(model.config.hidden_size)
-        self._qcache, self._qcache_size = OrderedDict(), query_cache_size
+        self._qcache, self._qcache_size = OrderedDict(), query_cache_entries(query_cache_size)
         self.sentence_precision = sentence_choice(sentence_precision)   # see `embed_sentences`
 
     @classmethod
@@ -1116,7 +1128,7 @@ def _settings(path, name:str, *, device:str='cpu', dtype:str='auto', max_length:
                 document_prompt=read_document_prompt(path), device=device,
                 max_length=max_length or read_max_length(path), batch_size=batch_size, batch_tokens=batch_tokens,
                 threads=threads, bf16=runs_in_bf16(dtype, device),
-                autocast=dtype == 'bf16-autocast', _qcache=OrderedDict(), _qcache_size=1024,
+                autocast=dtype == 'bf16-autocast', _qcache=OrderedDict(), _qcache_size=query_cache_entries(),
                 sentence_precision=sentence_choice(sentence_precision),
                 dim=int(json.loads((Path(path) / 'config.json').read_text())['hidden_size']))
 
