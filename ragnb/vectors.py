@@ -91,7 +91,9 @@ def check_hnsw_file(path:str|Path, # an `index-*.hnsw` file
 
 # %% ../nbs/02d_vectors.ipynb #80351611
 class FileVectors:
-    "The vectors of a checked hnswlib index file, read by label from its memory map: the exact search path's source."
+    """The vectors of a checked hnswlib index file, read by label from its memory map: the exact search path's source.
+    Thread-safety: it only reads, so any number of threads may call `get` and `scores` at once (pages that one hands
+    back to the page cache while another reads are faulted in again)."""
     def __init__(self, info:dict): # what `check_hnsw_file` returned
         labels, self.vectors = info['labels'], info['vectors']
         self.row = np.full(int(labels.max()) + 1 if len(labels) else 0, -1, np.int32)   # label -> row: 4 bytes a label
