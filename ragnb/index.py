@@ -24,7 +24,7 @@ from .storage import COMPACT_MIN_ROWS, Closes, GenerationGone, disk_full_error, 
 from .storage import StoreError as StoreError, StoreLockedError as StoreLockedError   # where users meet them
 from .storage import StoreMismatchError as StoreMismatchError, StoreCorruptedError as StoreCorruptedError
 from .storage import StoreDiskFullError as StoreDiskFullError
-from .vectors import EXACT_BELOW, VERIFIED, VectorIndex
+from .vectors import VERIFIED, VectorIndex
 
 log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
@@ -771,7 +771,7 @@ def stored_sentences(store:Store, sources:list[str], # the files whose former se
 # %% ../nbs/03_index.ipynb #9e76208e
 @patch
 def search_ids(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,
-               exact_below:int=EXACT_BELOW) -> list[tuple[int, float]]:
+               exact_below:int|None=None) -> list[tuple[int, float]]:
     "`[(chunk id, cosine)]` of the `k` nearest chunks to a unit query vector, satisfying `filters`; no rows read."
     q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     if q.shape[0] != self.manifest['dim']:
@@ -791,7 +791,7 @@ def search_ids(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None
 # %% ../nbs/03_index.ipynb #d53b9359
 @patch
 def search(self:Store, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,
-           exact_below:int=EXACT_BELOW) -> list[Chunk]:
+           exact_below:int|None=None) -> list[Chunk]:
     "The `k` nearest chunks to a unit query vector, satisfying `filters` exactly, with their cosine as `score`."
     with self._snapshot():
         hits = self.search_ids(query_vec, k, filters, exact_below=exact_below)

@@ -19,7 +19,7 @@ from .index import SourceRecord, Store, _build_fingerprint, _default_embedder, r
 from .lexical import bm25_idf, bm25_score, informative_terms, query_terms
 from .sentence_file import chunk_sentence_spans
 from .storage import Closes, StoreCorruptedError, StoreError, StoreMismatchError, fsync_write
-from .vectors import EXACT_ALL_BELOW, EXACT_BELOW
+from .vectors import EXACT_ALL_BELOW
 
 # %% auto #0
 __all__ = ['SHARD_HASH', 'SHARDS_FILE', 'SHARD_READS', 'LEXICAL_POOL', 'shard_of', 'shard_dirs', 'shard_count', 'ShardedStore',
@@ -346,7 +346,7 @@ def _best(parts:list[list[tuple[int, float]]], k:int) -> list[tuple[int, float]]
 
 @patch
 def search_ids(self:ShardedStore, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,
-               exact_below:int=EXACT_BELOW) -> list[tuple[int, float]]:
+               exact_below:int|None=None) -> list[tuple[int, float]]:
     "Each shard's `k` nearest satisfying `filters`, merged: `[(chunk id, cosine)]`."
     return _best(_each(self, lambda i, s: [(global_id(i, c, self.n), sc) for c, sc in
                                           s.search_ids(query_vec, k, filters, exact_below=exact_below)]), k)
@@ -364,7 +364,7 @@ def get_chunks(self:ShardedStore, ids:list[int], scores:list[float]|None=None) -
 
 @patch
 def search(self:ShardedStore, query_vec:np.ndarray, k:int=5, filters:dict|None=None, *,
-           exact_below:int=EXACT_BELOW) -> list[Chunk]:
+           exact_below:int|None=None) -> list[Chunk]:
     "The `k` nearest chunks over all shards, satisfying `filters`, with their cosine as `score`."
     hits = self.search_ids(query_vec, k, filters, exact_below=exact_below)
     return self.get_chunks([i for i, _ in hits], [s for _, s in hits])

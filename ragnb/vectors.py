@@ -17,8 +17,8 @@ from .storage import (COMPACT_MIN_ROWS, GenerationGone, StoreCorruptedError, fsy
                            needs_compaction, release_pages, sha256_file)
 
 # %% auto #0
-__all__ = ['GATHER_ROWS', 'VERIFIED', 'DELTA_MAX_ROWS', 'EXACT_ALL_BELOW', 'EXACT_BELOW', 'FILTERED_EF_SHARE', 'FILTERED_EF_MIN',
-           'check_hnsw_file', 'FileVectors', 'VectorIndex']
+__all__ = ['KEEP_MAPPED', 'GATHER_ROWS', 'VERIFIED', 'DELTA_MAX_ROWS', 'EXACT_ALL_BELOW', 'EXACT_BELOW', 'EXACT_BELOW_MAPPED',
+           'FILTERED_EF_SHARE', 'FILTERED_EF_MIN', 'check_hnsw_file', 'FileVectors', 'VectorIndex']
 
 # %% ../nbs/02d_vectors.ipynb #dd403503
 _HNSW_HEADER = struct.Struct('<QQQQQQiIQQQdQ')   # offsetLevel0, max_elements, count, size per element, label offset,
@@ -90,16 +90,24 @@ def check_hnsw_file(path:str|Path, # an `index-*.hnsw` file
                 vectors=vectors, data=data)
 
 # %% ../nbs/02d_vectors.ipynb #80351611
+KEEP_MAPPED = 256 << 20   # an index file up to this size stays mapped once read; a bigger one is handed back
+
 class FileVectors:
     """The vectors of a checked hnswlib index file, read by label from its memory map: the exact search path's source.
     Thread-safety: it only reads, so any number of threads may call `get` and `scores` at once (pages that one hands
     back to the page cache while another reads are faulted in again)."""
-    def __init__(self, info:dict): # what `check_hnsw_file` returned
+    def __init__(self, info:dict, # what `check_hnsw_file` returned
+                 keep_mapped:int=KEEP_MAPPED): # keep the pages a read maps when the file is at most this many bytes
         labels, self.vectors = info['labels'], info['vectors']
         self.row = np.full(int(labels.max()) + 1 if len(labels) else 0, -1, np.int32)   # label -> row: 4 bytes a label
         self.row[labels] = np.arange(len(labels), dtype=np.int32)
         self.count = len(labels)
+        self.keep = len(labels) * self.vectors.strides[0] <= keep_mapped   # rows x record size: the file, nearly
         release_pages(self.vectors)              # the check read every page: hand them back to the page cache
+
+    def read_done(self):
+        "After a gather: hand the pages it mapped back to the page cache, unless the file is small enough to keep."
+        if not self.keep: release_pages(self.vectors)
     def __repr__(self): return f'FileVectors({self.count} vectors)'
 
 # %% ../nbs/02d_vectors.ipynb #eb5e3272
@@ -116,7 +124,7 @@ def get(self:FileVectors, ids:np.ndarray) -> np.ndarray|None:
     rows = self.rows(ids)
     if rows is None: return None
     out = self.vectors[rows]
-    release_pages(self.vectors)          # the kernel maps ~16 pages around each one read: hand them back
+    self.read_done()
     return out
 
 # %% ../nbs/02d_vectors.ipynb #fb1d241f
@@ -130,7 +138,7 @@ def scores(self:FileVectors, ids:np.ndarray, q:np.ndarray, # labels; a query vec
     if rows is None: return None
     out = np.empty(len(rows), np.float32)
     for a in range(0, len(rows), block): out[a:a + block] = self.vectors[rows[a:a + block]] @ q
-    release_pages(self.vectors)
+    self.read_done()
     return out
 
 # %% ../nbs/02d_vectors.ipynb #b6356ba1
@@ -224,6 +232,7 @@ def _save_index(index, f:Path) -> str:
 DELTA_MAX_ROWS = 4_096        # the most rows the delta segment holds, beside an index of at least as many
 EXACT_ALL_BELOW = 4_096       # a store with at most this many chunks is searched exactly, filter or not
 EXACT_BELOW = 4_500           # search the allowed vectors exactly up to this many (see "Nearest" below)
+EXACT_BELOW_MAPPED = 5_800    # ... where the index file stays mapped (`KEEP_MAPPED`): no page faulted in again
 FILTERED_EF_SHARE = 0.0125    # a filtered search explores as much as one at this share with the full `ef`
 FILTERED_EF_MIN = 32          # ... with an `ef` of at least this (and at least 2k)
 
@@ -319,7 +328,8 @@ def next_label(self:VectorIndex, meta:dict, # the meta entries, with the highest
 @patch
 def nearest(self:VectorIndex, q:np.ndarray, kk:int, # a unit query vector; how many
             allowed:np.ndarray|None=None, # the sorted ids a filter allows (None: every live chunk)
-            exact_below:int=EXACT_BELOW): # search exactly up to this many allowed ids (at 100k chunks, `ef` 32)
+            exact_below:int|None=None): # search exactly up to this many allowed ids (at 100k chunks, `ef` 32);
+                                        # None: `EXACT_BELOW`, or `EXACT_BELOW_MAPPED` where the file stays mapped
     "The `kk` nearest labels and their cosines: hnswlib's search (the allowed set as a filter), or an exact one."
     if allowed is None and self.live_count() <= EXACT_ALL_BELOW:        # a small store: scan it all
         ids, vecs = self.cached('all_vectors', self._all_vectors)
@@ -327,6 +337,7 @@ def nearest(self:VectorIndex, q:np.ndarray, kk:int, # a unit query vector; how m
         top = _top(sims, kk)
         return ids[top], sims[top]
     live = self.live_count()
+    if exact_below is None: exact_below = EXACT_BELOW_MAPPED if self._keeps_mapped() else EXACT_BELOW
     if allowed is None or len(allowed) > exact_below * max(1, math.sqrt(live / 100_000)) * math.sqrt(
             self.filtered_ef(kk, len(allowed) / max(live, 1)) / FILTERED_EF_MIN):   # more `ef`, more hops
         fn = None
@@ -428,6 +439,13 @@ def _file_vectors(self:VectorIndex) -> FileVectors|None:
     if self.file_vectors is None:
         self.file_vectors = FileVectors(check_hnsw_file(self.path / self.file, self.manifest['dim']))
     return self.file_vectors
+
+@patch
+def _keeps_mapped(self:VectorIndex) -> bool:
+    "Does the exact path read a file that stays mapped (`KEEP_MAPPED`)? False while changes are pending."
+    if self.dirty or self.file is None: return False
+    if self.file_vectors is not None: return self.file_vectors.keep
+    return (self.path / self.file).stat().st_size <= KEEP_MAPPED     # not mapped yet: the file's size says
 
 @patch
 def _hnswlib_vectors(self:VectorIndex, ids:np.ndarray) -> np.ndarray:
