@@ -108,6 +108,7 @@ class FileVectors:
     def read_done(self):
         "After a gather: hand the pages it mapped back to the page cache, unless the file is small enough to keep."
         if not self.keep: release_pages(self.vectors)
+
     def __repr__(self): return f'FileVectors({self.count} vectors)'
 
 # %% ../nbs/02d_vectors.ipynb #eb5e3272
@@ -337,7 +338,8 @@ def nearest(self:VectorIndex, q:np.ndarray, kk:int, # a unit query vector; how m
         top = _top(sims, kk)
         return ids[top], sims[top]
     live = self.live_count()
-    if exact_below is None: exact_below = EXACT_BELOW_MAPPED if self._keeps_mapped() else EXACT_BELOW
+    if exact_below is None and allowed is not None:
+        exact_below = EXACT_BELOW_MAPPED if self._keeps_mapped() else EXACT_BELOW
     if allowed is None or len(allowed) > exact_below * max(1, math.sqrt(live / 100_000)) * math.sqrt(
             self.filtered_ef(kk, len(allowed) / max(live, 1)) / FILTERED_EF_MIN):   # more `ef`, more hops
         fn = None
