@@ -403,10 +403,9 @@ def _all_vectors(self:VectorIndex) -> tuple[np.ndarray, np.ndarray]:
     ids = self.live_ids()
     return ids, np.ascontiguousarray(self.vectors(ids))
 
-@patch
-def _in_delta(self:VectorIndex, ids:np.ndarray) -> tuple[np.ndarray, np.ndarray]|None:
-    "`(hit, rows)`: which of chunks `ids` the delta segment holds, and their rows there; None where it holds none."
-    dids = self.delta[0]
+def _delta_hits(dids:np.ndarray, # the delta segment's ids, sorted
+                ids:np.ndarray) -> tuple[np.ndarray, np.ndarray]|None:
+    "`(hit, rows)`: which of chunks `ids` are among `dids`, and their rows there; None where none is."
     if not len(dids) or not len(ids): return None
     pos = np.minimum(np.searchsorted(dids, ids), len(dids) - 1)
     hit = dids[pos] == ids
@@ -415,7 +414,7 @@ def _in_delta(self:VectorIndex, ids:np.ndarray) -> tuple[np.ndarray, np.ndarray]
 @patch
 def vectors(self:VectorIndex, ids:np.ndarray) -> np.ndarray:
     "The vectors of chunks `ids`: from the delta segment, and the rest from `_index_vectors`."
-    found = self._in_delta(ids)
+    found = _delta_hits(self.delta[0], ids)
     if found is None: return self._index_vectors(ids)
     hit, rows = found
     out = np.empty((len(ids), self.manifest['dim']), np.float32)
@@ -426,7 +425,7 @@ def vectors(self:VectorIndex, ids:np.ndarray) -> np.ndarray:
 @patch
 def similarities(self:VectorIndex, ids:np.ndarray, q:np.ndarray) -> np.ndarray:
     "`vectors(ids) @ q`, the index file's rows scored a block at a time (`FileVectors.scores`), not gathered whole."
-    found = self._in_delta(ids)
+    found = _delta_hits(self.delta[0], ids)
     if found is None: return self._index_similarities(ids, q)
     hit, rows = found
     out = np.empty(len(ids), np.float32)
@@ -450,23 +449,18 @@ def _keeps_mapped(self:VectorIndex) -> bool:
     return (self.path / self.file).stat().st_size <= KEEP_MAPPED     # not mapped yet: the file's size says
 
 @patch
-def _hnswlib_vectors(self:VectorIndex, ids:np.ndarray) -> np.ndarray:
-    "The vectors of index rows `ids` from hnswlib's copy in memory (changes pending, or labels not in the file)."
-    return np.asarray(self.index.get_items(ids, return_type='numpy'), dtype=np.float32)
-
-@patch
 def _index_vectors(self:VectorIndex, ids:np.ndarray) -> np.ndarray:
     "The vectors of index rows `ids`: from the committed index file's map, or hnswlib's copy while changes are pending."
     fv = self._file_vectors()
     v = fv.get(ids) if fv is not None else None
-    return v if v is not None else self._hnswlib_vectors(ids)
+    return v if v is not None else np.asarray(self.index.get_items(ids, return_type='numpy'), dtype=np.float32)
 
 @patch
 def _index_similarities(self:VectorIndex, ids:np.ndarray, q:np.ndarray) -> np.ndarray:
     "`_index_vectors(ids) @ q`, scored block by block from the index file's map where it holds them all."
     fv = self._file_vectors()
     s = fv.scores(ids, q) if fv is not None else None
-    return s if s is not None else self._hnswlib_vectors(ids) @ q
+    return s if s is not None else self._index_vectors(ids) @ q            # hnswlib's copy
 
 # %% ../nbs/02d_vectors.ipynb #fa3e6e9f
 @patch
