@@ -102,7 +102,7 @@ class FileVectors:
         self.row = np.full(int(labels.max()) + 1 if len(labels) else 0, -1, np.int32)   # label -> row: 4 bytes a label
         self.row[labels] = np.arange(len(labels), dtype=np.int32)
         self.count = len(labels)
-        self.keep = len(labels) * self.vectors.strides[0] <= keep_mapped   # rows x record size: the file, nearly
+        self.keep = len(info['data']) <= keep_mapped      # the file's size, as `VectorIndex._keeps_mapped` reads it
         release_pages(self.vectors)              # the check read every page: hand them back to the page cache
 
     def read_done(self):
