@@ -40,7 +40,7 @@ def test_an_exact_word_wins_in_lexical_and_hybrid(store):
     s, _ = store
     res = retrieve(s, 'clave4321', top_k=3, opts=RetrieveOpts(mode='lexical'))
     assert res.chunks[0].text.endswith('clave4321.') and res.info['ranks'][0]['lexical_rank'] == 1
-    res = retrieve(s, 'clave4321', top_k=3, opts=RetrieveOpts(mode='hybrid'))       # random dense side: a tie at 1/(k+1)
+    res = retrieve(s, 'clave4321', top_k=3, opts=RetrieveOpts(mode='hybrid'))   # random dense side: a tie at 1/(k+1)
     hit = next(r for r, c in zip(res.info['ranks'], res.chunks) if c.text.endswith('clave4321.'))
     assert hit['lexical_rank'] == 1 and res.info['ranks'].index(hit) <= 1
 

@@ -659,7 +659,7 @@ _FM_LINE = st.one_of(st.sampled_from(['---', '+++', '', 'title: Guía', 'title =
 @settings(max_examples=200, deadline=None)
 @given(lines=st.lists(_FM_LINE, max_size=14), crlf=st.booleans())
 def test_front_matter_never_moves_a_line_or_fails(lines, crlf):
-    "Whatever opens a markdown file, front matter or not, its lines keep their numbers; a field is text or a list of it."
+    "Whatever opens a markdown file, front matter or not, its lines keep their numbers; a field is text or a list."
     from ragnb.readers import front_matter
     text = ('\r\n' if crlf else '\n').join(lines)
     fields, out = front_matter(text)
