@@ -634,13 +634,22 @@ def index_main(store, docs):
         print(json.dumps(dict(removed=rep.removed, skipped=rep.skipped, sources=sorted(s.sources()))))
 
 
+def reachable_by_all(folder) -> bool:
+    "Whether any user may pass through `folder` and each folder above it (their `x` bit for others)."
+    p = Path(folder).resolve()
+    return all(q.stat().st_mode & 0o001 for q in (p, *p.parents))
+
+
 def unreadable_folders(workdir=None):
     """Issue 32.1, for real: as `nobody` (root reads through any mode), index `docs/sub/one.md`, make `sub` listable
     but not searchable (644 and 600), then not listable (000 and 311), and index again each time. Each run must
-    remove nothing under `sub` and say what it could not read."""
+    remove nothing under `sub` and say what it could not read. Its files go in `workdir`, else the temporary folder,
+    else `/tmp`: the first that `nobody` can reach (`.ci/run`'s `TMPDIR` is 1777; one made by `mktemp -d` is 700)."""
     if os.geteuid() != 0 or not shutil.which('setpriv'):
         return dict(tried=0, survived=0, lost=0, skipped='needs root and setpriv to run as nobody')
-    work = Path(tempfile.mkdtemp(dir=workdir))
+    base = next((d for d in (workdir, tempfile.gettempdir(), '/tmp') if d and reachable_by_all(d)), None)
+    if base is None: return dict(tried=0, survived=0, lost=0, skipped='no temporary folder that nobody can reach')
+    work = Path(tempfile.mkdtemp(dir=base))
     docs, store = work / 'docs', work / 'store'
     (docs / 'sub').mkdir(parents=True)
     (docs / 'top.md').write_text('# Top\n\nThe top page.', encoding='utf-8')
