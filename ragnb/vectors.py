@@ -448,19 +448,23 @@ def _keeps_mapped(self:VectorIndex) -> bool:
     if self.file_vectors is not None: return self.file_vectors.keep
     return (self.path / self.file).stat().st_size <= KEEP_MAPPED     # not mapped yet: the file's size says
 
+def _hnswlib_rows(index, ids:np.ndarray) -> np.ndarray:
+    "The float32 vectors of labels `ids` from hnswlib `index`'s copy in memory (changes pending, or not in the file)."
+    return np.asarray(index.get_items(ids, return_type='numpy'), dtype=np.float32)
+
 @patch
 def _index_vectors(self:VectorIndex, ids:np.ndarray) -> np.ndarray:
     "The vectors of index rows `ids`: from the committed index file's map, or hnswlib's copy while changes are pending."
     fv = self._file_vectors()
     v = fv.get(ids) if fv is not None else None
-    return v if v is not None else np.asarray(self.index.get_items(ids, return_type='numpy'), dtype=np.float32)
+    return v if v is not None else _hnswlib_rows(self.index, ids)
 
 @patch
 def _index_similarities(self:VectorIndex, ids:np.ndarray, q:np.ndarray) -> np.ndarray:
     "`_index_vectors(ids) @ q`, scored block by block from the index file's map where it holds them all."
     fv = self._file_vectors()
     s = fv.scores(ids, q) if fv is not None else None
-    return s if s is not None else self._index_vectors(ids) @ q            # hnswlib's copy
+    return s if s is not None else _hnswlib_rows(self.index, ids) @ q
 
 # %% ../nbs/02d_vectors.ipynb #fa3e6e9f
 @patch
