@@ -31,8 +31,9 @@ __all__ = ['log', 'Question', 'K', 'Filters', 'AskFilters', 'Mode', 'Threshold',
            'Questions', 'Cite', 'MaxTokens', 'WORKER_ENV', 'STARTUP_FAILURE', 'AUTO_WORKERS', 'ServeLimits',
            'RequestError', 'parse_pins', 'check_filters', 'RetrievalService', 'argument_error', 'slim_schema',
            'for_model', 'sources_text', 'build_mcp_server', 'BearerAuth', 'check_bind', 'parse_http', 'http_app',
-           'timed_h11', 'CoreBoard', 'worker_env', 'worker_app', 'threads_by_load', 'busy_while_answering',
-           'open_service', 'serve_banner', 'auto_workers', 'reopenable', 'serve_workers', 'serve']
+           'timed_h11', 'timed_httptools', 'timed_protocol', 'CoreBoard', 'worker_env', 'worker_app', 'threads_by_load',
+           'busy_while_answering', 'open_service', 'serve_banner', 'auto_workers', 'reopenable', 'serve_workers',
+           'serve']
 
 # %% ../nbs/08_serve.ipynb #530ef99e
 @dataclass(frozen=True)
@@ -431,10 +432,10 @@ def _post_only(app):
         await app(scope, receive, send)
     return post_only
 
+# %% ../nbs/08_serve.ipynb #0c98ae03
 def timed_h11(request_timeout_s:float):
-    """uvicorn's HTTP/1.1 protocol with a deadline per request: from the connection's start, or the request's first
-    byte, to its last. uvicorn has none, so a client that sends one header line every few seconds holds its connection
-    (and a slot) for ever; this one is closed at the deadline."""
+    """uvicorn's pure-Python HTTP/1.1 protocol (h11) with a deadline per request: from the connection's start, or the
+    request's first byte, to its last; the connection is closed at the deadline."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
     class TimedH11(H11Protocol):
@@ -457,6 +458,40 @@ def timed_h11(request_timeout_s:float):
             if self._deadline is not None: self._deadline.cancel()
             super().connection_lost(exc)
     return TimedH11
+
+def timed_httptools(request_timeout_s:float):
+    """uvicorn's HTTP/1.1 protocol in C (httptools) with the same deadline as `timed_h11`: armed when the connection
+    opens and when a request's first byte comes, disarmed when its last has come."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    class TimedHttpTools(HttpToolsProtocol):
+        _deadline = None
+        def _arm(self):
+            if self._deadline is None: self._deadline = self.loop.call_later(request_timeout_s, self._too_slow)
+        def _disarm(self):
+            if self._deadline is not None: self._deadline.cancel()
+            self._deadline = None
+        def _too_slow(self):
+            self._deadline = None
+            if not self.transport.is_closing(): self.transport.close()
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self._arm()
+        def on_message_begin(self):
+            self._arm()
+            super().on_message_begin()
+        def on_message_complete(self):
+            self._disarm()                          # the request is in: answering it takes what it takes
+            super().on_message_complete()
+        def connection_lost(self, exc):
+            self._disarm()
+            super().connection_lost(exc)
+    return TimedHttpTools
+
+def timed_protocol(request_timeout_s:float):
+    "The HTTP protocol `serve` gives uvicorn: `timed_httptools` where httptools imports, else `timed_h11`."
+    try: import httptools  # noqa: F401
+    except ImportError: return timed_h11(request_timeout_s)
+    return timed_httptools(request_timeout_s)
 
 # %% ../nbs/08_serve.ipynb #b554ceb4
 class CoreBoard:
@@ -559,8 +594,8 @@ def busy_while_answering(app, board:CoreBoard):
     return marked
 
 def __getattr__(name:str):
-    "`ragnb.serve:TimedH11`, which uvicorn's worker processes load by name: `timed_h11` with the spec's deadline."
-    if name == 'TimedH11': return timed_h11(ServeLimits(**_worker_spec()['limits']).request_timeout_s)
+    "`ragnb.serve:TimedHttp`, which uvicorn's worker processes load by name: `timed_protocol` with the spec's deadline."
+    if name == 'TimedHttp': return timed_protocol(ServeLimits(**_worker_spec()['limits']).request_timeout_s)
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 # %% ../nbs/08_serve.ipynb #e084adc4
@@ -632,7 +667,7 @@ def serve(store:StoreAPI|str|Path, # a store built by `ragnb index` (its folder,
     import uvicorn
     host, port = parse_http(http)
     uvicorn.run(http_app(server, token, limits), host=host, port=port, log_level='warning',
-                http=timed_h11(limits.request_timeout_s), limit_concurrency=limits.max_connections)
+                http=timed_protocol(limits.request_timeout_s), limit_concurrency=limits.max_connections)
 
 # %% ../nbs/08_serve.ipynb #6a10ae20
 def _serve_workers(store:StoreAPI|str|Path, http:str, token:str|None, pins:dict|None, limits:ServeLimits,
@@ -652,7 +687,7 @@ def _serve_workers(store:StoreAPI|str|Path, http:str, token:str|None, pins:dict|
             trim_heap()                                   # the supervisor keeps no model: 170 MB, not 260
             host, port = parse_http(http)
             config = uvicorn.Config('ragnb.serve:worker_app', factory=True, workers=workers, host=host, port=port,
-                                    log_level='warning', http='ragnb.serve:TimedH11',
+                                    log_level='warning', http='ragnb.serve:TimedHttp',
                                     headers=[('Connection', 'close')], limit_concurrency=limits.max_connections)
             supervisor = Multiprocess(config, sockets=[config.bind_socket()])
             supervisor.run()
