@@ -433,58 +433,49 @@ def _post_only(app):
     return post_only
 
 # %% ../nbs/08_serve.ipynb #0c98ae03
+class _Deadline:
+    """The deadline of `timed_h11` and `timed_httptools`, mixed into a uvicorn HTTP protocol: armed when the connection
+    opens (`_arm` again when a request's first byte comes), disarmed when the request is all in (`_disarm`); at the
+    deadline the connection is closed. The protocol's own methods say when a request starts and ends."""
+    request_timeout_s, _deadline = 30.0, None
+    def _arm(self):
+        if self._deadline is None: self._deadline = self.loop.call_later(self.request_timeout_s, self._too_slow)
+    def _disarm(self):
+        if self._deadline is not None: self._deadline.cancel()
+        self._deadline = None
+    def _too_slow(self):
+        self._deadline = None
+        if not self.transport.is_closing(): self.transport.close()
+    def connection_made(self, transport):
+        super().connection_made(transport)
+        self._arm()
+    def connection_lost(self, exc):
+        self._disarm()
+        super().connection_lost(exc)
+
 def timed_h11(request_timeout_s:float):
-    """uvicorn's pure-Python HTTP/1.1 protocol (h11) with a deadline per request: from the connection's start, or the
-    request's first byte, to its last; the connection is closed at the deadline."""
+    "uvicorn's pure-Python HTTP/1.1 protocol (h11), with a deadline per request (`_Deadline`)."
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
-    class TimedH11(H11Protocol):
-        _deadline = None
-        def _arm(self):
-            if self._deadline is None: self._deadline = self.loop.call_later(request_timeout_s, self._too_slow)
-        def _too_slow(self):
-            self._deadline = None
-            if not self.transport.is_closing(): self.transport.close()
-        def connection_made(self, transport):
-            super().connection_made(transport)
-            self._arm()
+    class TimedH11(_Deadline, H11Protocol):
         def data_received(self, data:bytes):
             if self.conn.their_state in (h11.IDLE, h11.SEND_BODY): self._arm()
             super().data_received(data)
-            if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY) and self._deadline is not None:
-                self._deadline.cancel()             # the request is in: answering it takes what it takes
-                self._deadline = None
-        def connection_lost(self, exc):
-            if self._deadline is not None: self._deadline.cancel()
-            super().connection_lost(exc)
+            if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY): self._disarm()   # answering takes what it takes
+    TimedH11.request_timeout_s = request_timeout_s
     return TimedH11
 
 def timed_httptools(request_timeout_s:float):
-    """uvicorn's HTTP/1.1 protocol in C (httptools) with the same deadline as `timed_h11`: armed when the connection
-    opens and when a request's first byte comes, disarmed when its last has come."""
+    "uvicorn's HTTP/1.1 protocol in C (httptools), with the same deadline per request (`_Deadline`)."
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-    class TimedHttpTools(HttpToolsProtocol):
-        _deadline = None
-        def _arm(self):
-            if self._deadline is None: self._deadline = self.loop.call_later(request_timeout_s, self._too_slow)
-        def _disarm(self):
-            if self._deadline is not None: self._deadline.cancel()
-            self._deadline = None
-        def _too_slow(self):
-            self._deadline = None
-            if not self.transport.is_closing(): self.transport.close()
-        def connection_made(self, transport):
-            super().connection_made(transport)
-            self._arm()
+    class TimedHttpTools(_Deadline, HttpToolsProtocol):
         def on_message_begin(self):
             self._arm()
             super().on_message_begin()
         def on_message_complete(self):
             self._disarm()                          # the request is in: answering it takes what it takes
             super().on_message_complete()
-        def connection_lost(self, exc):
-            self._disarm()
-            super().connection_lost(exc)
+    TimedHttpTools.request_timeout_s = request_timeout_s
     return TimedHttpTools
 
 def timed_protocol(request_timeout_s:float):
