@@ -20,6 +20,10 @@ paragraph of the Debian Reference drawn at random (seed 20261205, the first usab
 `--questions debian_questions_dev3.jsonl`: a third dev set of 24 Spanish questions asked as the first set asks them
 (a task, whose answer is the command, package or file, rarely named), on topics drawn from Spanish paragraphs that
 cite a command (seed 20261209) and not in the other sets.
+`--questions debian_questions_heldout2.jsonl`: a second held-out set of 24 Spanish questions asked as the third dev
+set asks them, written on 2026-12-07 from Spanish prose paragraphs of 250-1,500 characters that cite a command with
+its manual section (seed 20261207, in draw order; skipped: answers of the other sets, names that are common
+substrings such as `script`, `col` or `head`, and commands named only in passing such as `bash`), looked at once.
 
 `--corpus html`: the quality issue's second kind of set, real HTML as a user indexes it: the Spanish Debian Handbook
 and Python's tutorial with 12 library pages (`corpus.html_corpus_dir`, 156 pages), with `html_questions.jsonl`
