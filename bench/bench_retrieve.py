@@ -200,7 +200,7 @@ def signals(store_prefix, qfile, corpus='debian'):
     from ragnb.embed import Embedder
     from ragnb.index import Store
     from ragnb.ingest import index_paths
-    from ragnb.retrieve import RetrieveOpts, _dense_weight, retrieve, rrf_fuse
+    from ragnb.retrieve import RetrieveOpts, _dense_weight, retrieve, rrf_fuse, unread_language
     RETRIEVERS = {'dense': RetrieveOpts(mode='dense'), 'lexical': RetrieveOpts(mode='lexical'),
                   'hybrid, two rankings': RetrieveOpts(sentence_rank=False), 'hybrid': RetrieveOpts()}
     qs = [json.loads(l) for l in (ROOT / 'bench' / qfile).read_text().splitlines()]
@@ -238,7 +238,7 @@ def signals(store_prefix, qfile, corpus='debian'):
                 lexical = [i for i, _ in store.search_lexical(q['question'], 50, f)]
                 ms_rank = _maxsim(owners, vecs, qv, allowed)
                 base = (time.perf_counter() - t) * 1e3
-                w = _dense_weight(store, q['question'], RetrieveOpts())
+                w = _dense_weight(unread_language(store, q['question']), RetrieveOpts())
                 fused = {'max-sim': {'max-sim': ms_rank},
                          'RRF dense + BM25 + max-sim': {'dense': dense, 'lexical': lexical, 'max-sim': ms_rank},
                          'RRF BM25 + max-sim': {'lexical': lexical, 'max-sim': ms_rank}}

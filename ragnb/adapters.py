@@ -9,7 +9,7 @@ import functools
 from .chunking import Chunk
 from .index import Store
 from .retrieve import (READ_TOKENS, RetrieveOpts, passages_text, pinned_keys, read_at, read_handles, reading_text,
-                            resolve_trim_threshold, retrieve)
+                            resolve_trim_threshold, retrieve, unread_language_note)
 from .trim import DEFAULT_TRIM_POLICY, TrimmedChunk, as_chunk, default_trim_threshold, trim_chunks_by_sentence
 
 # %% auto #0
@@ -122,4 +122,6 @@ def ask_text(store:Store, # the store to search
             ) -> str:
     "`retrieve` as the text a model reads from a tool, as the MCP server's `ask` gives it (`passages_text`)."
     res = retrieve(store, question, top_k, opts, filters)
-    return passages_text(res.to_dict(read_handles(store, res.chunks, filters))['chunks'], hide=pinned_keys(filters))
+    unread = res.info.get('unread_language')                  # a model that cannot read the question: said first
+    return passages_text(res.to_dict(read_handles(store, res.chunks, filters))['chunks'], hide=pinned_keys(filters),
+                         note=unread and unread_language_note(unread))

@@ -594,7 +594,7 @@ def _print_result(res, opts, filtered:bool=False, # filtered: the ask had --filt
 
 # %% ../nbs/09_cli.ipynb #1b16a4ad
 def cmd_ask(args) -> int:
-    from ragnb.retrieve import read_handles, retrieve
+    from ragnb.retrieve import read_handles, retrieve, unread_language_note
     from ragnb.index import StoreError
     store = _open_store(args, create_from_data=not args.store)
     try:
@@ -613,6 +613,8 @@ def cmd_ask(args) -> int:
         print(f'Q: {res.query}\n')
         _print_hyde(res.info.get('hyde'))
         _print_result(res, opts, filtered=bool(args.filter), reads=[h and _read_command(h, args) for h in handles])
+    if unread := res.info.get('unread_language'): print(f'ragnb ask: note: {unread_language_note(unread)}',
+                                                        file=sys.stderr)   # with --json too: `info` holds it
     return 0
 
 def _read_command(handle:str, args) -> str:

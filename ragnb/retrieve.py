@@ -19,18 +19,19 @@ from .sentences import ATX_HEADING, prefix_path, split_chunk_prefix
 from .trim import (DEFAULT_TRIM_POLICY, TrimmedChunk, calibration_key, check_trim_budget, check_trim_options,
                         check_trim_policy, estimate_tokens, parse_threshold, store_trim_defaults,
                         trim_chunks_by_sentence)
-from .embed import model_languages
+from .embed import MULTILINGUAL_MODEL, model_languages
 from .hyde import build_query_vec
 from .context import tree_context
 from .lexical import cheap_language, detect_language, span_languages
 
 # %% auto #0
-__all__ = ['SEARCH_MODES', 'RRF_K', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS', 'SITE_SEPARATORS',
-           'MODEL_HIDDEN_METADATA', 'resolve_trim_threshold', 'trim_threshold_origin', 'RetrieveOpts',
-           'RetrievalResult', 'rrf_fuse', 'detects_question_language', 'sentence_ranking', 'language_shift',
-           'SentenceLanguages', 'sentence_languages', 'retrieve', 'AmbiguousCitation', 'StaleCitation', 'chunk_mark',
-           'cited_parts', 'first_read', 'is_link', 'link_place', 'link_citation', 'Reading', 'read_at', 'read_handles',
-           'unrepeated_heading', 'model_citation', 'passage_text', 'pinned_keys', 'passages_text', 'reading_text']
+__all__ = ['SEARCH_MODES', 'RRF_K', 'LANGUAGE_NAMES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS',
+           'SITE_SEPARATORS', 'MODEL_HIDDEN_METADATA', 'resolve_trim_threshold', 'trim_threshold_origin',
+           'RetrieveOpts', 'RetrievalResult', 'rrf_fuse', 'unread_language', 'unread_language_note',
+           'detects_question_language', 'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages',
+           'retrieve', 'AmbiguousCitation', 'StaleCitation', 'chunk_mark', 'cited_parts', 'first_read', 'is_link',
+           'link_place', 'link_citation', 'Reading', 'read_at', 'read_handles', 'unrepeated_heading', 'model_citation',
+           'passage_text', 'pinned_keys', 'passages_text', 'reading_text']
 
 # %% ../nbs/06_retrieve.ipynb #317dafe4
 def _env_flag(name, default=False):
@@ -161,10 +162,27 @@ def rrf_fuse(rankings:dict[str, list[int]], # each ranking's ids, best first
     return [(i, scores[i], ranks[i]) for i in sorted(scores, key=lambda i: (-scores[i], min(ranks[i].values()), i))]
 
 # %% ../nbs/06_retrieve.ipynb #60ca2424
-def _dense_weight(store:Store, query:str, opts:RetrieveOpts) -> float:
-    "1, or `opts.foreign_dense_weight` when the store's model is monolingual in another language than the question."
+LANGUAGE_NAMES = dict(es='Spanish', en='English')
+
+def unread_language(store:Store, query:str|np.ndarray) -> dict|None:
+    """`{question, model, reads}` when the store's model reads only languages other than the question's (MiniLM:
+    English alone); None where it reads the question, reads any language, or `query` is a vector."""
     langs = model_languages(store.manifest['model'])
-    return 1.0 if langs is None or detect_language(query) in langs else opts.foreign_dense_weight
+    if langs is None or not isinstance(query, str): return None
+    lang = detect_language(query)
+    return None if lang in langs else dict(question=lang, model=store.manifest['model'], reads=list(langs))
+
+def unread_language_note(unread:dict) -> str:
+    "What a person or a model is told of an `unread_language`: how the question was matched, and the two fixes."
+    name = lambda code: LANGUAGE_NAMES.get(code, code)
+    reads = ' and '.join(map(name, unread['reads']))
+    return (f"The store's model ({unread['model'].rsplit('/', 1)[-1]}) reads {reads}, not {name(unread['question'])}: "
+            f"this question was matched mostly by its words. Asking in {reads} finds more; a store indexed with "
+            f"--model {MULTILINGUAL_MODEL} reads both.")
+
+def _dense_weight(unread:dict|None, opts:RetrieveOpts) -> float:
+    "1, or `opts.foreign_dense_weight` when the store's model does not read the question (`unread_language`)."
+    return 1.0 if unread is None else opts.foreign_dense_weight
 
 def detects_question_language(store:Store) -> bool:
     "Does `retrieve` ask each question's language on `store`: is its model one that reads only some languages?"
@@ -314,12 +332,14 @@ def _search(store:Store, query, qvec, top_k:int, opts:RetrieveOpts, filters, inf
     t = time.perf_counter()
     info['score'] = SCORE_KINDS[opts.mode]
     wide = max(top_k, opts.candidates * top_k, opts.pool)          # room for the copies folded away
+    unread = unread_language(store, query) if opts.mode != 'lexical' else None
+    if unread: info['unread_language'] = unread                    # said to the user (`unread_language_note`)
     if opts.mode == 'dense':
         dense = store.search_ids(qvec, k=wide if opts.fold_copies else top_k, filters=filters)
         chunks, _ = _distinct_chunks(store, [(i, s, {}) for i, s in dense], top_k, opts.fold_copies)
         timings['search'] = (time.perf_counter() - t) * 1e3
         return chunks
-    w = _dense_weight(store, query, opts) if opts.mode == 'hybrid' else 1.0
+    w = _dense_weight(unread, opts) if opts.mode == 'hybrid' else 1.0
     sentences = opts.mode == 'hybrid' and opts.sentence_rank and w == 1.0   # only where the model reads the question
     lang = cheap_language(query) if sentences and model_languages(store.manifest['model']) is None else None
     n = top_k if opts.mode == 'lexical' and not opts.fold_copies else wide
@@ -634,9 +654,11 @@ def pinned_keys(filters:dict|None) -> list[str]:
 
 def passages_text(chunks:list[dict], # a result's chunks as `to_dict` gives them
                   hide:Iterable[str]=(), # metadata keys to leave out besides `MODEL_HIDDEN_METADATA`
+                  note:str|None=None, # a line the model reads first (`unread_language_note`)
                  ) -> str:
     "A search's chunks as one text for a model, best first, a blank line between two; `Nothing found.` for none."
-    return '\n\n'.join(passage_text(c, hide) for c in chunks) or 'Nothing found.'
+    text = '\n\n'.join(passage_text(c, hide) for c in chunks) or 'Nothing found.'
+    return f'{note}\n\n{text}' if note else text
 
 def reading_text(r:dict) -> str: # a `Reading` as `to_dict` gives it
     """A document read on (`read_at`) as a model reads it: each chunk under its citation (once for a run of chunks

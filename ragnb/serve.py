@@ -23,7 +23,8 @@ from .stores import StoreAPI, open_store
 
 log = logging.getLogger(__name__)
 from .retrieve import (READ_TOKENS, SEARCH_MODES, AmbiguousCitation, RetrieveOpts, detects_question_language,
-                            passages_text, pinned_keys, read_at, read_handles, reading_text, retrieve)
+                            passages_text, pinned_keys, read_at, read_handles, reading_text, retrieve,
+                            unread_language_note)
 from .trim import check_trim_budget, check_trim_policy
 
 # %% auto #0
@@ -157,6 +158,7 @@ def ask(self:RetrievalService, question:str, k:int=5, trim:bool=False, threshold
                        for k in ('policy', 'threshold', 'window', 'auto', 'budget', 'chunks_dropped')}
     if hyde: out['hyde'] = {k: res.info['hyde'].get(k) for k in ('hyde', 'reason', 'language')}
     if 'tree' in res.info: out['pieces'] = res.info['tree']
+    if unread := res.info.get('unread_language'): out['note'] = unread_language_note(unread)   # the model reads it
     return out
 
 # %% ../nbs/08_serve.ipynb #8aa0bb4a
@@ -329,7 +331,7 @@ def _add_ask(server, service:RetrievalService):
         call = functools.partial(_tool_errors(service.ask), question, k, trim, threshold, window, mode, hyde, filters,
                                  policy, budget, context_budget)
         got = await anyio.to_thread.run_sync(call)          # on the loop, it would hold every other call
-        return for_model(got, passages_text(got['chunks'], hide=pinned_keys(service.pins)))   # the same on each
+        return for_model(got, passages_text(got['chunks'], hide=pinned_keys(service.pins), note=got.get('note')))
 
 # %% ../nbs/08_serve.ipynb #5f58b938
 Questions = Annotated[list[str|dict[str, Any]], Field(

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ragnb.index import Store
-from ragnb.ingest import bundled_data_dir, index_paths
+from ragnb.ingest import bundled_data_dir, index_paths, open_for_indexing
 from ragnb.retrieve import RetrieveOpts, retrieve
 
 Q_ES, Q_EN = '¿Cómo hago un rollback en producción?', 'How do I roll back a deployment?'
@@ -91,8 +91,9 @@ def test_the_readme_adapter_snippets_run_as_pasted(tmp_path, monkeypatch, capsys
     assert len(blocks) == 4 and 'llm=MockLLM()' in blocks[1] and 'ContextualCompressionRetriever' in blocks[2]
     assert 'read_tool' in blocks[3] and 'ask_tool' in blocks[3]
     monkeypatch.chdir(tmp_path)
-    with Store.open('.ragnb/acme') as w:
-        index_paths(w, [bundled_data_dir() / 'docs', bundled_data_dir() / 'code'], metadata={'tenant': 'acme'})
+    docs = [bundled_data_dir() / 'docs', bundled_data_dir() / 'code']
+    with open_for_indexing('.ragnb/acme', docs) as w:      # as `ragnb index` builds it: its languages' model
+        index_paths(w, docs, metadata={'tenant': 'acme'})
     monkeypatch.setenv('HF_HUB_OFFLINE', '1')
     monkeypatch.delenv('OPENAI_API_KEY', raising=False)
     env = {}
