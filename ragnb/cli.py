@@ -339,13 +339,13 @@ def _model_for_new_store(paths) -> str|None:
     "The model of a store that this run creates without `--model` (`ingest.new_store_model`), said on stderr."
     from ragnb.embed import MULTILINGUAL_MODEL, model_languages
     from ragnb.ingest import new_store_model
-    from ragnb.retrieve import LANGUAGE_NAMES
+    from ragnb.retrieve import language_names
     name, why = new_store_model(paths)
     if not name: return name
     print(f'model for the new store: {name} ({why}; --model chooses another)', file=sys.stderr)
     if langs := model_languages(name):              # MiniLM: a question in another language goes unread (`ask` says)
-        print(f"  it reads {' and '.join(LANGUAGE_NAMES.get(x, x) for x in langs)} alone: questions in other languages "
-              f'are matched by their words; --model {MULTILINGUAL_MODEL} reads them too', file=sys.stderr)
+        print(f'  it reads {language_names(langs)} alone: questions in other languages are matched by their words; '
+              f'--model {MULTILINGUAL_MODEL} reads them too', file=sys.stderr)
     return name
 
 def _first_missing(path) -> Path|None:

@@ -27,7 +27,7 @@ from .lexical import cheap_language, detect_language, span_languages
 # %% auto #0
 __all__ = ['SEARCH_MODES', 'RRF_K', 'LANGUAGE_NAMES', 'MIN_SHIFT_SENTENCES', 'SENTENCE_LANGUAGES', 'SCORE_KINDS', 'READ_TOKENS',
            'SITE_SEPARATORS', 'MODEL_HIDDEN_METADATA', 'resolve_trim_threshold', 'trim_threshold_origin',
-           'RetrieveOpts', 'RetrievalResult', 'rrf_fuse', 'unread_language', 'unread_language_note',
+           'RetrieveOpts', 'RetrievalResult', 'rrf_fuse', 'unread_language', 'language_names', 'unread_language_note',
            'detects_question_language', 'sentence_ranking', 'language_shift', 'SentenceLanguages', 'sentence_languages',
            'retrieve', 'AmbiguousCitation', 'StaleCitation', 'chunk_mark', 'cited_parts', 'first_read', 'is_link',
            'link_place', 'link_citation', 'Reading', 'read_at', 'read_handles', 'unrepeated_heading', 'model_citation',
@@ -172,11 +172,15 @@ def unread_language(store:Store, query:str|np.ndarray) -> dict|None:
     lang = detect_language(query)
     return None if lang in langs else dict(question=lang, model=store.manifest['model'], reads=list(langs))
 
+def language_names(codes:Iterable[str]) -> str:
+    "'English', 'Spanish and English': language codes as a person reads them (a code without a name as itself)."
+    return ' and '.join(LANGUAGE_NAMES.get(c, c) for c in codes)
+
 def unread_language_note(unread:dict) -> str:
     "What a person or a model is told of an `unread_language`: how the question was matched, and the two fixes."
-    name = lambda code: LANGUAGE_NAMES.get(code, code)
-    reads = ' and '.join(map(name, unread['reads']))
-    return (f"The store's model ({unread['model'].rsplit('/', 1)[-1]}) reads {reads}, not {name(unread['question'])}: "
+    reads = language_names(unread['reads'])
+    return (f"The store's model ({unread['model'].rsplit('/', 1)[-1]}) reads {reads}, not "
+            f"{language_names([unread['question']])}: "
             f"this question was matched mostly by its words. Asking in {reads} finds more; a store indexed with "
             f"--model {MULTILINGUAL_MODEL} reads both.")
 
