@@ -2420,6 +2420,12 @@ _BULLET = re.compile(r'(?:[•●▪◦‣∙·*–-]|\d{1,3}[.)])\s+')
 _DOT_LEADER = re.compile(r'(?:\.\s?){6,}\s*\d*\s*$')
 
 _WRAPPED = re.compile(r'\w[_/]$')   # an identifier or a URL cut at the end of a line
+_STAR = re.compile(r'\*\s')         # an ASCII star: a bullet, or C's pointer where a prototype wraps
+
+def _starts_item(p:dict, text:str) -> bool:
+    "Does `text` start a list item after paragraph `p`? A `* ` only after a list item or a finished clause."
+    if not _BULLET.match(text): return False
+    return not _STAR.match(text) or bool(_BULLET.match(p['text']) or re.search(r'[.:!?]$', p['text']))
 
 def _continues(p:dict, ln:_Line, gap:float) -> bool:
     "Does line `ln` go on with paragraph `p`?"
@@ -2427,7 +2433,7 @@ def _continues(p:dict, ln:_Line, gap:float) -> bool:
     if not p['mono'] and _WRAPPED.search(p['text']) and abs(last.size - ln.size) <= 0.15 * last.size \
             and ln.page - last.page <= 1:
         return True                                      # `social_` + `contract`, whatever the font of the rest
-    if (abs(last.size - ln.size) > 0.6 or (last.bold, last.mono) != (ln.bold, ln.mono)) or _BULLET.match(ln.text):
+    if (abs(last.size - ln.size) > 0.6 or (last.bold, last.mono) != (ln.bold, ln.mono)) or _starts_item(p, ln.text):
         return False
     if ln.page != last.page: return not re.search(r'[.:!?]$', p['text']) and ln.text[:1].islower()
     return 0 < last.y0 - ln.y1 + 0.01 <= gap * 1.5 + 1 or (ln.mono and last.y0 > ln.y0)
@@ -2479,13 +2485,14 @@ def _markdown_lines(paras:list[dict]) -> list[tuple[str, list[tuple[int, int]]]]
     heads = sorted({round(p['size'], 1) for p in paras if p['size'] > body * 1.15 and len(p['text']) < 150},
                    reverse=True)
     level = {s: min(i + 1, 6) for i, s in enumerate(heads)}
-    out = []
+    out, before = [], dict(text='.')        # a star after a heading, a fence or a finished clause starts an item
     for p in paras:
         t, span, lines = p['text'], (p['page0'], p['page1']), [(g, g) for g in p['lines']]
         if p['mono']: t = _fence(t)
         elif round(p['size'], 1) in level: t, lines = '#' * level[round(p['size'], 1)] + ' ' + _clean(t), [span]
-        elif _BULLET.match(t) and not t[0].isdigit(): t = '- ' + _BULLET.sub('', t, count=1)
+        elif _starts_item(before, t) and not t[0].isdigit(): t = '- ' + _BULLET.sub('', t, count=1)
         else: t = _paragraph(t)
+        before = p if not p['mono'] and round(p['size'], 1) not in level else dict(text='.')
         out.append((t, lines if len(lines) == t.count('\n') + 1 else [span] * (t.count('\n') + 1)))  # a fence: its span
     return out
 
@@ -4531,8 +4538,8 @@ def text_sheet_document(data:bytes, # text saved under a spreadsheet's name
 # %% ../nbs/01a_readers.ipynb #361564d1
 register_reader(Reader('html-v5', 'html', html_document), '.html', '.htm', '.xhtml')
 _OCR = ocr_suffix()   # readers that read pictures say so in their version
-register_reader(Reader('pdf-v4' + _OCR, 'pdf', pdf_document),
-                '.pdf')                       # v4: a line breaks at a page break; +ocr1: scanned pages read
+register_reader(Reader('pdf-v5' + _OCR, 'pdf', pdf_document),
+                '.pdf')                       # v5: a C pointer's star is no bullet; +ocr1: scanned pages read
 register_reader(Reader('docx-v3' + _OCR, 'docx', docx_document), '.docx',   # v3: pictures' alt text, +ocr: their text
                 '.docm', '.dotx', '.dotm')            # macro-enabled files and templates: the same package
 register_reader(Reader('doc-v2', 'doc', doc_document), '.doc', '.dot')   # v2: other formats under its name
