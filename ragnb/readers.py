@@ -2317,6 +2317,7 @@ class _Line:
     text: str = ''
     base: float = 0.0     # the baseline: characters on it belong to the line, whatever their box
     mono_chars: int = 0   # how many of its characters are monospaced
+    end: float = 0.0      # the right edge of its last character (`x1` is the widest, once a word wraps)
 
 # %% ../nbs/01a_readers.ipynb #72cfe8e2
 _MONO_FONT = re.compile(r'courier|mono|consol|menlo|code|typewriter|fixed', re.I)
@@ -2333,6 +2334,24 @@ def _char_font(raw, i:int) -> tuple[float, bool, bool]:
     return pdfc.FPDFText_GetFontSize(raw, i), pdfc.FPDFText_GetFontWeight(raw, i) >= 600, mono
 
 # %% ../nbs/01a_readers.ipynb #0d0e2fe5
+def _short_rules(page) -> list[tuple[float, float, float, float]]:
+    "A page's short thin horizontal rules, `(left, bottom, right, top)`: how TeX draws `_` in fonts that lack one."
+    import pypdfium2.raw as pdfc
+    out = []
+    for o in page.get_objects(filter=[pdfc.FPDF_PAGEOBJ_PATH]):
+        left, bottom, right, top = o.get_bounds()
+        if top - bottom <= 1.5 and 1 <= right - left <= 12: out.append((left, bottom, right, top))
+    return sorted(out)
+
+def _underscores(cur:_Line, rules:list) -> bool:
+    """Where PDFium put a space of its own after line `cur`, do rules at its baseline stand for `_`? If so they are
+    added to it (`asn1` + rule + `node`: `asn1_node`, in Texinfo's and LaTeX's PDFs)."""
+    found = False
+    for left, bottom, right, _ in rules:
+        if -1 <= left - cur.end <= 0.3 * cur.size and -0.35 * cur.size <= bottom - cur.base <= 0.15 * cur.size:
+            cur.text, cur.end, cur.x1, found = cur.text + '_', right, max(cur.x1, right), True
+    return found
+
 def _page_lines(page, pno:int) -> list[_Line]:
     "The text runs of one page: a new run at each line break, change of line, or gap wider than 1.5 characters."
     import ctypes
@@ -2341,12 +2360,14 @@ def _page_lines(page, pno:int) -> list[_Line]:
     n = tp.count_chars()
     text, lines, cur, joined = (tp.get_text_range(0, n) if n else ''), [], None, False
     ox, oy = ctypes.c_double(), ctypes.c_double()
+    rules = _short_rules(page) if n else []
     for i, ch in enumerate(text[:n]):
         if ch in '\r\n': cur = None
         elif ch in '\ufffe\u00ad\x02':                      # PDFium found a hyphen at a line end: mark it
             joined = True
             if cur: cur.text += _SOFT
         elif ch.isspace():
+            if cur and rules and pdfc.FPDFText_IsGenerated(tp.raw, i) and _underscores(cur, rules): continue
             if cur: cur.text += ' '
         else:
             l, b, r, t = tp.get_charbox(i)
@@ -2358,7 +2379,7 @@ def _page_lines(page, pno:int) -> list[_Line]:
             if cur is None:
                 cur = _Line(pno, l, b, r, t, size, bold, mono, base=oy.value)
                 lines.append(cur)
-            cur.x1, cur.y0, cur.y1, cur.text = max(cur.x1, r), min(cur.y0, b), max(cur.y1, t), cur.text + ch
+            cur.x1, cur.y0, cur.y1, cur.text, cur.end = max(cur.x1, r), min(cur.y0, b), max(cur.y1, t), cur.text + ch, r
             cur.mono_chars += mono
             if joined: cur.base = oy.value                 # the word went on on the next line: so does the line
             joined = False
@@ -4539,7 +4560,7 @@ def text_sheet_document(data:bytes, # text saved under a spreadsheet's name
 register_reader(Reader('html-v5', 'html', html_document), '.html', '.htm', '.xhtml')
 _OCR = ocr_suffix()   # readers that read pictures say so in their version
 register_reader(Reader('pdf-v5' + _OCR, 'pdf', pdf_document),
-                '.pdf')                       # v5: a C pointer's star is no bullet; +ocr1: scanned pages read
+                '.pdf')                       # v5: TeX's `_` rules, C's `*`; +ocr1: scanned pages read
 register_reader(Reader('docx-v3' + _OCR, 'docx', docx_document), '.docx',   # v3: pictures' alt text, +ocr: their text
                 '.docm', '.dotx', '.dotm')            # macro-enabled files and templates: the same package
 register_reader(Reader('doc-v2', 'doc', doc_document), '.doc', '.dot')   # v2: other formats under its name
