@@ -33,17 +33,18 @@ from .readers import (DISGUISED, READERS, SLACK_LISTS, TARBALLS, TEXT_READERS, D
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'DOKUWIKI_MACHINERY',
            'LOG_NAME', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'SOURCE_BUILDS', 'PAGE_COPIES',
            'PAGE_SIZE_SHARE', 'PATH_FIELD', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER',
-           'MAIL_EXTS', 'SAMPLE_SLOW', 'INDEX_BATCH', 'IndexReport', 'ignore_spec', 'IgnoreRules', 'folder_kind',
-           'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key', 'display_path',
-           'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'log_file', 'site_kind', 'site_machinery',
-           'source_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources', 'list_files',
-           'page_copies', 'file_size', 'changed_source', 'metadata_json', 'file_metadata', 'missing_sources',
-           'member_path', 'member_role', 'archive_members', 'unpack_archive', 'archive_parts', 'part_anchors',
-           'text_anchors', 'joined_parts', 'archive_document', 'base_reader_name', 'parts_digest', 'attachment_names',
-           'attached_document', 'document_chunks', 'placed_after', 'chunk_sources', 'checked_paths',
+           'MAIL_EXTS', 'SAMPLE_SLOW', 'INDEX_BATCH', 'INDEX_BAR', 'IndexReport', 'ignore_spec', 'IgnoreRules',
+           'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key',
+           'display_path', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'log_file', 'site_kind',
+           'site_machinery', 'source_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources',
+           'list_files', 'page_copies', 'file_size', 'changed_source', 'metadata_json', 'file_metadata',
+           'missing_sources', 'member_path', 'member_role', 'archive_members', 'unpack_archive', 'archive_parts',
+           'part_anchors', 'text_anchors', 'joined_parts', 'archive_document', 'base_reader_name', 'parts_digest',
+           'attachment_names', 'attached_document', 'document_chunks', 'placed_after', 'chunk_sources', 'checked_paths',
            'check_run_metadata', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'chunk_urls',
-           'noting_urls', 'shared_addresses', 'plan_index', 'embedded_batches', 'stored_lookup', 'embed_chunks',
-           'until_interrupted', 'remove_paths', 'default_corpus', 'open_for_indexing', 'open_default_store']
+           'noting_urls', 'shared_addresses', 'plan_index', 'embedded_batches', 'bar_share', 'stored_lookup',
+           'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'open_for_indexing',
+           'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -1029,7 +1030,9 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
     stored_of = stored_lookup(store)
     former = _former_sentences(store)
     from tqdm.auto import tqdm
-    with tqdm(total=files, desc='indexing', unit='file', disable=not shows_progress(files, progress)) as bar:
+    with tqdm(total=files, desc='indexing', unit='file', bar_format=INDEX_BAR,
+              disable=not shows_progress(files, progress)) as bar:
+        done = seen = 0                                  # files handed on, chunks embedded (or kept)
         for records, chunks in batches:
             hashes = [text_hash(c.text) for c in chunks]
             known = stored_of([r.source for r in records], hashes) if stored_of else {}
@@ -1043,12 +1046,25 @@ def embedded_batches(store:Store, batches:Iterable[tuple], # `(records, chunks)`
                 kept_sentences = sum(part[i].text[s:e] in held for i in fresh for s, e in spans[i]) if held else 0
                 embedded.append((part, vecs, svecs, len(part) - len({part[i].text for i in fresh}),  # twice: once
                                  kept_sentences))
+                seen += len(part)
+                bar.set_postfix_str(f'{done}/{files} files, {seen:,} chunks', refresh=False)
+                bar.update(bar_share(len(records), len(part), len(chunks)))     # a big file moves the bar as it goes
             for i, (part, vecs, svecs, kept, kept_sentences) in enumerate(embedded):
                 if rep is not None:                              # counted as handed on, as `until_interrupted` does
                     rep.reused, rep.sentences_kept = rep.reused + kept, rep.sentences_kept + kept_sentences
                 yield records * (i == 0), part, vecs, svecs
-            bar.update(len(records))
-        bar.update(files - bar.n)                # the unchanged files are done too
+            done += len(records)
+        bar.set_postfix_str(f'{files}/{files} files, {seen:,} chunks', refresh=False)
+        bar.update(max(files - bar.n, 0))       # the unchanged files are done too
+
+INDEX_BAR = '{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]'   # files and chunks in the postfix
+
+def bar_share(files:int, # the files of a batch
+              part:int, # the chunks just embedded
+              chunks:int, # the batch's chunks
+             ) -> float:
+    "How far the progress bar moves, in files, when `part` of a batch's `chunks` are embedded."
+    return files * part / chunks if chunks else files
 
 def stored_lookup(store) -> Callable|None:
     """`stored_embeddings(sources, hashes)` of `store`; of a sharded store, its shards' answers together; None for a
