@@ -32,19 +32,19 @@ from .readers import (DISGUISED, READERS, SLACK_LISTS, TARBALLS, TEXT_READERS, D
 # %% auto #0
 __all__ = ['RAGNB_IGNORE', 'GIT_IGNORE', 'GIT_EXCLUDE', 'STORE_MARKERS', 'OTHER_STORES', 'PACKAGE_FOLDERS', 'DOKUWIKI_MACHINERY',
            'LOG_NAME', 'SITE_MARKERS', 'INDEX_PAGE', 'DOXYGEN_INDEX', 'JAVADOC_INDEX', 'SOURCE_BUILDS', 'PAGE_COPIES',
-           'PAGE_SIZE_SHARE', 'PATH_FIELD', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES', 'ARCHIVE_EXTS', 'ARCHIVE_READER',
-           'MAIL_EXTS', 'SAMPLE_SLOW', 'INDEX_BATCH', 'INDEX_BAR', 'IndexReport', 'ignore_spec', 'IgnoreRules',
-           'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason', 'eval_data_reason', 'source_key',
-           'display_path', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text', 'log_file', 'site_kind',
-           'site_machinery', 'source_machinery', 'generated_reason', 'scan_path', 'listed_files', 'changed_sources',
-           'list_files', 'page_copies', 'file_size', 'changed_source', 'metadata_json', 'file_metadata',
-           'missing_sources', 'member_path', 'member_role', 'archive_members', 'unpack_archive', 'archive_parts',
-           'part_anchors', 'text_anchors', 'joined_parts', 'archive_document', 'base_reader_name', 'parts_digest',
-           'attachment_names', 'attached_document', 'document_chunks', 'placed_after', 'chunk_sources', 'checked_paths',
-           'check_run_metadata', 'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'chunk_urls',
-           'noting_urls', 'shared_addresses', 'plan_index', 'embedded_batches', 'bar_share', 'stored_lookup',
-           'embed_chunks', 'until_interrupted', 'remove_paths', 'default_corpus', 'open_for_indexing',
-           'open_default_store']
+           'PAGE_SIZE_SHARE', 'GATHER_SIZE', 'GATHER_SHARE', 'PATH_FIELD', 'MAX_ARCHIVE_BYTES', 'MAX_ARCHIVE_FILES',
+           'ARCHIVE_EXTS', 'ARCHIVE_READER', 'MAIL_EXTS', 'SAMPLE_SLOW', 'INDEX_BATCH', 'INDEX_BAR', 'IndexReport',
+           'ignore_spec', 'IgnoreRules', 'folder_kind', 'walk_files', 'KeptReason', 'unreadable_reason',
+           'eval_data_reason', 'source_key', 'display_path', 'run_chunking', 'store_chunking', 'SourceFile', 'not_text',
+           'log_file', 'site_kind', 'site_machinery', 'source_machinery', 'generated_reason', 'scan_path',
+           'listed_files', 'changed_sources', 'list_files', 'page_copies', 'file_size', 'changed_source',
+           'gathered_pages', 'metadata_json', 'file_metadata', 'missing_sources', 'member_path', 'member_role',
+           'archive_members', 'unpack_archive', 'archive_parts', 'part_anchors', 'text_anchors', 'joined_parts',
+           'archive_document', 'base_reader_name', 'parts_digest', 'attachment_names', 'attached_document',
+           'document_chunks', 'placed_after', 'chunk_sources', 'checked_paths', 'check_run_metadata',
+           'corpus_languages', 'new_store_model', 'index_paths', 'chunk_batches', 'chunk_urls', 'noting_urls',
+           'shared_addresses', 'plan_index', 'embedded_batches', 'bar_share', 'stored_lookup', 'embed_chunks',
+           'until_interrupted', 'remove_paths', 'default_corpus', 'open_for_indexing', 'open_default_store']
 
 # %% ../nbs/03a_ingest.ipynb #45e0d40b
 @dataclass
@@ -491,7 +491,7 @@ def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
         elif not why:
             seen.add(source_key(f, p))
             files.append(f)
-    copies = dict(page_copies(files))                # a page's markdown or JSON beside it: the page is read
+    copies = dict(page_copies(files)) | dict(gathered_pages(files))   # a page's copy beside it: the page is read
     for f, what in copies.items():
         rep.generated.append((os.fsdecode(f), what))
         seen.discard(source_key(f, p))
@@ -542,6 +542,34 @@ def changed_source(f:Path, p:Path, # a file listed under the path `p` given
     doc = _document_or_report(f, content, rep)
     return None if doc is None else SourceFile(f, key, display_path(f, p), doc, h, ver, old is not None, root,
                                                strategies, meta)
+
+# %% ../nbs/03a_ingest.ipynb #6cd03eab
+GATHER_SIZE, GATHER_SHARE = 3, 0.8   # a page this many times the median, holding this share of the others' headings
+_HEADING, _TAG = re.compile(rb'<h[1-6][^>]*>(.*?)</h[1-6]\s*>', re.S | re.I), re.compile(rb'<[^>]+>')
+
+def _headings(f:Path) -> set[bytes]:
+    "The headings of an HTML file, as text; none for one that cannot be read."
+    try: return {b' '.join(_TAG.sub(b' ', h).split()) for h in _HEADING.findall(f.read_bytes())} - {b''}
+    except OSError: return set()
+
+def gathered_pages(files:list[Path]) -> list[tuple[Path, str]]:
+    """`(page, 'pages gathered in one')` for each listed HTML page that holds its sibling pages again (Node's
+    `api/all.html`, mdBook's `print.html`): much larger than the folder's median page, with most of the other pages'
+    headings (`GATHER_SIZE`, `GATHER_SHARE`)."""
+    folders = {}
+    for f in files:
+        if f.suffix.lower() in ('.html', '.htm'): folders.setdefault(f.parent, []).append(f)
+    out = []
+    for pages in folders.values():
+        sizes = {f: file_size(f) for f in pages}
+        median = sorted(sizes.values())[len(pages) // 2]
+        if len(pages) < 4 or not (big := [f for f in pages if sizes[f] >= GATHER_SIZE * median > 0]): continue
+        ids = {f: _headings(f) for f in pages}
+        shared = set.intersection(*ids.values())                  # every page's own: its navigation
+        for f in big:
+            others = set().union(*(ids[g] for g in pages if g != f)) - shared
+            if others and len(ids[f] & others) >= GATHER_SHARE * len(others): out.append((f, 'pages gathered in one'))
+    return out
 
 # %% ../nbs/03a_ingest.ipynb #93fdb86f
 def _gone(known:dict, root:str, seen:set, unreadable:list) -> list[str]:
