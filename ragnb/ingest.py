@@ -564,11 +564,12 @@ def gathered_pages(files:list[Path]) -> list[tuple[Path, str]]:
         sizes = {f: file_size(f) for f in pages}
         median = sorted(sizes.values())[len(pages) // 2]
         if len(pages) < 4 or not (big := [f for f in pages if sizes[f] >= GATHER_SIZE * median > 0]): continue
-        ids = {f: _headings(f) for f in pages}
-        shared = set.intersection(*ids.values())                  # every page's own: its navigation
+        heads = {f: _headings(f) for f in pages}
+        shared = set.intersection(*heads.values())                # every page's own: its navigation
         for f in big:
-            others = set().union(*(ids[g] for g in pages if g != f)) - shared
-            if others and len(ids[f] & others) >= GATHER_SHARE * len(others): out.append((f, 'pages gathered in one'))
+            others = set().union(*(heads[g] for g in pages if g != f)) - shared
+            if others and len(heads[f] & others) >= GATHER_SHARE * len(others):
+                out.append((f, 'pages gathered in one'))
     return out
 
 # %% ../nbs/03a_ingest.ipynb #93fdb86f

@@ -2344,12 +2344,14 @@ def _short_rules(page) -> list[tuple[float, float, float, float]]:
     return sorted(out)
 
 def _underscores(cur:_Line, rules:list) -> bool:
-    """Where PDFium put a space of its own after line `cur`, do rules at its baseline stand for `_`? If so they are
-    added to it (`asn1` + rule + `node`: `asn1_node`, in Texinfo's and LaTeX's PDFs)."""
-    found = False
-    for left, bottom, right, _ in rules:
-        if -1 <= left - cur.end <= 0.3 * cur.size and -0.35 * cur.size <= bottom - cur.base <= 0.15 * cur.size:
+    """Where PDFium put a space of its own after line `cur`, do rules (`_short_rules`, sorted) at its baseline
+    stand for `_`? If so they are added to it (`asn1` + rule + `node`: `asn1_node`, in Texinfo's and LaTeX's PDFs)."""
+    found, i = False, bisect.bisect_left(rules, (cur.end - 1,))
+    while i < len(rules) and rules[i][0] <= cur.end + 0.3 * cur.size:    # rules starting right after the line
+        left, bottom, right, _ = rules[i]
+        if left >= cur.end - 1 and -0.35 * cur.size <= bottom - cur.base <= 0.15 * cur.size:
             cur.text, cur.end, cur.x1, found = cur.text + '_', right, max(cur.x1, right), True
+        i += 1
     return found
 
 def _page_lines(page, pno:int) -> list[_Line]:
