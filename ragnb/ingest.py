@@ -500,14 +500,15 @@ def list_files(p:Path, rep:IndexReport, known:dict[str, SourceRecord],
     return files, _gone(known, root, seen, [source_key(u, p) for u in unreadable])
 
 PAGE_COPIES = {'.md': 'page sources', '.markdown': 'page sources', '.rst': 'page sources', '.txt': 'page sources',
-               '.texi': 'page sources', '.texinfo': 'page sources', '.json': 'page data',
+               '.texi': 'page sources', '.texinfo': 'page sources', '.xml': 'page sources', '.json': 'page data',
                '.pdf': 'PDF copies'}     # what a file beside an HTML page of its name is: the page, in another form
 PAGE_SIZE_SHARE = {'.pdf': 8}   # a page this many times smaller than the file (else 2) is not the same document
 
 def page_copies(files:list[Path]) -> list[tuple[Path, str]]:
     """`(file, what)` for the listed files that are an HTML page's source, data or PDF, listed beside it under its
     name (`api/fs.md` and `api/fs.json.gz` beside `api/fs.html`, as Node's docs ship each page three times; bzip2's
-    `manual.texi.gz` and `manual.pdf.gz` beside `manual.html`). A page much smaller than the file (a redirect, a
+    `manual.texi.gz` and `manual.pdf.gz` beside `manual.html`; libxslt's tutorials' DocBook `libxslt_pipes.xml.gz`
+    beside `libxslt_pipes.html`). A page much smaller than the file (a redirect, a
     download page, a summary: `PAGE_SIZE_SHARE`) leaves the file alone."""
     pages = {(f.parent, inner_path(f).stem): f for f in files if inner_path(f).suffix.lower() in ('.html', '.htm')}
     out = []
