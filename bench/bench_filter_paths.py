@@ -4,7 +4,7 @@
 metadata key whose values each hold 1% of the chunks, spread over the store, and prints one table: p50 ms and
 recall@10 (against brute force over the allowed ids) of each path. The table in `nbs/02d_vectors.ipynb` comes from it.
 """
-import sys, tempfile, shutil, time
+import argparse, sys, tempfile, shutil, time
 from pathlib import Path
 
 import numpy as np
@@ -64,4 +64,12 @@ def main(n=100_000, queries=200, efs=(128, 64, 32), counts=(1_000, 5_000, 10_000
 
 
 if __name__ == '__main__':
-    main()
+    head, rest = __doc__.split('\n\n', 1)
+    ap = argparse.ArgumentParser(description=head, epilog=rest, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--n', type=int, default=100_000, help='chunks in the store')
+    ap.add_argument('--queries', type=int, default=200, help='queries per row')
+    ap.add_argument('--efs', type=int, nargs='+', default=[128, 64, 32], help="hnswlib's ef, a column each")
+    ap.add_argument('--counts', type=int, nargs='+', default=[1_000, 5_000, 10_000, 20_000],
+                    help='allowed ids, a row each')
+    a = ap.parse_args()
+    main(a.n, a.queries, tuple(a.efs), tuple(a.counts))

@@ -36,7 +36,7 @@ Per format and tool:
 
     python bench/bench_office.py
 """
-import contextlib, csv, io, pathlib, re, shutil, subprocess, sys, tempfile, time
+import argparse, contextlib, csv, io, pathlib, re, shutil, subprocess, sys, tempfile, time
 
 SLIDES, ROWS, CHAPTERS, SECTIONS, MESSAGES, PAGES, THREADS, TICKETS, OPERATIONS = 12, 300, 8, 6, 20, 10, 12, 10, 20
 HEADER = ('equipo', 'sala', 'ip', 'responsable')
@@ -465,4 +465,6 @@ def main():
 
 
 if __name__ == '__main__':
+    argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()
