@@ -508,14 +508,19 @@ def page_copies(files:list[Path]) -> list[tuple[Path, str]]:
     """`(file, what)` for the listed files that are an HTML page's source, data or PDF, listed beside it under its
     name (`api/fs.md` and `api/fs.json.gz` beside `api/fs.html`, as Node's docs ship each page three times; bzip2's
     `manual.texi.gz` and `manual.pdf.gz` beside `manual.html`; libxslt's tutorials' DocBook `libxslt_pipes.xml.gz`
-    beside `libxslt_pipes.html`). A page much smaller than the file (a redirect, a
+    beside `libxslt_pipes.html`), or beside a folder of its pages under its name (`spec.pdf` and `spec.xml.gz` beside
+    `spec.html/index.html`, as DocBook's chunked builds name them). A page much smaller than the file (a redirect, a
     download page, a summary: `PAGE_SIZE_SHARE`) leaves the file alone."""
-    pages = {(f.parent, inner_path(f).stem): f for f in files if inner_path(f).suffix.lower() in ('.html', '.htm')}
+    html = [f for f in files if inner_path(f).suffix.lower() in ('.html', '.htm')]
+    size = {(f.parent, inner_path(f).stem): file_size(f) for f in html}
+    for d in {f.parent for f in html if f.parent.suffix.lower() in ('.html', '.htm')}:    # `spec.html/`: a book
+        if (d.parent, d.stem) not in size and any(f.parent == d and inner_path(f).stem == 'index' for f in html):
+            size[d.parent, d.stem] = sum(file_size(f) for f in html if d in f.parents)
     out = []
     for f in files:
         ext = inner_path(f).suffix.lower()
-        page, what = pages.get((f.parent, inner_path(f).stem)), PAGE_COPIES.get(ext)
-        if page is not None and what and file_size(page) * PAGE_SIZE_SHARE.get(ext, 2) >= file_size(f):
+        page, what = size.get((f.parent, inner_path(f).stem)), PAGE_COPIES.get(ext)
+        if page is not None and what and page * PAGE_SIZE_SHARE.get(ext, 2) >= file_size(f):
             out.append((f, what))
     return out
 
