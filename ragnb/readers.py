@@ -2317,10 +2317,17 @@ class _Line:
     text: str = ''
     base: float = 0.0     # the baseline: characters on it belong to the line, whatever their box
     mono_chars: int = 0   # how many of its characters are monospaced
+    mono_alnum: int = 0   # ... of its letters and digits
     end: float = 0.0      # the right edge of its last character (`x1` is the widest, once a word wraps)
+    defn: bool = False    # a definition's name: Texinfo's `[Function]` sat beside it (`_definition_labels`)
+    ox0: float = 0.0      # the origins of its first and last characters (a glyph's box starts where its ink does)
+    oxn: float = 0.0
 
 # %% ../nbs/01a_readers.ipynb #72cfe8e2
-_MONO_FONT = re.compile(r'courier|mono|consol|menlo|code|typewriter|fixed', re.I)
+_MONO_FONT = re.compile(r'courier|mono|consol|menlo|monaco|code|typewriter|fixed|nimbusmon|'    # and TeX's typewriter
+                        r'^(?:[A-Z]{6}\+)?(?:cm(?:sl|i)?tt|sftt|sltt|sstt|tctt|lmtt|txtt|pcr[rbo])\d', re.I)
+_DOTS = '•●▪◦‣∙'   # typographic bullets: a list item's, never code's
+_SOFT = '\u00ad'   # a line-end hyphen, until the document's own words decide it (`_resolve_hyphens`)
 
 def _char_font(raw, i:int) -> tuple[float, bool, bool]:
     "(size, bold, monospaced) of character `i` of a PDFium text page."
@@ -2360,7 +2367,7 @@ def _page_lines(page, pno:int) -> list[_Line]:
     import pypdfium2.raw as pdfc
     tp = page.get_textpage()
     n = tp.count_chars()
-    text, lines, cur, joined = (tp.get_text_range(0, n) if n else ''), [], None, False
+    text, lines, cur, joined, last_mono = (tp.get_text_range(0, n) if n else ''), [], None, False, False
     ox, oy = ctypes.c_double(), ctypes.c_double()
     rules = _short_rules(page) if n else []
     for i, ch in enumerate(text[:n]):
@@ -2378,15 +2385,73 @@ def _page_lines(page, pno:int) -> list[_Line]:
                                                    or l - cur.x1 > 1.5 * cur.size):
                 cur = None
             size, bold, mono = _char_font(tp.raw, i)
+            if cur is not None and mono and last_mono and cur.text.endswith(' ') and cur.text[-2:-1] != ' ' \
+                    and round((ox.value - cur.oxn) / (0.6 * size)) >= 3:
+                cur.text += ' '                            # a monospaced gap of two spaces, made up as one
             if cur is None:
-                cur = _Line(pno, l, b, r, t, size, bold, mono, base=oy.value)
+                cur = _Line(pno, l, b, r, t, size, bold, mono, base=oy.value, ox0=ox.value)
                 lines.append(cur)
+            cur.oxn = ox.value
             cur.x1, cur.y0, cur.y1, cur.text, cur.end = max(cur.x1, r), min(cur.y0, b), max(cur.y1, t), cur.text + ch, r
-            cur.mono_chars += mono
+            cur.mono_chars, cur.mono_alnum = cur.mono_chars + mono, cur.mono_alnum + (mono and ch.isalnum())
             if joined: cur.base = oy.value                 # the word went on on the next line: so does the line
-            joined = False
-    for ln in lines: ln.mono = ln.mono_chars >= 0.8 * sum(not c.isspace() for c in ln.text)
+            joined, last_mono = False, mono
+    for ln in lines:        # its letters and digits mostly monospaced (`</match>`: its `<`, `/` and `>` may come
+        n, signs = sum(c.isalnum() for c in ln.text), sum(not c.isspace() and c != _SOFT for c in ln.text)
+        mostly = ln.mono_alnum >= 0.8 * n if n else 2 * ln.mono_chars >= signs      # from another font), and not a
+        ln.mono = mostly and ln.text.lstrip()[:1] not in _DOTS                      # list item set so (`• SEQUENCE;`)
     return [ln for ln in lines if ln.text.strip()]
+
+# %% ../nbs/01a_readers.ipynb #450f9ed6
+_DEF_LABEL = re.compile(r'\[([A-Z][a-z]*(?: [A-Za-z][a-z]*){0,3})\]')
+
+def _definition_labels(lines:list[_Line]) -> list[_Line]:
+    """A page's lines with each definition's category (Texinfo's `[Function]` at the right margin) put before the
+    name it sits beside, `Function: void sha256_init (...)`, whose line is marked as a definition (`defn`)."""
+    out = []
+    for ln in lines:
+        m = _DEF_LABEL.fullmatch(ln.text.strip())
+        row = [o for o in lines if o is not ln and abs(o.base - ln.base) <= 0.5] if m else []
+        left = max((o for o in row if o.x1 < ln.x0), key=lambda o: o.x1, default=None)
+        if left is None or left.defn or any(o.x0 > ln.x1 for o in row):
+            out.append(ln)
+            continue
+        left.text, left.defn = f'{m[1]}: {left.text.strip()}', True
+    return out
+
+# %% ../nbs/01a_readers.ipynb #2b57e117
+def _char_width(lines:list[_Line]) -> float:
+    """A monospaced font's advance: the median over the lines of four characters or more, those without a space
+    if any (the space PDFium makes up for a gap counts one, however wide the gap); else 0.6 em."""
+    runs = [ln for ln in lines if len(ln.text.strip()) >= 4]
+    runs = [ln for ln in runs if ' ' not in ln.text.strip()] or runs
+    ws = sorted((ln.oxn - ln.ox0) / (len(ln.text.strip()) - 1) for ln in runs)
+    return ws[len(ws) // 2] if ws and ws[len(ws) // 2] > 0 else 0.6 * lines[0].size
+
+def _mono_rows(lines:list[_Line]) -> list[_Line]:
+    "A page's lines with the monospaced runs of one row joined, each gap kept as spaces of the font's width."
+    out, widths = [], {}
+    for ln in lines:
+        prev = out[-1] if out else None
+        if prev is None or not (prev.mono and ln.mono and abs(prev.base - ln.base) <= 0.5 and ln.x0 > prev.end
+                                and abs(prev.size - ln.size) <= 0.2):
+            out.append(ln)
+            continue
+        if (size := round(ln.size, 1)) not in widths:
+            widths[size] = _char_width([o for o in lines if o.mono and abs(o.size - ln.size) <= 0.2])
+        gap = max(2, round((ln.ox0 - prev.oxn) / widths[size]) - 1)     # spaces between the two
+        prev.text, prev.mono_chars = prev.text.rstrip() + ' ' * gap + ln.text.strip(), prev.mono_chars + ln.mono_chars
+        prev.x1, prev.end, prev.oxn = max(prev.x1, ln.x1), ln.end, ln.oxn
+        prev.y0, prev.y1 = min(prev.y0, ln.y0), max(prev.y1, ln.y1)
+    return out
+
+def _code_text(p:dict) -> str:
+    "A code paragraph's text, each line indented by its left edge past the leftmost of the block's on its page."
+    rows, texts = p.get('rows', []), p['text'].split('\n')
+    if len(rows) != len(texts): return p['text']
+    cw, left = _char_width(rows), {}
+    for ln in rows: left[ln.page] = min(left.get(ln.page, ln.ox0), ln.ox0)
+    return '\n'.join(' ' * round((ln.ox0 - left[ln.page]) / cw) + t for ln, t in zip(rows, texts))
 
 # %% ../nbs/01a_readers.ipynb #fe951ba2
 _PAGE_NUMBER = re.compile(r'\W*(?:page|página|pág\.?|p\.)?\s*(?:\d+|[ivxlc]+)(?:\s*(?:of|de|/)\s*\d+)?\W*$', re.I)
@@ -2439,7 +2504,7 @@ def _reading_order(lines:list[_Line], width:float) -> list[_Line]:
     return sorted(above, key=down) + sorted(left, key=down) + sorted(right, key=down) + sorted(below, key=down)
 
 # %% ../nbs/01a_readers.ipynb #1196993b
-_BULLET = re.compile(r'(?:[•●▪◦‣∙·*–-]|\d{1,3}[.)])\s+')
+_BULLET = re.compile(f'(?:[{_DOTS}·*–-]|\\d{{1,3}}[.)])\\s+')
 _DOT_LEADER = re.compile(r'(?:\.\s?){6,}\s*\d*\s*$')
 
 _WRAPPED = re.compile(r'\w[_/]$')   # an identifier or a URL cut at the end of a line
@@ -2452,14 +2517,35 @@ def _starts_item(p:dict, text:str) -> bool:
 
 def _continues(p:dict, ln:_Line, gap:float) -> bool:
     "Does line `ln` go on with paragraph `p`?"
-    last = p['last']
+    last, adopt = p['last'], _inline_code(p, ln)
+    if p.get('defn'):                    # a definition's name goes on, indented, while its parenthesis is open
+        return (p['text'].count('(') > p['text'].count(')') and not ln.defn and ln.page == last.page
+                and ln.x0 > p['first'].x0 + ln.size and 0 < last.y0 - ln.y1 + 0.01 <= gap * 1.5 + 1)
+    if ln.defn: return False
     if not p['mono'] and _WRAPPED.search(p['text']) and abs(last.size - ln.size) <= 0.15 * last.size \
             and ln.page - last.page <= 1:
         return True                                      # `social_` + `contract`, whatever the font of the rest
-    if (abs(last.size - ln.size) > 0.6 or (last.bold, last.mono) != (ln.bold, ln.mono)) or _starts_item(p, ln.text):
+    if abs(last.size - ln.size) > 0.6 or (last.bold, p['mono']) != (ln.bold, ln.mono and not adopt) \
+            or _starts_item(p, ln.text) or _first_indent(p, ln):
         return False
-    if ln.page != last.page: return not re.search(r'[.:!?]$', p['text']) and ln.text[:1].islower()
-    return 0 < last.y0 - ln.y1 + 0.01 <= gap * 1.5 + 1 or (ln.mono and last.y0 > ln.y0)
+    if ln.page != last.page: return p['mono'] or (not re.search(r'[.:!?]$', p['text']) and ln.text[:1].islower())
+    return 0 < last.y0 - ln.y1 + 0.01 <= gap * 1.5 + 1 or (p['mono'] and last.y0 > ln.y0)
+
+def _first_indent(p:dict, ln:_Line) -> bool:
+    """Does prose line `ln` start a paragraph by its first line's indent (TeX's, Word's, with no space between
+    paragraphs)? It is indented 0.8-3 em past the line above, which ends 2 em or more short of the paragraph's edge."""
+    last = p['last']
+    return (not p['mono'] and last is not p['first'] and ln.page == last.page
+            and 0.8 * ln.size <= ln.x0 - last.x0 <= 3 * ln.size and last.x1 < p['right'] - 2 * ln.size)
+
+def _inline_code(p:dict, ln:_Line) -> bool:
+    """Is monospaced line `ln` the inline code of a sentence that goes on (a header's name, a URL set in
+    typewriter), not code? It goes on prose `p` unfinished, on its page, not indented past the line above."""
+    last = p['last']
+    return (ln.mono and not p['mono'] and not p.get('defn') and ln.page == last.page and ln.x0 <= last.x0 + 2
+            and (not re.search(r'[.:!?]$', p['text']) or bool(_URL_CUT.search(p['text']))))
+
+_URL_CUT = re.compile(r'(?:https?://|www\.)\S*$')     # `http://www.cl.cam.ac.` + `uk/research/...`: one address
 
 # %% ../nbs/01a_readers.ipynb #a63f585c
 def _paragraphs(lines:list[_Line]) -> list[dict]:
@@ -2473,20 +2559,19 @@ def _paragraphs(lines:list[_Line]) -> list[dict]:
         text = ln.text.strip() if not ln.mono else ln.text.rstrip()
         if _DOT_LEADER.search(text): continue
         if paras and _continues(p := paras[-1], ln, gap):
-            sep = '\n' if ln.mono else ''
-            if not p['mono'] and _WRAPPED.search(p['text']): sep, text = '', text.strip()
-            elif not ln.mono and re.search(r'\w-$', p['text']) and text[:1].islower():
-                p['text'] = p['text'][:-1] + _SOFT
-            elif not ln.mono: sep = '\n' if ln.page != p['page1'] else ' '         # a new page: a new line
-            p['text'], p['last'], p['page1'] = p['text'] + sep + text, ln, ln.page
+            sep = '\n' if p['mono'] else ''
+            if p['mono']: p['rows'].append(ln)
+            elif _WRAPPED.search(p['text']) or (ln.mono and _URL_CUT.search(p['text'])): sep, text = '', text.strip()
+            elif re.search(r'\w-$', p['text']) and text[:1].islower(): p['text'] = p['text'][:-1] + _SOFT
+            else: sep, text = ('\n' if ln.page != p['page1'] else ' '), text.strip()    # a new page: a new line
+            p['text'], p['last'], p['page1'], p['right'] = p['text'] + sep + text, ln, ln.page, max(p['right'], ln.x1)
             if sep == '\n': p['lines'].append(ln.page)
-        else: paras.append(dict(text=text, size=ln.size, bold=ln.bold, mono=ln.mono, page0=ln.page, page1=ln.page,
-                                last=ln, lines=[ln.page]))
+        else: paras.append(dict(text=text, size=ln.size, bold=ln.bold, mono=ln.mono and not ln.defn, page0=ln.page,
+                                page1=ln.page, first=ln, last=ln, lines=[ln.page], defn=ln.defn, rows=[ln],
+                                right=ln.x1))
     return paras
 
 # %% ../nbs/01a_readers.ipynb #76ebf32d
-_SOFT = '\u00ad'   # a line-end hyphen, until the document's own words decide it
-
 def _resolve_hyphens(paras:list[dict]) -> list[dict]:
     "Decide each line-end hyphen (in place): join the halves, or keep the hyphen if the document writes it so."
     whole = lambda t: re.sub(f'\\w+{_SOFT}\\w+', ' ', t)            # the words not cut at a line end
@@ -2511,8 +2596,9 @@ def _markdown_lines(paras:list[dict]) -> list[tuple[str, list[tuple[int, int]]]]
     out, before = [], dict(text='.')        # a star after a heading, a fence or a finished clause starts an item
     for p in paras:
         t, span, lines = p['text'], (p['page0'], p['page1']), [(g, g) for g in p['lines']]
-        if p['mono']: t = _fence(t)
-        elif round(p['size'], 1) in level: t, lines = '#' * level[round(p['size'], 1)] + ' ' + _clean(t), [span]
+        if p['mono']: t = _fence(_code_text(p))
+        elif round(p['size'], 1) in level and not p.get('defn'):
+            t, lines = '#' * level[round(p['size'], 1)] + ' ' + _clean(t), [span]
         elif _starts_item(before, t) and not t[0].isdigit(): t = '- ' + _BULLET.sub('', t, count=1)
         else: t = _paragraph(t)
         before = p if not p['mono'] and round(p['size'], 1) not in level else dict(text='.')
@@ -2686,6 +2772,7 @@ def _page_list(pages:list[int]) -> str:
 
 def _ordered_lines(pages:list[list[_Line]], heights:list[float], widths:list[float]) -> list[_Line]:
     "A document's lines in reading order, page by page, without running heads and footers."
+    pages = [_mono_rows(_definition_labels(ls)) for ls in pages]
     return [ln for ls, w in zip(_drop_running(pages, heights), widths) for ln in _reading_order(ls, w)]
 
 def _lines_text(lines:list[_Line]) -> tuple[str, list[tuple[int, int]]]:
@@ -4561,8 +4648,8 @@ def text_sheet_document(data:bytes, # text saved under a spreadsheet's name
 # %% ../nbs/01a_readers.ipynb #361564d1
 register_reader(Reader('html-v5', 'html', html_document), '.html', '.htm', '.xhtml')
 _OCR = ocr_suffix()   # readers that read pictures say so in their version
-register_reader(Reader('pdf-v5' + _OCR, 'pdf', pdf_document),
-                '.pdf')                       # v5: TeX's `_` rules, C's `*`; +ocr1: scanned pages read
+register_reader(Reader('pdf-v6' + _OCR, 'pdf', pdf_document),
+                '.pdf')                       # v6: Texinfo's definitions, TeX's typewriter; +ocr1: scanned pages read
 register_reader(Reader('docx-v3' + _OCR, 'docx', docx_document), '.docx',   # v3: pictures' alt text, +ocr: their text
                 '.docm', '.dotx', '.dotm')            # macro-enabled files and templates: the same package
 register_reader(Reader('doc-v2', 'doc', doc_document), '.doc', '.dot')   # v2: other formats under its name
