@@ -29,9 +29,9 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED',
            'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST',
            'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
-           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'Document', 'Reader',
-           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'anchor_text',
-           'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records',
+           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'PLAIN_DISGUISED',
+           'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version',
+           'anchor_text', 'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records',
            'is_json_records', 'json_record_document', 'has_html', 'front_matter', 'front_metadata', 'ocr_suffix',
            'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
            'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape',
@@ -49,7 +49,7 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
            'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document',
            'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document', 'html_sheets_document',
-           'text_sheet_document']
+           'text_sheet_document', 'plain_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -4645,6 +4645,13 @@ def text_sheet_document(data:bytes, # text saved under a spreadsheet's name
                             'what it is (.txt, .csv)') from None
     return csv_document(data, name)
 
+def plain_document(data:bytes, # text under an office format's name
+                   name:str='file.dot', # for messages
+                  ) -> Document:
+    "Text under a Word or PowerPoint name (a Graphviz graph `.dot`, gettext's template `.pot`, an old `README.doc`)."
+    text = decode_text(data, name)
+    return Document(text, 'text', recoded=isinstance(text, RecodedText))
+
 # %% ../nbs/01a_readers.ipynb #361564d1
 register_reader(Reader('html-v5', 'html', html_document), '.html', '.htm', '.xhtml')
 _OCR = ocr_suffix()   # readers that read pictures say so in their version
@@ -4676,6 +4683,8 @@ for ext in ('.xls', '.xlt'):
     DISGUISED.update({(ext, 'zip'): READERS['.xlsx'], (ext, 'html'): HTML_SHEETS,
                       (ext, 'text'): Reader('textsheet-v1', 'xls', text_sheet_document)})
 for ext in ('.ppt', '.pps', '.pot'): DISGUISED[(ext, 'zip')] = READERS['.pptx']
+PLAIN_DISGUISED = Reader('plain-v1', 'text', plain_document)    # a Graphviz `.dot`, gettext's `.pot`, a text `.doc`
+for ext in ('.doc', '.dot', '.pot'): DISGUISED[(ext, 'text')] = PLAIN_DISGUISED
 for exts in (('.doc', '.dot'), ('.xls', '.xlt'), ('.ppt', '.pps', '.pot')):
     READER_INPUTS[READERS[exts[0]].name] = lambda _, exts=exts: disguised_digest(*exts)
 if importlib.util.find_spec('rapidocr'): register_reader(Reader('tiff-ocr1', 'tiff', tiff_document), '.tif', '.tiff')
