@@ -310,7 +310,7 @@ def test_bad_files_are_skipped_with_the_reason_and_the_rest_is_indexed(tmp_path)
     (kb / 'fake.odt').write_text('tampoco soy un zip')
     (kb / 'fake.epub').write_text('ni yo')
     (kb / 'fake.pptx').write_text('ni yo tampoco')
-    (kb / 'fake.doc').write_text('un texto con otro nombre')
+    (kb / 'fake.doc').write_bytes(b'\x00\x01un binario con otro nombre')      # (text under `.doc` is read as text)
     (kb / 'fake.xls').write_text('otro más')
     (kb / 'jira.xls').write_text('<table><tr><th>Key</th><th>Summary</th></tr><tr><td>OPS-1</td><td>faro</td></tr>'
                                  '</table>')                       # a tool's "Excel" export: an HTML table, indexed
