@@ -1841,16 +1841,21 @@ def _main_content(root):
     return body if body is not None else root
 
 # %% ../nbs/01a_readers.ipynb #0b98c35f
+_TEXINFO_CHROME = {'header', 'nav-panel', 'contents', 'contents-heading', 'shortcontents', 'shortcontents-heading',
+                   'menu', 'section-toc', 'mini-toc', 'copiable-anchor', 'copiable-link', 'summary-letter',
+                   'index-entries-by-letter', *(f'index-{k}' for k in ('cp', 'fn', 'vr', 'ky', 'pg', 'tp'))}
+_TABLE_CHROME = {'summary-letter'}    # a letter of an index's "Jump to: A B C" bar: the bar's whole table goes
 GENERATOR_CHROME = {  # `<meta name="generator">`'s first word → the ids, classes and link texts that are its chrome
     'doxygen': ({'top', 'nav-path', 'side-nav', 'MSearchSelectWindow', 'MSearchResultsWindow'},
                 {'summary', 'permalink'}, re.compile(r'More\.\.\.')),     # menus; "Classes | List of all members"; ◆
     'rustdoc': (set(), {'rightside', 'sub-heading', 'anchor', 'doc-anchor', 'hideme', 'rustdoc-breadcrumbs',
                         'test-arrow', 'skip-main-content'}, None),  # "1.0.0 · Source", "§", "Expand description"
+    'makeinfo': (set(), _TEXINFO_CHROME, None), 'texi2any': (set(), _TEXINFO_CHROME, None),
 }
 
 def page_generator(root) -> str:
     "The page's generator as its `<meta name=\"generator\">` names it, first word, lower case ('doxygen'...), or ''."
-    content = next(iter(root.xpath('//meta[@name="generator"]/@content')), '')
+    content = next(iter(root.xpath('//meta[translate(@name, "GENERATOR", "generator")="generator"]/@content')), '')
     return re.split(r'[\s/]', content.strip().lower(), maxsplit=1)[0]
 
 def drop_generator_chrome(root) -> str:
@@ -1862,6 +1867,7 @@ def drop_generator_chrome(root) -> str:
         el.get('id') in ids or _classes(el) & classes or
         links is not None and _tag(el) == 'a' and links.fullmatch((el.text_content() or '').strip()))]
     for el in doomed:
+        if _classes(el) & _TABLE_CHROME: el = next(el.iterancestors('table'), el)
         if el.getparent() is not None: el.drop_tree()          # its tail text stays
     return kind
 
@@ -4653,7 +4659,7 @@ def plain_document(data:bytes, # text under an office format's name
     return Document(text, 'text', recoded=isinstance(text, RecodedText))
 
 # %% ../nbs/01a_readers.ipynb #361564d1
-register_reader(Reader('html-v5', 'html', html_document), '.html', '.htm', '.xhtml')
+register_reader(Reader('html-v6', 'html', html_document), '.html', '.htm', '.xhtml')
 _OCR = ocr_suffix()   # readers that read pictures say so in their version
 register_reader(Reader('pdf-v6' + _OCR, 'pdf', pdf_document),
                 '.pdf')                       # v6: Texinfo's definitions, TeX's typewriter; +ocr1: scanned pages read
