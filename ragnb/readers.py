@@ -2554,17 +2554,30 @@ def _inline_code(p:dict, ln:_Line) -> bool:
 _URL_CUT = re.compile(r'(?:https?://|www\.)\S*$')     # `http://www.cl.cam.ac.` + `uk/research/...`: one address
 
 # %% ../nbs/01a_readers.ipynb #a63f585c
+def _line_gaps(lines:list[_Line]) -> dict:
+    """The usual gap between the lines of a paragraph, per font size and pitch (`None`: of all): the widest of the
+    three commonest gaps that is at most one point over the commonest, so that a document whose paragraphs are set
+    apart by a little space (Texinfo's 3 points) does not read that space as a line's."""
+    groups = {None: Counter()}
+    for a, b in zip(lines, lines[1:]):
+        if a.page == b.page and a.size == b.size and (g := round(a.y0 - b.y1)) > 0:
+            groups[None][g] += 1
+            groups.setdefault((round(a.size, 1), a.mono and b.mono), Counter())[g] += 1
+    out = {}
+    for key, gaps in groups.items():
+        top = [g for g, _ in gaps.most_common(3)]
+        out[key] = max((g for g in top if g <= top[0] + 1), default=4)
+    return out
+
 def _paragraphs(lines:list[_Line]) -> list[dict]:
     """Group lines into paragraphs: {text, size, bold, mono, first page, last page, the page of each of its lines};
     code keeps its line breaks, and prose breaks its line where it goes on to a new page, so that each line of the
     text is on one page."""
-    gaps = Counter(round(a.y0 - b.y1) for a, b in zip(lines, lines[1:]) if a.page == b.page and a.size == b.size)
-    gap = max((g for g, _ in gaps.most_common(3) if g > 0), default=4)
-    paras = []
+    gap, paras = _line_gaps(lines), []
     for ln in lines:
         text = ln.text.strip() if not ln.mono else ln.text.rstrip()
         if _DOT_LEADER.search(text): continue
-        if paras and _continues(p := paras[-1], ln, gap):
+        if paras and _continues(p := paras[-1], ln, gap.get((round(ln.size, 1), ln.mono), gap[None])):
             sep = '\n' if p['mono'] else ''
             if p['mono']: p['rows'].append(ln)
             elif _WRAPPED.search(p['text']) or (ln.mono and _URL_CUT.search(p['text'])): sep, text = '', text.strip()
