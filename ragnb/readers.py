@@ -2330,7 +2330,7 @@ class _Line:
     oxn: float = 0.0
 
 # %% ../nbs/01a_readers.ipynb #72cfe8e2
-_MONO_FONT = re.compile(r'courier|mono|consol|menlo|monaco|code|typewriter|fixed|nimbusmon|'    # and TeX's typewriter
+_MONO_FONT = re.compile(r'courier|cursor|mono|consol|menlo|monaco|code|typewriter|fixed|nimbusmon|'  # TeX's typewriter
                         r'^(?:[A-Z]{6}\+)?(?:cm(?:sl|i)?tt|sftt|sltt|sstt|tctt|lmtt|txtt|pcr[rbo])\d', re.I)
 _DOTS = '•●▪◦‣∙'   # typographic bullets: a list item's, never code's
 _SOFT = '\u00ad'   # a line-end hyphen, until the document's own words decide it (`_resolve_hyphens`)
