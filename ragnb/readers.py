@@ -2523,10 +2523,10 @@ def _starts_item(p:dict, text:str) -> bool:
 
 def _continues(p:dict, ln:_Line, gap:float) -> bool:
     "Does line `ln` go on with paragraph `p`?"
-    last, adopt = p['last'], _inline_code(p, ln)
+    last, adopt = p['rows'][-1], _inline_code(p, ln)
     if p.get('defn'):                    # a definition's name goes on, indented, while its parenthesis is open
         return (p['text'].count('(') > p['text'].count(')') and not ln.defn and ln.page == last.page
-                and ln.x0 > p['first'].x0 + ln.size and 0 < last.y0 - ln.y1 + 0.01 <= gap * 1.5 + 1)
+                and ln.x0 > p['rows'][0].x0 + ln.size and 0 < last.y0 - ln.y1 + 0.01 <= gap * 1.5 + 1)
     if ln.defn: return False
     if not p['mono'] and _WRAPPED.search(p['text']) and abs(last.size - ln.size) <= 0.15 * last.size \
             and ln.page - last.page <= 1:
@@ -2540,14 +2540,15 @@ def _continues(p:dict, ln:_Line, gap:float) -> bool:
 def _first_indent(p:dict, ln:_Line) -> bool:
     """Does prose line `ln` start a paragraph by its first line's indent (TeX's, Word's, with no space between
     paragraphs)? It is indented 0.8-3 em past the line above, which ends 2 em or more short of the paragraph's edge."""
-    last = p['last']
-    return (not p['mono'] and last is not p['first'] and ln.page == last.page
-            and 0.8 * ln.size <= ln.x0 - last.x0 <= 3 * ln.size and last.x1 < p['right'] - 2 * ln.size)
+    rows = p['rows']
+    return (not p['mono'] and len(rows) > 1 and ln.page == rows[-1].page
+            and 0.8 * ln.size <= ln.x0 - rows[-1].x0 <= 3 * ln.size
+            and rows[-1].x1 < max(r.x1 for r in rows) - 2 * ln.size)
 
 def _inline_code(p:dict, ln:_Line) -> bool:
     """Is monospaced line `ln` the inline code of a sentence that goes on (a header's name, a URL set in
     typewriter), not code? It goes on prose `p` unfinished, on its page, not indented past the line above."""
-    last = p['last']
+    last = p['rows'][-1]
     return (ln.mono and not p['mono'] and not p.get('defn') and ln.page == last.page and ln.x0 <= last.x0 + 2
             and (not re.search(r'[.:!?]$', p['text']) or bool(_URL_CUT.search(p['text']))))
 
@@ -2570,7 +2571,8 @@ def _line_gaps(lines:list[_Line]) -> dict:
     return out
 
 def _paragraphs(lines:list[_Line]) -> list[dict]:
-    """Group lines into paragraphs: {text, size, bold, mono, first page, last page, the page of each of its lines};
+    """Group lines into paragraphs: {text, size, bold, mono, first page, last page, the page of each of its lines, its
+    lines (`rows`)};
     code keeps its line breaks, and prose breaks its line where it goes on to a new page, so that each line of the
     text is on one page."""
     gap, paras = _line_gaps(lines), []
@@ -2578,16 +2580,15 @@ def _paragraphs(lines:list[_Line]) -> list[dict]:
         text = ln.text.strip() if not ln.mono else ln.text.rstrip()
         if _DOT_LEADER.search(text): continue
         if paras and _continues(p := paras[-1], ln, gap.get((round(ln.size, 1), ln.mono), gap[None])):
-            sep = '\n' if p['mono'] else ''
-            if p['mono']: p['rows'].append(ln)
+            if p['mono']: sep = '\n'
             elif _WRAPPED.search(p['text']) or (ln.mono and _URL_CUT.search(p['text'])): sep, text = '', text.strip()
-            elif re.search(r'\w-$', p['text']) and text[:1].islower(): p['text'] = p['text'][:-1] + _SOFT
+            elif re.search(r'\w-$', p['text']) and text[:1].islower(): sep, p['text'] = '', p['text'][:-1] + _SOFT
             else: sep, text = ('\n' if ln.page != p['page1'] else ' '), text.strip()    # a new page: a new line
-            p['text'], p['last'], p['page1'], p['right'] = p['text'] + sep + text, ln, ln.page, max(p['right'], ln.x1)
+            p['text'], p['page1'] = p['text'] + sep + text, ln.page
+            p['rows'].append(ln)
             if sep == '\n': p['lines'].append(ln.page)
         else: paras.append(dict(text=text, size=ln.size, bold=ln.bold, mono=ln.mono and not ln.defn, page0=ln.page,
-                                page1=ln.page, first=ln, last=ln, lines=[ln.page], defn=ln.defn, rows=[ln],
-                                right=ln.x1))
+                                page1=ln.page, lines=[ln.page], defn=ln.defn, rows=[ln]))
     return paras
 
 # %% ../nbs/01a_readers.ipynb #76ebf32d
