@@ -12,7 +12,8 @@ from .sentences import prefix_path, sentence_spans
 
 # %% auto #0
 __all__ = ['RAY_SHARDS', 'SERVE_LIMIT_FLAGS', 'NOTHING_FOUND', 'UserError', 'build_parser', 'main', 'cmd_sentences', 'cmd_index',
-           'cmd_remove', 'cmd_ask', 'cmd_check', 'cmd_sources', 'cmd_read', 'cmd_cache', 'cmd_serve', 'cmd_eval']
+           'cmd_remove', 'shown_body', 'cmd_ask', 'cmd_check', 'cmd_sources', 'cmd_read', 'cmd_cache', 'cmd_serve',
+           'cmd_eval']
 
 # %% ../nbs/09_cli.ipynb #7d89babc
 class UserError(Exception):
@@ -569,6 +570,15 @@ def _print_hyde(h:dict|None):
     else: print(f"HyDE: not used, searched with the plain question ({h['reason']})")
     print()
 
+# %% ../nbs/09_cli.ipynb #cea5534b
+def shown_body(body:str, # a chunk's text after its `[Doc: ...]` line
+               limit:int|None=None, # cut at this many characters, with ' …'
+              ) -> str:
+    "A body as `ask` and `read` print it: blank lines at its ends dropped, its own indentation kept, 4 spaces more."
+    body = re.sub(r'^(?:[ \t]*\n)+', '', body).rstrip()
+    if limit and len(body) > limit: body = body[:limit] + ' …'
+    return '    ' + body.replace('\n', '\n    ')
+
 # %% ../nbs/09_cli.ipynb #94be2dad
 NOTHING_FOUND = {True: 'Nothing found within --filter: check its keys and values (`ragnb index --meta KEY=VALUE` sets '
                        'them per file).',
@@ -585,9 +595,7 @@ def _print_result(res, opts, filtered:bool=False, # filtered: the ask had --filt
         if c.copies: print('    the same text in: ' + ', '.join(c.copies[:3]) + (f' and {len(c.copies) - 3} more'
                                                                                  if c.copies[3:] else ''))
         if reads and reads[i - 1]: print(f'    read on from this chunk: {reads[i - 1]}')   # its cite reads earlier
-        body = c.body.strip()
-        if not opts.trim and len(body) > 600: body = body[:600] + ' …'      # trimmed context is printed whole
-        print('    ' + body.replace('\n', '\n    ') + '\n')
+        print(shown_body(c.body, None if opts.trim else 600) + '\n')       # trimmed context is printed whole
     t = ', '.join(f'{k} {v:.0f} ms' for k, v in res.timings_ms.items())
     if not opts.trim: return print(f'Tokens: {res.tokens_in_context} (≈ words × 1.3) · {t}')
     pct = (res.tokens_in_context - res.tokens_before) / max(res.tokens_before, 1)
@@ -697,7 +705,7 @@ def cmd_read(args) -> int:
     if args.json: return print(json.dumps(got.to_dict(), ensure_ascii=False, indent=1)) or 0
     for c in got.chunks:
         print(f"{c.cite}  [{c.section_title or prefix_path(c.prefix)}]" + (f'\n{c.link}' if c.link else ''))
-        print('    ' + c.body.strip().replace('\n', '\n    ') + '\n')
+        print(shown_body(c.body) + '\n')
     on = f'ragnb read {shlex.quote(got.next)}' + (f' --store {shlex.quote(args.store)}' if args.store else '')
     print(f'Tokens: {got.tokens} · ' + (f'read on: {on}' if got.next else 'the end of the document'))
     return 0
