@@ -23,7 +23,8 @@ __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXT
            'web_url', 'forge_lines', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError', 'inner_path',
            'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
            'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
-           'chunker_version', 'chunk_markdown', 'Grammar', 'script_language', 'chunk_code', 'rst_as_markdown',
+           'chunker_version', 'chunk_markdown', 'Grammar', 'prototype_name', 'c_uncommented', 'declared_names',
+           'declared_title', 'declared_by_line', 'script_language', 'chunk_code', 'rst_as_markdown',
            'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
            'chunk_file', 'mode_for', 'strategy_version']
 
@@ -856,7 +857,8 @@ def _decl_name(node) -> str:
     if field('name') is not None: return _text(field('name'))
     d = field('declarator')                                                          # C and C++: `int *add(...)`
     while d is not None and d.child_by_field_name('declarator') is not None: d = d.child_by_field_name('declarator')
-    return _text(d)
+    name = _text(d)                                # a function pointer's: `(XMLCALL *XML_StartElementHandler)`
+    return re.findall(r'[A-Za-z_]\w*', name)[-1] if name.startswith('(') and re.search(r'\w', name) else name
 
 
 # %% ../nbs/01_chunking.ipynb #77c5e07a
@@ -991,7 +993,7 @@ def _line_pieces(lines, s, e, limit):
     return out
 
 # %% ../nbs/01_chunking.ipynb #040d1868
-CODIGO_VERSION = 'codigo-v2'
+CODIGO_VERSION = 'codigo-v3'
 _BARE = re.compile(r'\s*[{}\[\]();,]*\s*$')
 
 def _fill_gaps(units:list, n_lines:int) -> list:
@@ -1058,6 +1060,114 @@ def _unit_pieces(g, lines:list[str], size:Callable, target:int, max_chars:int) -
     if size(g.start, g.end) <= max_chars: return [(g.start, g.end)]
     if g.start < g.code <= g.end and size(g.code, g.end) <= max_chars: return [(g.start, g.code - 1), (g.code, g.end)]
     return _member_pieces(g, lines, size, target, max_chars)
+
+# %% ../nbs/01_chunking.ipynb #925d72cb
+_C_COMMENT = re.compile(r'/\*.*?(?:\*/|\Z)|//[^\n]*', re.S)    # a comment a chunk cuts runs to its end
+_C_TOKEN = re.compile(r'[A-Za-z_][\w:~]*|[()]')
+_MACRO_NAME = re.compile(r'_*[A-Z][A-Z0-9_]*')    # ZEXPORT, BZ_API, __THROW: a macro, not the function's name
+_C_WORDS = frozenset({'if', 'for', 'while', 'switch', 'return', 'sizeof', 'alignof', '_Alignof', 'alignas', '_Alignas',
+                      'decltype', 'typeof', '__typeof__', '__attribute__', '__declspec', 'operator', 'static_assert',
+                      '_Static_assert', 'noexcept', 'throw', 'defined', 'void', 'char', 'short', 'int', 'long',
+                      'float', 'double', 'signed', 'unsigned', 'bool', '_Bool', 'const', 'volatile', 'static',
+                      'extern', 'inline', 'struct', 'union', 'enum', 'register', 'auto', 'restrict'})
+
+def _c_name(word:str) -> bool:
+    "Could `word` be a function's name: not a macro's capitals, not a keyword?"
+    return word not in _C_WORDS and not _MACRO_NAME.fullmatch(word.rsplit('::', 1)[-1])
+
+_C_SKIP = re.compile(r'\s*(?:typedef|return|using)\b')
+_C_WRAPPED = re.compile(r'\s*\)\s*\(')                                   # `(name) (`: a macro wraps the name
+_C_OF = re.compile(r'([A-Za-z_]\w*)\s+_*[A-Z][A-Z0-9_]*\s*\(\(')          # zlib: deflate OF((...))
+
+def _prototype(s:str) -> tuple[int, str]|None:
+    "`(offset, name)` of the function statement `s` declares (`prototype_name`)."
+    if _C_SKIP.match(s) or '=' in s.split('(', 1)[0]: return None
+    depth, before = 0, []
+    for m in _C_TOKEN.finditer(s):
+        w = m[0]
+        if w == '(':
+            if depth == 0 and len(before) > 1 and _c_name(before[-1][1]): return before[-1]
+            depth += 1
+        elif w == ')': depth = max(depth - 1, 0)
+        elif depth == 0: before.append((m.start(), w))
+        elif depth == 1 and before[1:] and _c_name(w) and _C_WRAPPED.match(s, m.end()):
+            j = m.start() - 1
+            while j > 0 and s[j].isspace(): j -= 1
+            if s[j] == '(': return m.start(), w                                      # BZ_API(BZ2_bzRead) (...)
+    m = _C_OF.search(s)
+    return (m.start(1), m[1]) if m and _c_name(m[1]) else None
+
+def prototype_name(statement:str, # one C or C++ statement, comments out, without its `;` or body
+                  ) -> str|None:
+    "The function `statement` declares or defines (`int f(void)` → `f`), through export macros; None for the rest."
+    found = _prototype(statement)
+    return found and found[1]
+
+
+# %% ../nbs/01_chunking.ipynb #7c294cd6
+def c_uncommented(code:str) -> str:
+    "C or C++ `code` with each comment a space and its line breaks, so that each line stays the line it was."
+    return _C_COMMENT.sub(lambda m: ' ' + '\n' * m[0].count('\n'), code)
+
+_C_OPENS = re.compile(r'extern\s*"C\+*"|(?:inline\s+)?namespace\b[\w:\s]*')
+_C_PUNCT = re.compile(r'[()\[\]{};]')
+_C_DIRECTIVE = re.compile(r'(?m)^[ \t]*#(?:.*\\\n)*.*$')         # `#define` with its `\` lines
+
+def _c_statements(code:str) -> list[tuple[int, str]]:
+    """The top-level statements of C or C++ `code` as `(line, text)` (its first line, from 0), comments and
+    preprocessor lines blanked: up to a `;`, or the head a body follows."""
+    code = _C_DIRECTIVE.sub(lambda m: '\n' * m[0].count('\n'), c_uncommented(code))
+    out, start, paren, brace, line, seen = [], 0, 0, 0, 0, 0
+    def add(end):
+        nonlocal line, seen
+        line, seen = line + code.count('\n', seen, start), start
+        out.append((line, code[start:end]))
+    for m in _C_PUNCT.finditer(code):
+        i, ch = m.start(), m[0]
+        if ch in '([': paren += 1
+        elif ch in ')]': paren = max(paren - 1, 0)
+        elif ch == '{' and brace == 0 and _C_OPENS.fullmatch(code[start:i].strip()): start = i + 1   # still top level
+        elif ch == '{':
+            if brace == 0: add(i)                                  # a definition's head
+            brace += 1
+        elif ch == '}':
+            brace = max(brace - 1, 0)
+            start = i + 1
+        elif ch == ';' and paren == 0 and brace == 0:
+            add(i)
+            start = i + 1
+    return out
+
+def declared_names(code:str, # C or C++
+                  ) -> list[tuple[int, str]]:
+    "The functions `code` declares or defines at its top level, as `(line, name)` in order (lines from 0)."
+    return [(line + text.count('\n', 0, found[0]), found[1]) for line, text in _c_statements(code)
+            if (found := _prototype(text))]
+
+def declared_title(names:list[str]) -> str:
+    "A chunk's title for the functions it declares: `function f` or `functions f, g, …` (at most `MAX_NAME`)."
+    if not names: return ''
+    title = 'function' + 's' * (len(names) > 1) + ' ' + names[0]
+    for i, n in enumerate(names[1:], 1):
+        if len(title) + len(n) + 2 > MAX_NAME - (3 if names[i + 1:] else 0): return title + ', …'
+        title += ', ' + n
+    return title
+
+def declared_by_line(units:list, # a file's units, in order (`_fill_gaps`)
+                     code:str, # the file's C or C++
+                    ) -> list[tuple]:
+    """Per line, the functions its loose unit declares: a prototype's documentation, above it (SQLite's) or below it
+    (zlib's), goes by the prototype's name in every piece it is cut into; a unit holds a name by the line the name is
+    on (expat's `XMLPARSEAPI(void)` and the line below it are two units)."""
+    at = {}
+    for line, name in declared_names(code): at.setdefault(line, []).append(name)
+    out = [()] * (code.count('\n') + 1)
+    for u in units:
+        if u.kind: continue
+        names = tuple(dict.fromkeys(n for ln in range(u.start, u.end + 1) for n in at.get(ln, ())))
+        out[u.start:u.end + 1] = [names] * (u.end - u.start + 1)
+    return out
+
 
 # %% ../nbs/01_chunking.ipynb #cb639bb0
 _SQL_NAME = r'(?:"[^"]+"|`[^`]+`|\[[^\]]+\]|[^\s(;,"`\[]+)'
@@ -1197,7 +1307,7 @@ def chunk_code(text:str, # source code
                max_chars:int=CHUNK_SIZES.max_chars, # a block over it is split by members, then lines, then length
                metadata:dict|None=None, # copied into every chunk
               ) -> list[Chunk]:
-    "Chunk source code by top-level blocks (`codigo-v2`), falling back to line windows when it does not parse."
+    "Chunk source code by top-level blocks (`codigo-v3`), falling back to line windows when it does not parse."
     language = _code_language(source, language, text)
     norm, line_map = normalize_code(text)
     if not norm.strip(): return []
@@ -1215,11 +1325,15 @@ def chunk_code(text:str, # source code
         for cs, ce in ([(s, e)] if e - s <= max_chars else _cut_by_length(norm, s, e, max_chars)):
             chunks.append(Chunk(f'{pre}\n{norm[cs:ce]}', source, 'codigo', title, *offs.span(cs, ce), cs, ce,
                                 version, dict(metadata or {}), line_runs=offs.runs(cs, ce)))
-    for g in _group_units(_merge_bare(_fill_gaps(units, len(lines)), lines), lines, size, target):
+    loose = _merge_bare(_fill_gaps(units, len(lines)), lines)
+    declared = declared_by_line(loose, norm) if language in ('c', 'cpp') else None   # what each line's unit declares
+    for g in _group_units(loose, lines, size, target):
         title = f'{g.kind} {g.name}'.strip() if g.kind else ''
         pieces = _unit_pieces(g, lines, size, target, max_chars)
         for i, (a, b) in enumerate(pieces):      # a later piece names its block; a comment set apart, its code
-            emit(a, b, title, g.header if g.header and (a != g.code if i else b < g.code) else '')
+            named = title or (declared_title(list(dict.fromkeys(n for ns in declared[a:b + 1] for n in ns)))
+                              if declared else '')
+            emit(a, b, named, g.header if g.header and (a != g.code if i else b < g.code) else '')
     return chunks
 
 # %% ../nbs/01_chunking.ipynb #249b25bf
@@ -1325,7 +1439,7 @@ class Chunker:
 
 # %% ../nbs/01_chunking.ipynb #2c143506
 CHUNKERS: dict[str, Chunker] = {}
-DEFAULT_CHUNKERS = {'documental': 'documental-v2', 'codigo': 'codigo-v2'}
+DEFAULT_CHUNKERS = {'documental': 'documental-v2', 'codigo': 'codigo-v3'}
 
 def _same_code(f, g) -> bool:
     "Are `f` and `g` the same function, or the same code defined twice (a notebook runs what its module holds)?"
@@ -1342,7 +1456,7 @@ def register_chunker(chunker:Chunker) -> Chunker:
 
 register_chunker(Chunker('documental-v1', 'documental', chunk_markdown))
 register_chunker(Chunker('documental-v2', 'documental', chunk_document))
-register_chunker(Chunker('codigo-v2', 'codigo', chunk_code))
+register_chunker(Chunker('codigo-v3', 'codigo', chunk_code))
 
 # %% ../nbs/01_chunking.ipynb #04e97118
 def chunk_text(text:str, # the file's text, already read
