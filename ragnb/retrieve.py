@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_retrieve.ipynb #b050b26f
 from __future__ import annotations
-import json, numbers, os, re, threading, time, urllib.parse
+import html, json, numbers, os, re, threading, time, urllib.parse
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -126,6 +126,28 @@ def to_dict(self:RetrievalResult,
     for d, r in zip(chunks, reads or ()): d.update({'read': r} if r else {})
     return dict(query=self.query, tokens_before=self.tokens_before, tokens_in_context=self.tokens_in_context,
                 timings_ms=self.timings_ms, info=self.info, chunks=chunks)
+
+# %% ../nbs/06_retrieve.ipynb #d28dc82f
+@patch
+def _repr_html_(self:RetrievalResult) -> str:
+    "The result as a notebook shows it: question, tokens and timings, then each chunk's citation, section and text."
+    e = html.escape
+    tokens = (f'{self.tokens_before} → {self.tokens_in_context}' if self.tokens_before != self.tokens_in_context
+              else f'{self.tokens_in_context}')
+    n = len(self.chunks)
+    cost = ' · '.join([f"{n} chunk{'s' * (n != 1)}", f'{tokens} tokens'] +
+                      [', '.join(f'{k} {v:.0f} ms' for k, v in self.timings_ms.items())] * bool(self.timings_ms))
+    items = []
+    for c in self.chunks:
+        cite = f'<code>{e(c.cite)}</code>'
+        if c.link: cite = f'<a href="{e(c.link)}" target="_blank">{cite}</a>'
+        body = re.sub(r'^(?:[ \t]*\n)+', '', c.body).rstrip()
+        if not isinstance(c, TrimmedChunk) and len(body) > 600: body = body[:600] + ' …'
+        score = f"{self.info.get('score', 'score')} {c.score:.3f}" if c.score is not None else ''
+        items.append(f'<li>{cite} · {e(c.section_title or prefix_path(c.prefix))} <small>{e(score)}</small>'
+                     f'<pre style="white-space:pre-wrap">{e(body)}</pre></li>')
+    return (f'<p><b>{e(self.query or "")}</b><br><small>{e(cost)}</small></p>' +
+            (f'<ol>{"".join(items)}</ol>' if items else '<p>Nothing found.</p>'))
 
 # %% ../nbs/06_retrieve.ipynb #abace28a
 @patch(cls_method=True)
