@@ -24,7 +24,7 @@ __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXT
            'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
            'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
            'chunker_version', 'chunk_markdown', 'Grammar', 'prototype_name', 'c_uncommented', 'declared_names',
-           'declared_title', 'declared_by_line', 'script_language', 'chunk_code', 'rst_as_markdown',
+           'declared_title', 'declared_by_line', 'script_language', 'chunk_code', 'rst_inline', 'rst_as_markdown',
            'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
            'chunk_file', 'mode_for', 'strategy_version']
 
@@ -1343,14 +1343,17 @@ _RST_CODE = re.compile(r'\s*\.\.\s+(code|code-block|sourcecode|literalinclude|hi
                        r'|testcode|testoutput|productionlist)::')
 
 def _rst_literal(lines:list[str], i:int) -> tuple[int, int]|None:
-    "`(blank line that opens, line that closes)` the literal block introduced at line `i`, the end is `len(lines)`."
+    """`(blank line that opens, line that closes)` the literal block introduced at line `i`, the end is `len(lines)`:
+    the lines indented deeper than line `i` (which may itself be in a directive's body)."""
     line = lines[i]
     if not (_RST_CODE.match(line) or _RST_LITERAL.match(line) and not line.lstrip().startswith('..')): return None
+    pad = len(line) - len(line.lstrip())
+    deeper = lambda s: len(s) - len(s.lstrip()) > pad
     k = i + 1
     while k < len(lines) and _RST_CODE.match(line) and lines[k].strip().startswith(':'): k += 1   # options
-    if k + 1 >= len(lines) or lines[k].strip() or not lines[k + 1][:1].isspace(): return None
+    if k + 1 >= len(lines) or lines[k].strip() or not deeper(lines[k + 1]): return None
     j = k + 1
-    while j < len(lines) and (not lines[j].strip() or lines[j][:1].isspace()): j += 1
+    while j < len(lines) and (not lines[j].strip() or deeper(lines[j])): j += 1
     if j == len(lines): return k, j
     return (k, j - 1) if not lines[j - 1].strip() else None   # no blank line before what follows: not fenced
 
@@ -1367,27 +1370,142 @@ def _rst_title(lines:list[str], i:int) -> tuple[str, str, int]|None:
         return line.strip(), u.group(1), 2
     return None
 
+# %% ../nbs/01_chunking.ipynb #993630b5
+_RST_ROLE = re.compile(r'(?<![\w`]):(?:[\w+.-]+:)*?([\w+.-]+):`((?:[^`\\]|\\.)+?)`(?![\w`])')
+_RST_LITERAL_SPAN = re.compile(r'(?<![\w`])``(?=\S)([^`]*?\S)``(?![\w`])')
+_RST_LINK = re.compile(r'(?<![\w`:])`([^`<]*?[^`<\s])\s*<([^<>`]+)>`__?(?![\w`])')
+_RST_NAMED = re.compile(r'(?<![\w`:])`([^`]+)`__?(?![\w`])')         # `a target`_: its words
+_RST_TEXT_ROLES = frozenset({'ref', 'doc', 'term', 'numref', 'abbr', 'download', 'guilabel', 'menuselection',
+                         'emphasis', 'strong', 'title-reference', 'dfn', 'sub', 'sup', 'manual', 'guide'})
+
+def _role(m) -> str:
+    "What Sphinx shows of one role: the title of `title <target>`, else the target without `~` or `!`."
+    role, body = m[1], re.sub(r'\\(.)', r'\1', m[2])
+    titled = re.fullmatch(r'(.+?)\s+<([^<>]+)>', body, re.S)
+    text = titled[1] if titled else body.lstrip('~!')
+    if role in ('rfc', 'pep'): return f'{role.upper()} {text}'
+    return text if role in _RST_TEXT_ROLES or '`' in text else f'`{text}`'
+
+def _lines_kept(f:Callable) -> Callable:
+    "A `re.sub` replacement that ends with the line breaks of the markup it replaces, so that lines keep their place."
+    return lambda m: (r := f(m)) + '\n' * (m[0].count('\n') - r.count('\n'))
+
+def rst_inline(text:str) -> str:
+    """Lines of reStructuredText with their roles, literals and links as markdown shows them (`rst_as_markdown`); a
+    role cut by a line break ends its line, so that each line stays the line it was."""
+    text = _RST_ROLE.sub(_lines_kept(_role), text)
+    text = _RST_LITERAL_SPAN.sub(lambda m: f'`{m[1]}`' if '`' not in m[1] else m[0], text)
+    text = _RST_LINK.sub(_lines_kept(lambda m: f'[{m[1]}]({m[2]})' if re.match(r'[a-z][\w+.-]*:|/|\.\.?/', m[2])
+                                     else m[1]), text)
+    return _RST_NAMED.sub(lambda m: m[1], text)
+
+# %% ../nbs/01_chunking.ipynb #1583ea1a
+_RST_DIRECTIVE = re.compile(r'([ \t]*)\.\.[ \t]+(?:\|[^|]+\|[ \t]+)?([\w:+.-]+)::(?:[ \t]+(.*?))?[ \t]*$')
+_RST_EXPLICIT = re.compile(r'([ \t]*)\.\.(?:[ \t]+(.*))?$')             # `.. _target:`, `.. [1] note`, a comment
+_RST_OPTION = re.compile(r'[ \t]+:[^:\s][^:]*:(?:[ \t]|$)')
+_RST_ADMONITIONS = {'note': 'Note', 'warning': 'Warning', 'tip': 'Tip', 'important': 'Important',
+                    'caution': 'Caution', 'attention': 'Attention', 'danger': 'Danger', 'error': 'Error',
+                    'hint': 'Hint',
+                    'seealso': 'See also', 'todo': 'To do', 'availability': 'Availability',
+                    'impl-detail': 'CPython implementation detail', 'admonition': ''}
+_RST_VERSIONS = {'versionadded': 'New in version', 'versionchanged': 'Changed in version',
+                 'deprecated': 'Deprecated since version', 'versionremoved': 'Removed in version',
+                 'deprecated-removed': 'Deprecated since version'}
+_RST_DROPPED = frozenset({'contents', 'toctree', 'index', 'raw', 'include', 'highlight', 'default-role', 'meta', 'role',
+                          'sectionauthor', 'moduleauthor', 'codeauthor', 'cmake-module', 'currentmodule', 'image',
+                          'tabularcolumns', 'literalinclude', 'replace', 'unicode', 'date', 'footer', 'header',
+                          'testsetup', 'testcleanup', 'audit-event'})
+_RST_UNWRAPPED = frozenset({'only', 'container', 'rst-class', 'cssclass', 'figure', 'ifconfig', 'compound'})
+_RST_LABELS = frozenset({'rubric', 'topic', 'sidebar', 'title', 'centered'})
+_RST_SIGNATURES = frozenset({'function', 'method', 'class', 'attribute', 'data', 'exception', 'decorator', 'property',
+                             'decoratormethod', 'staticmethod', 'classmethod', 'abstractmethod', 'coroutinefunction',
+                             'coroutinemethod', 'awaitablefunction', 'awaitablemethod', 'describe', 'object', 'option',
+                             'module', 'cmdoption', 'envvar', 'program', 'type', 'macro', 'member', 'var', 'struct',
+                             'union', 'enum', 'enumerator', 'confval', 'opcode', 'pdbcommand', '2to3fixer', 'command',
+                             'variable', 'genex', 'signature'})
+
+def _rst_block_end(lines:list[str], i:int, indent:int) -> int:
+    "The line after the block that line `i` opens: what follows indented deeper, blank lines inside it included."
+    j = i + 1
+    while j < len(lines) and (not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > indent): j += 1
+    while j > i + 1 and not lines[j - 1].strip(): j -= 1
+    return j
+
+def _rst_directive(lines:list[str], i:int) -> tuple[list[str], int]|None:
+    "`(lines it becomes, lines used)` for an explicit markup block at line `i` (`..`), or None to keep it as written."
+    if not (m := _RST_EXPLICIT.match(lines[i])): return None
+    pad, rest = m[1], (m[2] or '').strip()
+    d = _RST_DIRECTIVE.match(lines[i])
+    if d is None:
+        if rest.startswith('['): return [pad + rest], 1                           # a footnote: its text
+        return [''] * (n := _rst_block_end(lines, i, len(pad)) - i), n             # a link target, a comment
+    name, args = d[2].rsplit(':', 1)[-1].lower(), (d[3] or '').strip()
+    j = i + 1
+    while j < len(lines) and _RST_OPTION.match(lines[j]): j += 1
+    used, options = j - i, [''] * (j - i - 1)
+    if ':' in d[2] and name not in _RST_SIGNATURES: return None                        # another domain's directive
+    if name in _RST_DROPPED: return [''] * (n := _rst_block_end(lines, i, len(pad)) - i), n
+    if name in _RST_ADMONITIONS:
+        label = _RST_ADMONITIONS[name] or args
+        return [pad + rst_inline(f'{label}:' + (f' {args}' if _RST_ADMONITIONS[name] and args else ''))] + options, used
+    if name in _RST_VERSIONS:
+        n = 2 if name == 'deprecated-removed' else 1                  # `3.10 3.12 why`: deprecated, then removed
+        words = args.split(None, n)
+        note = f'{_RST_VERSIONS[name]} {words[0] if words else ""}'.rstrip() + (
+            f', will be removed in version {words[1]}' if n == 2 and words[1:] else '')
+        return [pad + rst_inline(note + '.' + ''.join(' ' + w for w in words[n:]))] + options, used
+    if name in _RST_UNWRAPPED: return [''] + options, used
+    if name in _RST_LABELS: return [pad + rst_inline(args)] + options, used
+    if name in _RST_SIGNATURES: return [pad + (f'`{args}`' if args and '`' not in args else args)] + options, used
+    return None
+
 # %% ../nbs/01_chunking.ipynb #963b29c8
+_RST_FENCED = re.compile(r'\s*\.\.\s+(?:code|code-block|sourcecode)::[ \t]*([\w+.#-]+)')
+
+def _rst_literal_lines(lines:list[str], i:int, lit:tuple[int, int]) -> list[str]:
+    "Lines `i` to the fence's end of a literal block: its introduction as Sphinx shows it, then the fenced code."
+    line, (start, end) = lines[i], lit
+    if _RST_CODE.match(line):                                          # the directive and its options go
+        lang = m[1] if (m := _RST_FENCED.match(line)) else ''
+        head = [''] * (start - i) + ['```' + lang]
+    else:                                                 # `Example::` shows `Example:`; `Example ::`, no colon
+        intro = '' if line.strip() == '::' else re.sub(r'(\s?)::[ \t]*$', lambda m: '' if m[1] else ':', line)
+        head = [rst_inline(intro)] + [''] * (start - i - 1) + ['```']
+    return head + lines[start + 1:end] + ['```'] * (end < len(lines))
+
 def rst_as_markdown(text:str) -> str:
-    "reStructuredText rewritten line for line: titles as `#` headings, literal blocks fenced; same line count."
+    """reStructuredText rewritten line for line: titles as `#` headings, literal blocks fenced, directives and inline
+    markup as Sphinx shows them; same line count."""
     lines, styles, i = text.split('\n'), [], 0
-    out = list(lines)
+    out, prose = list(lines), []                                  # prose: the lines inline markup is read in
     while i < len(lines):
-        lit = _rst_literal(lines, i)
-        if lit:
-            out[lit[0]] = '```'
-            if lit[1] < len(lines): out[lit[1]] = '```'
-            i = lit[1] + 1
-            continue
-        t = _rst_title(lines, i)
-        if t:
+        if lit := _rst_literal(lines, i):
+            end = min(lit[1] + 1, len(lines))
+            out[i:end] = _rst_literal_lines(lines, i, lit)
+            i = end
+        elif t := _rst_title(lines, i):
             title, style, used = t
             if style not in styles: styles.append(style)
-            out[i:i + used] = [''] * (used == 3) + ['#' * min(styles.index(style) + 1, 6) + ' ' + title, '']
+            out[i:i + used] = [''] * (used == 3) + ['#' * min(styles.index(style) + 1, 6) + ' ' + rst_inline(title), '']
             i += used
-            continue
-        i += 1
+        elif d := _rst_directive(lines, i):
+            out[i:i + d[1]] = d[0]
+            i += d[1]
+        else:
+            prose.append(i)
+            i += 1
+    for run in _runs(prose):                                      # a paragraph at once: a role may span lines
+        got = rst_inline('\n'.join(lines[run[0]:run[-1] + 1])).split('\n')
+        out[run[0]:run[-1] + 1] = got if len(got) == len(run) else [rst_inline(lines[k]) for k in run]
     return '\n'.join(out)
+
+def _runs(ks:list[int]) -> list[list[int]]:
+    "Consecutive numbers of `ks` (sorted) as runs: `[1, 2, 4]` → `[[1, 2], [4]]`."
+    out = []
+    for k in ks:
+        if out and out[-1][-1] == k - 1: out[-1].append(k)
+        else: out.append([k])
+    return out
 
 # %% ../nbs/01_chunking.ipynb #0a91a50d
 _ADOC_TITLE = re.compile(r'(={1,6})[ \t]+(\S.*?)[ \t]*$')

@@ -25,31 +25,31 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
            'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS',
            'SLACK_SKIP', 'SLACK_PAUSE', 'CHAT_READER', 'CHAT_FIELDS', 'OPENAPI_READER', 'OPENAPI_EXTS', 'HTTP_METHODS',
-           'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'MAX_PDF_PAGES',
-           'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED',
-           'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST',
-           'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
-           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'PLAIN_DISGUISED',
-           'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version',
-           'anchor_text', 'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records',
-           'is_json_records', 'json_record_document', 'has_html', 'front_matter', 'front_metadata', 'ocr_suffix',
-           'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
-           'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape',
-           'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown',
-           'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages',
-           'slack_day', 'chat_field', 'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document',
-           'text_document', 'text_reader', 'disguised_digest', 'content_kind', 'read_document', 'locate_chunks',
-           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'page_url', 'html_document', 'markdown_html',
-           'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document',
-           'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block',
-           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
-           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
-           'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split', 'repeated_tails',
-           'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields', 'word_blocks',
-           'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body', 'ppt_persist',
-           'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message', 'msg_document',
-           'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document', 'html_sheets_document',
-           'text_sheet_document', 'plain_document']
+           'RST_READER', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH',
+           'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE',
+           'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END',
+           'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED',
+           'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS',
+           'PLAIN_DISGUISED', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version',
+           'reader_version', 'anchor_text', 'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items',
+           'json_records', 'is_json_records', 'json_record_document', 'has_html', 'front_matter', 'front_metadata',
+           'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
+           'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
+           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
+           'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names',
+           'slack_names_digest', 'slack_messages', 'slack_day', 'chat_field', 'chat_time', 'is_chat_json',
+           'chat_document', 'is_openapi', 'openapi_document', 'text_document', 'text_reader', 'disguised_digest',
+           'content_kind', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
+           'page_url', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes',
+           'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type',
+           'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
+           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
+           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
+           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
+           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
+           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
+           'html_sheets_document', 'text_sheet_document', 'plain_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
 @dataclass
@@ -1663,6 +1663,8 @@ def openapi_document(path:str|Path, # an API's description: `openapi.yaml`, `swa
                 anchors=sorted(set(anchors)), mode='documental')
 
 # %% ../nbs/01a_readers.ipynb #a2f99509
+RST_READER = 'rst-v1'   # reStructuredText as written; the version of `chunking.rst_as_markdown`, which chunkers run
+
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
     """A text file as a `Document`: as it is, or, for markdown, read by `FRONT_MATTER_READER` when front matter opens
@@ -1674,7 +1676,8 @@ def text_document(path:str|Path, # the file, by which its kind is known
     export or page by `MEDIAWIKI_READER` (`wiki_document`), a DokuWiki page by `DOKUWIKI_READER`, an Org file by
     `ORG_READER`, a man page by `MAN_READER`, an Info manual by `INFO_READER`, LaTeX by `LATEX_READER`, a day of a
     Slack export by `SLACK_READER`, another chat by `CHAT_READER`, JSON records by `JSON_RECORDS_READER`, an API's
-    description by `OPENAPI_READER` (each chunked as prose, `Document.mode`)."""
+    description by `OPENAPI_READER` (each chunked as prose, `Document.mode`). reStructuredText is read as written
+    (`RST_READER`: the chunkers rewrite its markup, `chunking.rst_as_markdown`, and the reader's version names it)."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == MEDIAWIKI_READER: return replace(wiki_document(text, str(path)), recoded=recoded)
@@ -1697,7 +1700,7 @@ _TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, tex
     INFO_READER: lambda _, t: dict(zip(('text', 'title', 'lines', 'anchors'), info_markdown(t))),
     LATEX_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), latex_markdown(t))),
     SLACK_READER: slack_day, CHAT_READER: chat_document, JSON_RECORDS_READER: json_record_document,
-    OPENAPI_READER: openapi_document}
+    OPENAPI_READER: openapi_document, RST_READER: lambda _, t: dict(text=t)}
 READER_MODES.update({SLACK_READER: 'documental', CHAT_READER: 'documental', JSON_RECORDS_READER: 'documental',
                      OPENAPI_READER: 'documental'})
 READER_INPUTS[SLACK_READER] = slack_names_digest
@@ -1718,6 +1721,7 @@ def text_reader(path:str|Path, text:str) -> str:
     if is_man_page(path, text): return MAN_READER
     if is_info_manual(path, text): return INFO_READER
     if ext in LATEX_EXTS: return LATEX_READER
+    if markup_syntax(path) == 'rst': return RST_READER
     if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_text_read(path, text) else ''
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))
