@@ -25,8 +25,8 @@ __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXT
            'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
            'chunker_version', 'chunk_markdown', 'Grammar', 'prototype_name', 'c_uncommented', 'declared_names',
            'declared_title', 'declared_by_line', 'script_language', 'chunk_code', 'rst_inline', 'rst_as_markdown',
-           'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
-           'chunk_file', 'mode_for', 'strategy_version']
+           'number_runs', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker',
+           'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
@@ -1494,12 +1494,13 @@ def rst_as_markdown(text:str) -> str:
         else:
             prose.append(i)
             i += 1
-    for run in _runs(prose):                                      # a paragraph at once: a role may span lines
+    for run in number_runs(prose):                                      # a paragraph at once: a role may span lines
         got = rst_inline('\n'.join(lines[run[0]:run[-1] + 1])).split('\n')
         out[run[0]:run[-1] + 1] = got if len(got) == len(run) else [rst_inline(lines[k]) for k in run]
     return '\n'.join(out)
 
-def _runs(ks:list[int]) -> list[list[int]]:
+def number_runs(ks:list[int], # sorted
+               ) -> list[list[int]]:
     "Consecutive numbers of `ks` (sorted) as runs: `[1, 2, 4]` → `[[1, 2], [4]]`."
     out = []
     for k in ks:

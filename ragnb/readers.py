@@ -15,8 +15,8 @@ from urllib.parse import quote
 
 from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer, outside_fences
 from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decode_text, inner_path, legacy_text,
-                            markup_syntax, mode_for, read_file_bytes, read_text_file, runs_of, strategy_version,
-                            web_url, _source_line)
+                            markup_syntax, mode_for, number_runs, read_file_bytes, read_text_file, runs_of,
+                            strategy_version, web_url, _source_line)
 
 # %% auto #0
 __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS', 'PROSE_CELL', 'RECORD_FIELD',
@@ -25,30 +25,31 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
            'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS',
            'SLACK_SKIP', 'SLACK_PAUSE', 'CHAT_READER', 'CHAT_FIELDS', 'OPENAPI_READER', 'OPENAPI_EXTS', 'HTTP_METHODS',
-           'RST_READER', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH',
-           'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE',
-           'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END',
-           'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED',
-           'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS',
-           'PLAIN_DISGUISED', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version',
-           'reader_version', 'anchor_text', 'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items',
-           'json_records', 'is_json_records', 'json_record_document', 'has_html', 'front_matter', 'front_metadata',
-           'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown',
-           'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown',
-           'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown',
-           'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names',
-           'slack_names_digest', 'slack_messages', 'slack_day', 'chat_field', 'chat_time', 'is_chat_json',
-           'chat_document', 'is_openapi', 'openapi_document', 'text_document', 'text_reader', 'disguised_digest',
-           'content_kind', 'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker',
-           'page_url', 'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes',
-           'ocr_lines', 'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type',
-           'docx_text', 'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
-           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
-           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
-           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
-           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
+           'MARKDOWN_EXT_READER', 'RST_READER', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
+           'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV',
+           'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE',
+           'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR',
+           'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE',
+           'HTML_SHEETS', 'PLAIN_DISGUISED', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind',
+           'document_version', 'reader_version', 'anchor_text', 'prose_columns', 'prose_like', 'record_key',
+           'record_blocks', 'json_items', 'json_records', 'is_json_records', 'json_record_document', 'has_html',
+           'front_matter', 'front_metadata', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles',
+           'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki',
+           'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
+           'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day',
+           'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages', 'slack_day', 'chat_field',
+           'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document', 'has_extensions',
+           'markdown_extensions', 'text_document', 'text_reader', 'disguised_digest', 'content_kind', 'read_document',
+           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'page_url', 'html_document',
+           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
+           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
+           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
+           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
+           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
+           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
+           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
+           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
+           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
            'html_sheets_document', 'text_sheet_document', 'plain_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
@@ -1662,6 +1663,57 @@ def openapi_document(path:str|Path, # an API's description: `openapi.yaml`, `swa
     return dict(text='\n'.join(t for _, t in rows), title=title, lines=[ln for ln, _ in rows],
                 anchors=sorted(set(anchors)), mode='documental')
 
+# %% ../nbs/01a_readers.ipynb #1424ff8b
+MARKDOWN_EXT_READER = 'mdext-v1'   # ... and of one with wiki links, callouts or admonitions (`markdown_extensions`)
+_WIKILINK = re.compile(r'(!?)\[\[(?!\s)([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]')
+_ALERT = re.compile(r'( {0,3}(?:>[ \t]?)+)\[!([\w-]+)\][+-]?[ \t]*(.*)$')      # GitHub's `> [!NOTE]`, Obsidian's
+_MKDOCS = re.compile(r'( {0,3})(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+"([^"]*)")?[ \t]*$')
+_ADMONITION = re.compile(r'^ {0,3}:::(?:\s*(\w[\w-]*))?(?:\[([^\]]*)\]|[ \t]+(.+?))?\s*$')   # Docusaurus's, VitePress's
+_WIKI_COMMENT = re.compile(r'(?<![\w%])%%[^\n]*?%%'                           # Obsidian's: a line's,
+                           r'|^[ \t]*%%[^\n]*\n(?:.*\n)*?.*%%[ \t]*$', re.M)   # ... a block's
+_BLOCK_ID = re.compile(r'[ \t]\^[\w-]+[ \t]*$', re.M)                            # Obsidian's `^id` at a line's end
+_EXT_HINT = re.compile(r'\[\[(?!\s)|^ {0,3}(?:>[ \t]?)+\[![\w-]+\]|^ {0,3}:::|^ {0,3}(?:!!!|\?\?\?)[ \t]'
+                       r'|(?<![\w%])%%[^\n]*?%%|^[ \t]*%%', re.M)
+_PICTURES = ('.png', '.jpg', '.jpeg', '.gif', '.svg', '.webp', '.bmp', '.tif', '.tiff', '.excalidraw')
+
+def has_extensions(text:str) -> bool:
+    """Does `text` hold wiki links, callouts, admonitions or wiki comments that `markdown_extensions` reads? A cheap
+    look first: `[[` in a shell example, or `%%` in code, does not change a file's reader."""
+    return _EXT_HINT.search(text) is not None and markdown_extensions(text) != text
+
+def _bold_label(label:str) -> str: return f'**{label[:1].upper() + label[1:]}**' if label else ''
+
+def _wikilink(m) -> str:
+    "A wiki link as its reader sees it: its alias, else its page (and heading); an embedded picture as nothing."
+    embed, page, heading, alias = m[1], m[2].strip(), (m[3] or '').strip(), (m[4] or '').strip()
+    if embed and page.lower().endswith(_PICTURES) or page == '_TOC_': return ''     # GitLab's table of contents
+    return alias or ', '.join(p for p in (page, heading) if p)
+
+def _ext_prose(text:str) -> str:
+    "Lines of prose with their wiki links, comments and block ids read, outside code spans; line breaks kept."
+    text = _WIKI_COMMENT.sub(lambda m: '\n' * m[0].count('\n'), text)
+    parts = re.split(r'(`+[^`]*?`+)', text)
+    return _BLOCK_ID.sub('', ''.join(p if k % 2 else _WIKILINK.sub(_wikilink, p) for k, p in enumerate(parts)))
+
+def markdown_extensions(text:str) -> str:
+    "Markdown with its wiki links, callouts, admonitions and wiki comments read (see above); the same lines."
+    lines = text.split('\n')
+    out, prose, closer, box = list(lines), [], None, None      # box: the indent of an open MkDocs admonition
+    for i, line in enumerate(lines):
+        if box is not None and line.strip():
+            if line.startswith(' ' * (box + 4)): line = out[i] = line[:box] + line[box + 4:]   # its body, dedented
+            else: box = None
+        if closer is not None or (f := FENCE_OPEN.match(line)):
+            closer = (None if closer.match(line) else closer) if closer is not None else fence_closer(f.group(1))
+        elif m := _MKDOCS.match(line): out[i], box = m[1] + _bold_label(m[3] or m[2]), len(m[1])
+        elif a := _ADMONITION.match(line): out[i] = _bold_label((a[2] or a[3] or a[1] or '').strip())
+        elif c := _ALERT.match(line): out[i] = c[1] + _bold_label(c[3].strip() or c[2].lower())
+        else: prose.append(i)
+    for run in number_runs(prose):
+        got = _ext_prose('\n'.join(out[run[0]:run[-1] + 1])).split('\n')
+        if len(got) == len(run): out[run[0]:run[-1] + 1] = got
+    return '\n'.join(out)
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 RST_READER = 'rst-v1'   # reStructuredText as written; the version of `chunking.rst_as_markdown`, which chunkers run
 
@@ -1684,6 +1736,7 @@ def text_document(path:str|Path, # the file, by which its kind is known
     if read := _TEXT_DOCUMENTS.get(reader):
         return Document(**{'kind': kind, **read(path, text)}, reader=reader, recoded=recoded)
     fields, body = front_matter(text)
+    if MARKDOWN_EXT_READER in reader: body = markdown_extensions(body)         # line for line: no map needed
     pics = Pictures(inner_path(path).name) if DATA_URI_READER in reader else None
     if pics is not None: body = pasted_pictures(body, pics)
     html = markdown_html(body, inner_path(path).suffix.lower() == '.mdx') if MARKDOWN_HTML_READER in reader else None
@@ -1724,7 +1777,8 @@ def text_reader(path:str|Path, text:str) -> str:
     if markup_syntax(path) == 'rst': return RST_READER
     if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_text_read(path, text) else ''
     mdx = ext == '.mdx'
-    names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_HTML_READER] * (mdx or has_html(text))
+    names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_EXT_READER] * has_extensions(text)
+    names += [MARKDOWN_HTML_READER] * (mdx or has_html(text))
     pasted = ';base64,' in text and _DATA_URI.search(text) is not None
     return '.'.join(names + [MDX_READER] * mdx + [DATA_URI_READER + ocr_suffix()] * pasted)
 
@@ -2253,7 +2307,6 @@ def _fragment(html:str) -> list[str]:
 # %% ../nbs/01a_readers.ipynb #cd9f8ad8
 def _outside_code(line:str) -> str: return re.sub(r'(`+)[^`]*?\1', '', line)
 
-_ADMONITION = re.compile(r'^ {0,3}:::(?:\s*(\w[\w-]*))?(?:\[([^\]]*)\]|[ \t]+(.+?))?\s*$')   # Docusaurus's, VitePress's
 _JSX_TAG = re.compile(r'</?[A-Z][\w.]*(?:\s[^<>]*)?/?>')                  # an MDX component: `<Highlight color="x">`
 _MDX_COMMENT = re.compile(r'\{/\*.*?\*/\}', re.S)
 
