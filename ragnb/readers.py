@@ -26,30 +26,30 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS',
            'SLACK_SKIP', 'SLACK_PAUSE', 'CHAT_READER', 'CHAT_FIELDS', 'OPENAPI_READER', 'OPENAPI_EXTS', 'HTTP_METHODS',
            'MARKDOWN_EXT_READER', 'RST_READER', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
-           'MAX_HTML_DEPTH', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV',
-           'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE',
-           'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR',
-           'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE',
-           'HTML_SHEETS', 'PLAIN_DISGUISED', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind',
-           'document_version', 'reader_version', 'anchor_text', 'prose_columns', 'prose_like', 'record_key',
-           'record_blocks', 'json_items', 'json_records', 'is_json_records', 'json_record_document', 'has_html',
-           'front_matter', 'front_metadata', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles',
-           'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki',
-           'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
-           'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day',
-           'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages', 'slack_day', 'chat_field',
-           'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document', 'has_extensions',
-           'markdown_extensions', 'text_document', 'text_reader', 'disguised_digest', 'content_kind', 'read_document',
-           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'page_url', 'html_document',
-           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
-           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
-           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
-           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
-           'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
-           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
-           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
-           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
-           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
+           'MAX_HTML_DEPTH', 'TABLE_MIN_ROWS', 'TABLE_MAX_RUN', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE',
+           'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
+           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
+           'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
+           'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'PLAIN_DISGUISED', 'Document', 'Reader',
+           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'anchor_text',
+           'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records',
+           'is_json_records', 'json_record_document', 'has_html', 'front_matter', 'front_metadata', 'ocr_suffix',
+           'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
+           'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape',
+           'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown',
+           'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages',
+           'slack_day', 'chat_field', 'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document',
+           'has_extensions', 'markdown_extensions', 'text_document', 'text_reader', 'disguised_digest', 'content_kind',
+           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'page_url',
+           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
+           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
+           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
+           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
+           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
+           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
+           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
+           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
+           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
            'html_sheets_document', 'text_sheet_document', 'plain_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
@@ -2383,6 +2383,7 @@ class _Line:
     mono_alnum: int = 0   # ... of its letters and digits
     end: float = 0.0      # the right edge of its last character (`x1` is the widest, once a word wraps)
     defn: bool = False    # a definition's name: Texinfo's `[Function]` sat beside it (`_definition_labels`)
+    table: bool = False   # a table's rows, as markdown (`_pdf_tables`)
     ox0: float = 0.0      # the origins of its first and last characters (a glyph's box starts where its ink does)
     oxn: float = 0.0
 
@@ -2516,6 +2517,86 @@ def _code_text(p:dict) -> str:
     for ln in rows: left[ln.page] = min(left.get(ln.page, ln.ox0), ln.ox0)
     return '\n'.join(' ' * round((ln.ox0 - left[ln.page]) / cw) + t for ln, t in zip(rows, texts))
 
+# %% ../nbs/01a_readers.ipynb #b84e6481
+TABLE_MIN_ROWS = 3          # a table of fewer rows stays lines of text
+TABLE_MAX_RUN = 60          # characters: a longer run on one line is prose (a paragraph beside a hanging number)
+_TABLE_ROW_GAP = 2.5        # rows at most this many font sizes apart, baseline to baseline
+
+def _baseline_rows(lines:list[_Line]) -> list[list[_Line]]:
+    "A page's lines as rows, top to bottom, each the runs on one baseline from left to right."
+    rows = []
+    for ln in sorted(lines, key=lambda ln: (-ln.base, ln.x0)):
+        if rows and abs(rows[-1][0].base - ln.base) <= 0.4 * max(ln.size, rows[-1][0].size): rows[-1].append(ln)
+        else: rows.append([ln])
+    return [sorted(r, key=lambda ln: ln.x0) for r in rows]
+
+def _columns(rows:list[list[_Line]]) -> list[tuple[float, float]]|None:
+    "The columns that the runs of `rows` fall into, left to right; None when a run bridges two of another row's."
+    spans = sorted((ln.x0, ln.end) for r in rows for ln in r)
+    cols = []
+    for a, b in spans:
+        if cols and a <= cols[-1][1] + 1: cols[-1] = (cols[-1][0], max(cols[-1][1], b))
+        else: cols.append((a, b))
+    col = lambda ln: next(k for k, (a, b) in enumerate(cols) if a <= ln.x0 <= b)
+    return cols if all(len({col(ln) for ln in r}) == len(r) for r in rows) else None
+
+def _table_cells(rows:list[list[_Line]], cols:list) -> list[list[str]]:
+    "A table's cells, row by row; a row of one run goes on the cell above it."
+    cells = []
+    for r in rows:
+        at = {next(k for k, (a, b) in enumerate(cols) if a <= ln.x0 <= b): ln.text.strip() for ln in r}
+        if len(r) == 1 and cells: cells[-1] = [c + (' ' + at[k] if k in at else '') for k, c in enumerate(cells[-1])]
+        else: cells.append([at.get(k, '') for k in range(len(cols))])
+    return cells
+
+def _numbered(col:list[str]) -> bool:
+    "Does a first column count items or lines: bullets, or numbers (`3`, `3.`) that mostly go up (or down) by one?"
+    if sum(bool(re.fullmatch(f'[{_DOTS}·*–-]', c)) for c in col) >= 0.75 * len(col): return True
+    ns = [int(c.rstrip('.)')) for c in col if c.rstrip('.)').isdigit()]
+    steps = sum(abs(b - a) == 1 for a, b in zip(ns, ns[1:]))
+    return len(ns) >= max(2, 0.6 * len(col)) and steps >= 0.75 * (len(ns) - 1)
+
+def _is_table(cells:list[list[str]]) -> bool:
+    """Do a candidate's cells read as a table: `TABLE_MIN_ROWS` rows once wrapped cells are joined, at most a quarter
+    of them empty (a formula's signs scatter over many columns),
+    and not two columns whose first counts items or lines (`_numbered`: a numbered list, a listing's lines)?"""
+    flat = [c for r in cells for c in r]
+    if len(cells) < TABLE_MIN_ROWS or sum(not c for c in flat) > 0.25 * len(flat): return False
+    return not (len(cells[0]) == 2 and _numbered([r[0] for r in cells]))
+
+def _table_line(rows:list[list[_Line]], cols:list, cells:list[list[str]]) -> _Line:
+    "A table's rows as one line of markdown, where its first row is."
+    first, sizes = rows[0][0], sorted(ln.size for r in rows for ln in r)
+    return _Line(first.page, cols[0][0], rows[-1][0].y0, cols[-1][1], first.y1, sizes[len(sizes) // 2], False, False,
+                 _markdown_table(cells), base=first.base, end=cols[-1][1], table=True)
+
+def _pdf_tables(lines:list[_Line], width:float) -> list[_Line]:
+    "A page's lines with each table (see above) as one line of markdown, at the place of its first run."
+    rows, found, i = _baseline_rows([ln for ln in lines if not ln.mono and not ln.defn]), [], 0
+    mid, paged = width / 2, _two_columns(lines, width)
+    rows = [[] if any(_DOT_LEADER.search(ln.text) for ln in r) else r for r in rows]   # a contents' line: no row
+    while i < len(rows):
+        j = i + 1
+        if len(rows[i]) >= 2 and max(len(ln.text.strip()) for ln in rows[i]) <= TABLE_MAX_RUN:
+            while (j < len(rows) and rows[j] and max(len(ln.text.strip()) for ln in rows[j]) <= TABLE_MAX_RUN
+                   and rows[j - 1][0].base - rows[j][0].base <= _TABLE_ROW_GAP * rows[j][0].size
+                   and (cols := _columns(rows[i:j + 1])) is not None
+                   and (len(rows[j]) >= 2 or len(cols) == len(_columns(rows[i:j])))): j += 1
+        run = rows[i:j]
+        cols = _columns(run) if j - i >= TABLE_MIN_ROWS else None
+        halves = paged and cols and len(cols) == 2 and cols[0][1] < mid + 2 and cols[1][0] > mid - 2   # the page's
+        words = sorted(_alnum(ln.text) for r in run for ln in r)                  # math's scattered signs: no table
+        if (cols and len(cols) >= 2 and sum(len(r) >= 2 for r in run) >= 2 and not halves
+                and words[len(words) // 2] >= 2 and _is_table(cells := _table_cells(run, cols))):
+            found.append((run, cols, cells))
+            i = j
+        else: i += 1
+    if not found: return lines
+    first = {id(min((ln for r in run for ln in r), key=lines.index)): _table_line(run, cols, cells)
+             for run, cols, cells in found}
+    inside = {id(ln) for run, *_ in found for r in run for ln in r}
+    return [first.get(id(ln), ln) for ln in lines if id(ln) in first or id(ln) not in inside]
+
 # %% ../nbs/01a_readers.ipynb #fe951ba2
 _PAGE_NUMBER = re.compile(r'\W*(?:page|página|pág\.?|p\.)?\s*(?:\d+|[ivxlc]+)(?:\s*(?:of|de|/)\s*\d+)?\W*$', re.I)
 
@@ -2636,7 +2717,8 @@ def _paragraphs(lines:list[_Line]) -> list[dict]:
     for ln in lines:
         text = ln.text.strip() if not ln.mono else ln.text.rstrip()
         if _DOT_LEADER.search(text): continue
-        if paras and _continues(p := paras[-1], ln, gap.get((round(ln.size, 1), ln.mono), gap[None])):
+        if paras and not ln.table and not paras[-1].get('table') and \
+                _continues(p := paras[-1], ln, gap.get((round(ln.size, 1), ln.mono), gap[None])):
             if p['mono']: sep = '\n'
             elif _WRAPPED.search(p['text']) or (ln.mono and _URL_CUT.search(p['text'])): sep, text = '', text.strip()
             elif re.search(r'\w-$', p['text']) and text[:1].islower(): sep, p['text'] = '', p['text'][:-1] + _SOFT
@@ -2645,7 +2727,8 @@ def _paragraphs(lines:list[_Line]) -> list[dict]:
             p['rows'].append(ln)
             if sep == '\n': p['lines'].append(ln.page)
         else: paras.append(dict(text=text, size=ln.size, bold=ln.bold, mono=ln.mono and not ln.defn, page0=ln.page,
-                                page1=ln.page, lines=[ln.page], defn=ln.defn, rows=[ln]))
+                                page1=ln.page, lines=[ln.page] * (text.count('\n') + 1 if ln.table else 1),
+                                defn=ln.defn, rows=[ln], table=ln.table))
     return paras
 
 # %% ../nbs/01a_readers.ipynb #76ebf32d
@@ -2673,7 +2756,8 @@ def _markdown_lines(paras:list[dict]) -> list[tuple[str, list[tuple[int, int]]]]
     out, before = [], dict(text='.')        # a star after a heading, a fence or a finished clause starts an item
     for p in paras:
         t, span, lines = p['text'], (p['page0'], p['page1']), [(g, g) for g in p['lines']]
-        if p['mono']: t = _fence(_code_text(p))
+        if p.get('table'): pass                                       # a table: its markdown, as it is
+        elif p['mono']: t = _fence(_code_text(p))
         elif round(p['size'], 1) in level and not p.get('defn'):
             t, lines = '#' * level[round(p['size'], 1)] + ' ' + _clean(t), [span]
         elif _starts_item(before, t) and not t[0].isdigit(): t = '- ' + _BULLET.sub('', t, count=1)
@@ -2850,7 +2934,7 @@ def _page_list(pages:list[int]) -> str:
 def _ordered_lines(pages:list[list[_Line]], heights:list[float], widths:list[float]) -> list[_Line]:
     "A document's lines in reading order, page by page, without running heads and footers."
     pages = [_mono_rows(_definition_labels(ls)) for ls in pages]
-    return [ln for ls, w in zip(_drop_running(pages, heights), widths) for ln in _reading_order(ls, w)]
+    return [ln for ls, w in zip(_drop_running(pages, heights), widths) for ln in _reading_order(_pdf_tables(ls, w), w)]
 
 def _lines_text(lines:list[_Line]) -> tuple[str, list[tuple[int, int]]]:
     "The markdown of a document's lines in reading order, and the pages of each of its lines."
@@ -4732,7 +4816,7 @@ def plain_document(data:bytes, # text under an office format's name
 # %% ../nbs/01a_readers.ipynb #361564d1
 register_reader(Reader('html-v6', 'html', html_document), '.html', '.htm', '.xhtml')
 _OCR = ocr_suffix()   # readers that read pictures say so in their version
-register_reader(Reader('pdf-v6' + _OCR, 'pdf', pdf_document),
+register_reader(Reader('pdf-v7' + _OCR, 'pdf', pdf_document),
                 '.pdf')                       # v6: Texinfo's definitions, TeX's typewriter; +ocr1: scanned pages read
 register_reader(Reader('docx-v3' + _OCR, 'docx', docx_document), '.docx',   # v3: pictures' alt text, +ocr: their text
                 '.docm', '.dotx', '.dotm')            # macro-enabled files and templates: the same package
@@ -4764,4 +4848,5 @@ PLAIN_DISGUISED = Reader('plain-v1', 'text', plain_document)    # a Graphviz `.d
 for ext in ('.doc', '.dot', '.pot'): DISGUISED[(ext, 'text')] = PLAIN_DISGUISED
 for exts in (('.doc', '.dot'), ('.xls', '.xlt'), ('.ppt', '.pps', '.pot')):
     READER_INPUTS[READERS[exts[0]].name] = lambda _, exts=exts: disguised_digest(*exts)
-if importlib.util.find_spec('rapidocr'): register_reader(Reader('tiff-ocr1', 'tiff', tiff_document), '.tif', '.tiff')
+if importlib.util.find_spec('rapidocr'):                  # v2: tables
+    register_reader(Reader('tiff-v2' + _OCR, 'tiff', tiff_document), '.tif', '.tiff')
