@@ -246,3 +246,23 @@ def test_each_body_line_cites_its_source_line(doc, chunker, data):
         b = data.draw(st.integers(a, len(c.body)))
         part = c.place(a, b)
         assert c.start_line <= part['start_line'] <= part['end_line'] <= c.end_line
+
+
+MARKUP_LINES = ['Title', '=====', '-----', '', '   ', 'Run this::', '::', '   code line', '      deeper code',
+                '.. note::', '.. versionadded:: 3.13', '.. code-block:: bash', '   :caption: x', '.. toctree::',
+                '.. _label:', '.. a comment', '.. function:: f(x)', 'See :ref:`the guide <guide>` and ``x``.',
+                ':func:`os.path.join` and `text <https://x.org>`_', 'a :ref:`split', 'role <target>` here',
+                '[[Page|alias]] and ![[p.png]]', '> [!NOTE]', ':::tip Title', ':::', '!!! note "T"', '    body',
+                '%% hidden %%', '%%', '```', '~~~', 'plain words ^id', '* item', '    indented']
+markup = st.lists(st.sampled_from(MARKUP_LINES), min_size=1, max_size=60).map('\n'.join)
+
+
+@settings(**SETTINGS)
+@given(markup)
+def test_markup_rewrites_keep_each_line_in_place(text):
+    "reStructuredText's and wikis' rewrites are line for line, whatever the mix: citations' lines stay right."
+    from ragnb.chunking import rst_as_markdown
+    from ragnb.readers import markdown_extensions
+    assert rst_as_markdown(text).count('\n') == text.count('\n')
+    assert markdown_extensions(text).count('\n') == text.count('\n')
+    assert rst_as_markdown(rst_as_markdown(text)).count('\n') == text.count('\n')
