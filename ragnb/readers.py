@@ -1667,12 +1667,12 @@ def openapi_document(path:str|Path, # an API's description: `openapi.yaml`, `swa
 MARKDOWN_EXT_READER = 'mdext-v1'   # ... and of one with wiki links, callouts or admonitions (`markdown_extensions`)
 _WIKILINK = re.compile(r'(!?)\[\[(?!\s)([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]')
 _ALERT = re.compile(r'( {0,3}(?:>[ \t]?)+)\[!([\w-]+)\][+-]?[ \t]*(.*)$')      # GitHub's `> [!NOTE]`, Obsidian's
-_MKDOCS = re.compile(r'( {0,3})(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+"([^"]*)")?[ \t]*$')
+_MKDOCS = re.compile(r'( {0,3})(?:(?:!!!|\?\?\?\+?)[ \t]+([\w-]+)(?:[ \t]+"([^"]*)")?|===!?[ \t]+"([^"]*)")[ \t]*$')
 _ADMONITION = re.compile(r'^ {0,3}:::(?:\s*(\w[\w-]*))?(?:\[([^\]]*)\]|[ \t]+(.+?))?\s*$')   # Docusaurus's, VitePress's
 _WIKI_COMMENT = re.compile(r'(?<![\w%])%%[^\n]*?%%'                           # Obsidian's: a line's,
                            r'|^[ \t]*%%[^\n]*\n(?:.*\n)*?.*%%[ \t]*$', re.M)   # ... a block's
 _BLOCK_ID = re.compile(r'[ \t]\^[\w-]+[ \t]*$', re.M)                            # Obsidian's `^id` at a line's end
-_EXT_HINT = re.compile(r'\[\[(?!\s)|^ {0,3}(?:>[ \t]?)+\[![\w-]+\]|^ {0,3}:::|^ {0,3}(?:!!!|\?\?\?)[ \t]'
+_EXT_HINT = re.compile(r'\[\[(?!\s)|^ {0,3}(?:>[ \t]?)+\[![\w-]+\]|^ {0,3}:::|^ {0,3}(?:!!!|\?\?\?|===)[ \t]'
                        r'|(?<![\w%])%%[^\n]*?%%|^[ \t]*%%', re.M)
 _PICTURES = ('.png', '.jpg', '.jpeg', '.gif', '.svg', '.webp', '.bmp', '.tif', '.tiff', '.excalidraw')
 
@@ -1681,7 +1681,7 @@ def has_extensions(text:str) -> bool:
     look first: `[[` in a shell example, or `%%` in code, does not change a file's reader."""
     return _EXT_HINT.search(text) is not None and markdown_extensions(text) != text
 
-def _bold_label(label:str) -> str: return f'**{label[:1].upper() + label[1:]}**' if label else ''
+def _bold_label(label:str) -> str: return f'**{label}**' if label else ''   # a title as written, a kind capitalized
 
 def _wikilink(m) -> str:
     "A wiki link as its reader sees it: its alias, else its page (and heading); an embedded picture as nothing."
@@ -1705,9 +1705,10 @@ def markdown_extensions(text:str) -> str:
             else: box = None
         if closer is not None or (f := FENCE_OPEN.match(line)):
             closer = (None if closer.match(line) else closer) if closer is not None else fence_closer(f.group(1))
-        elif m := _MKDOCS.match(line): out[i], box = m[1] + _bold_label(m[3] or m[2]), len(m[1])
-        elif a := _ADMONITION.match(line): out[i] = _bold_label((a[2] or a[3] or a[1] or '').strip())
-        elif c := _ALERT.match(line): out[i] = c[1] + _bold_label(c[3].strip() or c[2].lower())
+        elif m := _MKDOCS.match(line): out[i], box = m[1] + _bold_label(m[4] or m[3] or m[2].capitalize()), len(m[1])
+        elif a := _ADMONITION.match(line):
+            out[i] = _bold_label((a[2] or a[3] or '').strip() or (a[1] or '').capitalize())
+        elif c := _ALERT.match(line): out[i] = c[1] + _bold_label(c[3].strip() or c[2].capitalize())
         else: prose.append(i)
     for run in number_runs(prose):
         got = _ext_prose('\n'.join(out[run[0]:run[-1] + 1])).split('\n')
