@@ -24,9 +24,9 @@ __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXT
            'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
            'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
            'chunker_version', 'chunk_markdown', 'Grammar', 'prototype_name', 'c_uncommented', 'declared_names',
-           'declared_title', 'declared_by_line', 'script_language', 'chunk_code', 'rst_inline', 'rst_as_markdown',
-           'number_runs', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker',
-           'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+           'defined_names', 'declared_title', 'declared_by_line', 'declared_piece_title', 'script_language',
+           'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs', 'asciidoc_as_markdown', 'markup_syntax',
+           'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
@@ -1144,10 +1144,21 @@ def declared_names(code:str, # C or C++
     return [(line + text.count('\n', 0, found[0]), found[1]) for line, text in _c_statements(code)
             if (found := _prototype(text))]
 
-def declared_title(names:list[str]) -> str:
-    "A chunk's title for the functions it declares: `function f` or `functions f, g, …` (at most `MAX_NAME`)."
+_C_DEFINE = re.compile(r'^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?=\(|[ \t]+\S)([ \t]+1[ \t]*$)?', re.M)
+_C_GUARD = re.compile(r'^[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\n[ \t]*#[ \t]*define[ \t]+\1\b', re.M)
+
+def defined_names(code:str, # C or C++
+                 ) -> list[tuple[int, str]]:
+    "The macros `code` defines with a value or parameters, as `(line, name)` in order; not an include guard's."
+    code = c_uncommented(code)
+    guards = {m[1] for m in _C_GUARD.finditer(code)}
+    return [(code.count('\n', 0, m.start()), m[1]) for m in _C_DEFINE.finditer(code)
+            if not (m[2] and m[1] in guards)]
+
+def declared_title(names:list[str], kind:str='function') -> str:
+    "A chunk's title for what it declares: `function f` or `functions f, g, …` (at most `MAX_NAME`); `macros A, B`."
     if not names: return ''
-    title = 'function' + 's' * (len(names) > 1) + ' ' + names[0]
+    title = kind + 's' * (len(names) > 1) + ' ' + names[0]
     for i, n in enumerate(names[1:], 1):
         if len(title) + len(n) + 2 > MAX_NAME - (3 if names[i + 1:] else 0): return title + ', …'
         title += ', ' + n
@@ -1155,18 +1166,24 @@ def declared_title(names:list[str]) -> str:
 
 def declared_by_line(units:list, # a file's units, in order (`_fill_gaps`)
                      code:str, # the file's C or C++
-                    ) -> list[tuple]:
-    """Per line, the functions its loose unit declares: a prototype's documentation, above it (SQLite's) or below it
-    (zlib's), goes by the prototype's name in every piece it is cut into; a unit holds a name by the line the name is
-    on (expat's `XMLPARSEAPI(void)` and the line below it are two units)."""
-    at = {}
-    for line, name in declared_names(code): at.setdefault(line, []).append(name)
-    out = [()] * (code.count('\n') + 1)
+                    ) -> list[tuple[tuple, tuple]]:
+    """Per line, `(functions, macros)` its loose unit declares: a prototype's documentation, above it (SQLite's) or
+    below it (zlib's), goes by the prototype's name in every piece it is cut into; a unit holds a name by the line the
+    name is on (expat's `XMLPARSEAPI(void)` and the line below it are two units)."""
+    at = [{}, {}]
+    for k, found in enumerate((declared_names(code), defined_names(code))):
+        for line, name in found: at[k].setdefault(line, []).append(name)
+    out = [((), ())] * (code.count('\n') + 1)
     for u in units:
         if u.kind: continue
-        names = tuple(dict.fromkeys(n for ln in range(u.start, u.end + 1) for n in at.get(ln, ())))
+        names = tuple(tuple(dict.fromkeys(n for ln in range(u.start, u.end + 1) for n in a.get(ln, ()))) for a in at)
         out[u.start:u.end + 1] = [names] * (u.end - u.start + 1)
     return out
+
+def declared_piece_title(declared:list[tuple[tuple, tuple]], a:int, b:int) -> str:
+    "The title of a loose piece of lines `a` to `b`: the functions its units declare, else the macros they define."
+    names = [list(dict.fromkeys(n for fs in declared[a:b + 1] for n in fs[k])) for k in (0, 1)]
+    return declared_title(names[0]) or declared_title(names[1], 'macro')
 
 
 # %% ../nbs/01_chunking.ipynb #cb639bb0
@@ -1331,8 +1348,7 @@ def chunk_code(text:str, # source code
         title = f'{g.kind} {g.name}'.strip() if g.kind else ''
         pieces = _unit_pieces(g, lines, size, target, max_chars)
         for i, (a, b) in enumerate(pieces):      # a later piece names its block; a comment set apart, its code
-            named = title or (declared_title(list(dict.fromkeys(n for ns in declared[a:b + 1] for n in ns)))
-                              if declared else '')
+            named = title or (declared_piece_title(declared, a, b) if declared else '')
             emit(a, b, named, g.header if g.header and (a != g.code if i else b < g.code) else '')
     return chunks
 
