@@ -25,8 +25,9 @@ __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXT
            'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
            'chunker_version', 'chunk_markdown', 'Grammar', 'prototype_name', 'c_uncommented', 'declared_names',
            'defined_names', 'declared_title', 'declared_by_line', 'declared_piece_title', 'script_language',
-           'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs', 'asciidoc_as_markdown', 'markup_syntax',
-           'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+           'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs', 'unpadded', 'asciidoc_as_markdown',
+           'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for',
+           'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
@@ -1525,6 +1526,10 @@ def number_runs(ks:list[int], # sorted
         if out and out[-1][-1] == k - 1: out[-1].append(k)
         else: out.append([k])
     return out
+
+def unpadded(text:str) -> str:
+    "`text` without the blank lines at its ends, the first line's indentation kept (a method cut from its class)."
+    return re.sub(r'^(?:[ \t]*\n)+', '', text).rstrip()
 
 # %% ../nbs/01_chunking.ipynb #0a91a50d
 _ADOC_TITLE = re.compile(r'(={1,6})[ \t]+(\S.*?)[ \t]*$')

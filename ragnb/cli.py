@@ -575,7 +575,8 @@ def shown_body(body:str, # a chunk's text after its `[Doc: ...]` line
                limit:int|None=None, # cut at this many characters, with ' …'
               ) -> str:
     "A body as `ask` and `read` print it: blank lines at its ends dropped, its own indentation kept, 4 spaces more."
-    body = re.sub(r'^(?:[ \t]*\n)+', '', body).rstrip()
+    from ragnb.chunking import unpadded
+    body = unpadded(body)
     if limit and len(body) > limit: body = body[:limit] + ' …'
     return '    ' + body.replace('\n', '\n    ')
 

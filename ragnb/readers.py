@@ -1683,6 +1683,10 @@ def has_extensions(text:str) -> bool:
 
 def _bold_label(label:str) -> str: return f'**{label}**' if label else ''   # a title as written, a kind capitalized
 
+def _admonition_label(a:re.Match) -> str:
+    "A `:::` line (`_ADMONITION`) as its bold title, else its kind's; `:::` alone as nothing."
+    return _bold_label((a[2] or a[3] or '').strip() or (a[1] or '').capitalize())
+
 def _wikilink(m) -> str:
     "A wiki link as its reader sees it: its alias, else its page (and heading); an embedded picture as nothing."
     embed, page, heading, alias = m[1], m[2].strip(), (m[3] or '').strip(), (m[4] or '').strip()
@@ -1706,8 +1710,7 @@ def markdown_extensions(text:str) -> str:
         if closer is not None or (f := FENCE_OPEN.match(line)):
             closer = (None if closer.match(line) else closer) if closer is not None else fence_closer(f.group(1))
         elif m := _MKDOCS.match(line): out[i], box = m[1] + _bold_label(m[4] or m[3] or m[2].capitalize()), len(m[1])
-        elif a := _ADMONITION.match(line):
-            out[i] = _bold_label((a[2] or a[3] or '').strip() or (a[1] or '').capitalize())
+        elif a := _ADMONITION.match(line): out[i] = _admonition_label(a)
         elif c := _ALERT.match(line): out[i] = c[1] + _bold_label(c[3].strip() or c[2].capitalize())
         else: prose.append(i)
     for run in number_runs(prose):
@@ -2349,8 +2352,7 @@ def markdown_html(text:str,
             i += 1
             continue
         if mdx and (a := _ADMONITION.match(line)):                        # `:::tip[Title]`: its title; `:::`: none
-            label = (a[2] or a[3] or a[1] or '').strip()
-            emit([f'**{label[:1].upper() + label[1:]}**' if label else ''], i, i)
+            emit([_admonition_label(a)], i, i)
             i, in_par = i + 1, False
             continue
         if (end := _block_end(lines, i, in_par)) is not None:          # an HTML block, as markdown
@@ -2926,11 +2928,7 @@ def pdf_document(data:bytes, # the PDF's bytes
 
 def _page_list(pages:list[int]) -> str:
     "Page numbers as runs: [1, 2, 3, 7] → '1-3, 7'."
-    runs = []
-    for p in pages:
-        if runs and p == runs[-1][1] + 1: runs[-1][1] = p
-        else: runs.append([p, p])
-    return ', '.join(f'{a}-{b}' if b > a else f'{a}' for a, b in runs)
+    return ', '.join(f'{r[0]}-{r[-1]}' if r[1:] else f'{r[0]}' for r in number_runs(pages))
 
 def _ordered_lines(pages:list[list[_Line]], heights:list[float], widths:list[float]) -> list[_Line]:
     "A document's lines in reading order, page by page, without running heads and footers."

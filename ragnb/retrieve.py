@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from fastcore.basics import patch
 
-from .chunking import Chunk
+from .chunking import Chunk, unpadded
 from .filters import filter_terms
 from .index import Store, text_hash
 from .sentences import ATX_HEADING, prefix_path, split_chunk_prefix
@@ -141,7 +141,7 @@ def _repr_html_(self:RetrievalResult) -> str:
     for c in self.chunks:
         cite = f'<code>{e(c.cite)}</code>'
         if c.link: cite = f'<a href="{e(c.link)}" target="_blank">{cite}</a>'
-        body = re.sub(r'^(?:[ \t]*\n)+', '', c.body).rstrip()
+        body = unpadded(c.body)
         if not isinstance(c, TrimmedChunk) and len(body) > 600: body = body[:600] + ' …'
         score = f"{self.info.get('score', 'score')} {c.score:.3f}" if c.score is not None else ''
         items.append(f'<li>{cite} · {e(c.section_title or prefix_path(c.prefix))} <small>{e(score)}</small>'
