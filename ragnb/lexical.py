@@ -15,10 +15,11 @@ log = logging.getLogger(__name__)
 
 
 # %% auto #0
-__all__ = ['log', 'LANGID_LANGUAGES', 'STEMMERS', 'BM25_K1', 'BM25_B', 'langid_copy', 'cheap_language', 'detect_language',
-           'load_language_detector', 'span_languages', 'text_language', 'fold', 'identifier_parts', 'lexical_terms',
-           'token_terms', 'query_terms', 'match_expression', 'word_terms', 'term_prefix', 'bm25_idf',
-           'informative_terms', 'bm25_scores', 'bm25_score']
+__all__ = ['log', 'LANGID_LANGUAGES', 'STEMMERS', 'SPELLING_EDITS', 'BM25_K1', 'BM25_B', 'langid_copy', 'cheap_language',
+           'detect_language', 'load_language_detector', 'span_languages', 'text_language', 'fold', 'identifier_parts',
+           'lexical_terms', 'token_terms', 'query_terms', 'match_expression', 'word_terms', 'term_prefix', 'max_edits',
+           'unknown_words', 'by_length', 'near_terms', 'nearest_term', 'respelled', 'bm25_idf', 'informative_terms',
+           'bm25_scores', 'bm25_score']
 
 # %% ../nbs/02b_lexical.ipynb #d1d811cd
 LANGID_LANGUAGES = ('es', 'en')        # what the detector chooses between for chunks and questions
@@ -202,6 +203,49 @@ def word_terms(word:str) -> frozenset:
 def term_prefix(word:str) -> str|None:
     "What every term of `word` starts with: its first two folded letters; None for an identifier (parts anywhere)."
     return fold(word[:2])[:2] if _plain(word) else None
+
+# %% ../nbs/02b_lexical.ipynb #c4edbf55
+SPELLING_EDITS = ((4, 1), (8, 2))   # (letters from, edits allowed): `max_edits`; () never respells
+
+def max_edits(word:str) -> int:
+    "How many edits a misspelled `word` may be from a term of the index (`SPELLING_EDITS`); 0: it is never respelled."
+    return max((e for n, e in SPELLING_EDITS if len(word) >= n), default=0)
+
+def unknown_words(query:str, # the question's text
+                  df:dict, # how many chunks hold each of its terms (`LexicalIndex.term_counts`)
+                 ) -> list[str]:
+    "The plain words of `query` long enough to respell (`max_edits`) none of whose terms the index holds."
+    return [w for w in dict.fromkeys(_WORD.findall(query))
+            if _plain(w) and max_edits(w) and not any(df.get(t) for t in word_terms(w))]
+
+def by_length(terms) -> dict[int, list[str]]:
+    "`terms` grouped by their length: a misspelled word is compared only with terms that could be near it."
+    out = {}
+    for t in terms: out.setdefault(len(t), []).append(t)
+    return out
+
+def near_terms(word:str, vocabulary:dict[int, list[str]]) -> dict[str, int]:
+    "The terms of `vocabulary` (`by_length`) within `max_edits(word)` of its stems or of it folded: `{term: edits}`."
+    from rapidfuzz import process
+    from rapidfuzz.distance import OSA
+    k, near = max_edits(word), {}
+    for s in sorted({*word_terms(word), fold(word)}):
+        for n in range(len(s) - k, len(s) + k + 1):
+            for t, d, _ in process.extract(s, vocabulary.get(n, ()), scorer=OSA.distance, score_cutoff=k, limit=None):
+                near[t] = min(d, near.get(t, d))
+    return near
+
+def nearest_term(near:dict[str, int], # `near_terms` of a word
+                 df:dict) -> str|None: # how many chunks hold each (in a tenant's scope: only its own)
+    "The term of `near` held by some chunk with the fewest edits, then the most chunks, then first by name; or None."
+    held = [(e, -df[t], t) for t, e in near.items() if df.get(t)]
+    return min(held)[2] if held else None
+
+def respelled(terms:list[str], # a question's terms
+              near:dict[str, dict[str, int]], # `near_terms` of each of its `unknown_words`
+              df:dict) -> list[str]: # how many chunks hold each of those near terms
+    "`terms` and the `nearest_term` of each misspelled word."
+    return list(dict.fromkeys(terms + [t for n in near.values() if (t := nearest_term(n, df))]))
 
 # %% ../nbs/02b_lexical.ipynb #4d8f00c6
 BM25_K1, BM25_B = 1.2, 0.75   # FTS5's bm25() constants

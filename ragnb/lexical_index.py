@@ -15,8 +15,8 @@ from fastcore.basics import patch
 
 from .chunking import Chunk
 from .filters import FilterIndex
-from .lexical import (bm25_idf, bm25_scores, detect_language, fold, informative_terms, lexical_terms,
-                           match_expression, query_terms)
+from .lexical import (bm25_idf, bm25_scores, by_length, detect_language, fold, informative_terms, lexical_terms,
+                           match_expression, near_terms, query_terms, respelled, unknown_words)
 from .sentences import prefix_path, split_chunk_prefix
 from .storage import StoreError
 
@@ -113,6 +113,7 @@ def search(self:LexicalIndex, query:str, # the question's text
     if k <= 0 or not terms: return []
     with self.snapshot():
         self.check()
+        terms = self.respell(query, terms, scope)                       # a misspelled word: its nearest term too
         if scope: return self._counted_hits(terms, k, filters, scope, self._scoped_counts(terms, scope))
         if filters:
             return self._counted_hits(terms, k, None, filters, (*self._term_counts(terms), self.tokens()))
@@ -146,6 +147,29 @@ def _term_counts(self:LexicalIndex, terms:list[str]) -> tuple[dict, int]:
 def informative(self:LexicalIndex, terms:list[str]) -> tuple[list[str], list[str]]:
     "`informative_terms` of `terms` with this index's counts."
     return informative_terms(terms, *self._term_counts(terms))
+
+# %% ../nbs/02g_lexical_index.ipynb #5b82fcf9
+@patch
+def vocabulary(self:LexicalIndex) -> dict[int, list[str]]:
+    "Every term of the index, by length (`by_length`), once per generation (inside a snapshot)."
+    return self.cached('vocabulary', lambda: by_length(t for (t,) in self.db.execute(
+        'select term from temp.lexical_vocab')))
+
+@patch
+def near(self:LexicalIndex, words:list[str]) -> dict[str, dict[str, int]]:
+    "Each of `words` with the index's terms near it (`near_terms`): `{word: {term: edits}}`; `{}` without an index."
+    if not words or not self.present: return {}
+    with self.snapshot():
+        return {w: near_terms(w, self.vocabulary()) for w in words} if self.current() else {}
+
+@patch
+def respell(self:LexicalIndex, query:str, terms:list[str], # a question and its `query_terms`
+            scope:dict|None=None) -> list[str]: # count only the chunks these filters allow
+    "`terms` and the nearest term held (in `scope`) of each of `query`'s words that none holds (inside a snapshot)."
+    counts = (lambda ts: self._scoped_counts(ts, scope)[0]) if scope else (lambda ts: self._term_counts(ts)[0])
+    near = self.near(unknown_words(query, counts(terms)))
+    held = counts(list(dict.fromkeys(t for n in near.values() for t in n)))
+    return respelled(terms, near, held)
 
 # %% ../nbs/02g_lexical_index.ipynb #c6c73214
 @patch

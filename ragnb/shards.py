@@ -16,7 +16,7 @@ from fastcore.basics import patch
 
 from .chunking import Chunk
 from .index import SourceRecord, Store, _build_fingerprint, _default_embedder, record_sources
-from .lexical import bm25_idf, bm25_score, informative_terms, query_terms
+from .lexical import bm25_idf, bm25_score, informative_terms, query_terms, respelled, unknown_words
 from .sentence_file import chunk_sentence_spans
 from .storage import Closes, StoreCorruptedError, StoreError, StoreMismatchError, fsync_write
 from .vectors import EXACT_ALL_BELOW
@@ -94,6 +94,12 @@ class ShardedLexical:
     def idf(self, terms:list[str], scope:dict|None=None) -> dict[str, float]:
         "BM25's idf over the whole corpus (or `scope`'s chunks)."
         return bm25_idf(*self.term_counts(terms, scope))
+    def near(self, words:list[str]) -> dict[str, dict[str, int]]:
+        "Each of `words` with the terms near it in any shard (`LexicalIndex.near`): `{word: {term: edits}}`."
+        out = {w: {} for w in words}
+        for part in self.each(lambda _, s: s.lexical.near(words)):
+            for w, near in part.items(): out[w].update({t: min(e, out[w].get(t, e)) for t, e in near.items()})
+        return out
     def languages(self, ids:list) -> dict[int, str]:
         "`{id: 'es' or 'en'}`: the language each chunk (by store-wide id) was indexed in, asked of its shard."
         by = by_shard(ids, self.n)
@@ -107,6 +113,10 @@ class ShardedLexical:
         terms = query_terms(query)
         if k <= 0 or not terms: return []
         stats = self.each(lambda _, s: s.lexical.stats(terms, scope))
+        if words := unknown_words(query, _summed(stats)[0]):        # misspelled: the shards' nearest held term too
+            terms = respelled(terms, near := self.near(words), self.term_counts(
+                list(dict.fromkeys(t for m in near.values() for t in m)), scope)[0])
+            stats = self.each(lambda _, s: s.lexical.stats(terms, scope))
         df, n, tokens = _summed(stats)
         found, informative = informative_terms(terms, df, n)
         holding = lambda ts: [i for i, (d, _, _) in enumerate(stats) if any(d.get(t) for t in ts)]  # others match none
