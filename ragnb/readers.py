@@ -1821,6 +1821,9 @@ def read_document(path:str|Path, # the file
     if data is None:
         try: data = read_file_bytes(path)
         except OSError as e: raise ChunkingError(f'{path}: cannot read ({e.strerror})') from None
+    if not data:                    # a sync's placeholder or a download that did not finish, not a broken file
+        raise ChunkingError(f'{path}: empty file (0 bytes), so not a {r.kind.upper()} yet; copy it again once it is '
+                            'whole, or add it to .ragnbignore')
     if DISGUISED and (real := DISGUISED.get((inner_path(path).suffix.lower(), content_kind(data)))): r = real
     try: doc = r.fn(data, str(path))
     except ChunkingError: raise
