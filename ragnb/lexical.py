@@ -15,11 +15,11 @@ log = logging.getLogger(__name__)
 
 
 # %% auto #0
-__all__ = ['log', 'LANGID_LANGUAGES', 'STEMMERS', 'SPELLING_EDITS', 'BM25_K1', 'BM25_B', 'langid_copy', 'cheap_language',
-           'detect_language', 'load_language_detector', 'span_languages', 'text_language', 'fold', 'identifier_parts',
-           'lexical_terms', 'token_terms', 'query_terms', 'match_expression', 'word_terms', 'term_prefix', 'max_edits',
-           'unknown_words', 'by_length', 'near_terms', 'nearest_term', 'respelled', 'bm25_idf', 'informative_terms',
-           'bm25_scores', 'bm25_score']
+__all__ = ['log', 'LANGID_LANGUAGES', 'STEMMERS', 'SPELLING_EDITS', 'SPELLING_WORDS', 'BM25_K1', 'BM25_B', 'langid_copy',
+           'cheap_language', 'detect_language', 'load_language_detector', 'span_languages', 'text_language', 'fold',
+           'identifier_parts', 'lexical_terms', 'token_terms', 'query_terms', 'match_expression', 'word_terms',
+           'term_prefix', 'max_edits', 'unknown_words', 'by_length', 'near_terms', 'nearest_term', 'respelled',
+           'bm25_idf', 'informative_terms', 'bm25_scores', 'bm25_score']
 
 # %% ../nbs/02b_lexical.ipynb #d1d811cd
 LANGID_LANGUAGES = ('es', 'en')        # what the detector chooses between for chunks and questions
@@ -206,6 +206,7 @@ def term_prefix(word:str) -> str|None:
 
 # %% ../nbs/02b_lexical.ipynb #c4edbf55
 SPELLING_EDITS = ((4, 1), (8, 2))   # (letters from, edits allowed): `max_edits`; () never respells
+SPELLING_WORDS = 8                  # the most words of one question respelled: its longest (a pasted log has hundreds)
 
 def max_edits(word:str) -> int:
     "How many edits a misspelled `word` may be from a term of the index (`SPELLING_EDITS`); 0: it is never respelled."
@@ -214,9 +215,11 @@ def max_edits(word:str) -> int:
 def unknown_words(query:str, # the question's text
                   df:dict, # how many chunks hold each of its terms (`LexicalIndex.term_counts`)
                  ) -> list[str]:
-    "The plain words of `query` long enough to respell (`max_edits`) none of whose terms the index holds."
-    return [w for w in dict.fromkeys(_WORD.findall(query))
-            if _plain(w) and max_edits(w) and not any(df.get(t) for t in word_terms(w))]
+    "The plain words of `query` long enough to respell (`max_edits`) none of whose terms the index holds, in order."
+    words = [w for w in dict.fromkeys(_WORD.findall(query))
+             if _plain(w) and max_edits(w) and not any(df.get(t) for t in word_terms(w))]
+    longest = set(sorted(words, key=len, reverse=True)[:SPELLING_WORDS])    # `sorted` keeps ties in order
+    return [w for w in words if w in longest]
 
 def by_length(terms) -> dict[int, list[str]]:
     "`terms` grouped by their length: a misspelled word is compared only with terms that could be near it."
