@@ -40,7 +40,7 @@ def shard_dirs(path:str|Path, n:int) -> list[Path]:
 # %% ../nbs/03b_shards.ipynb #8ba71cb8
 SHARDS_FILE = 'shards.json'   # its presence makes a folder a sharded store
 SHARD_READS = ('lexical.term_counts', 'lexical.stats', 'lexical.scored', 'lexical.hits',  # asked of each shard
-               'lexical.counts', 'lexical.languages', 'refresh', 'tree.nodes',   # beyond `stores.StoreAPI`
+               'lexical.near', 'lexical.counts', 'lexical.languages', 'refresh', 'tree.nodes',   # beyond `StoreAPI`
                'tree.section')                                                    # (remote too)
 
 def shard_count(path:str|Path) -> int:
