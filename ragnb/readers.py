@@ -45,7 +45,7 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
            'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
            'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'unquoted', 'history_start', 'mail_blocks',
+           'xlsx_document', 'ods_document', 'csv_document', 'export_name', 'unquoted', 'history_start', 'mail_blocks',
            'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
            'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
            'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
@@ -3804,9 +3804,16 @@ def csv_document(data:bytes, # the file's bytes
     except csv.Error: dialect = csv.excel_tab if name.lower().endswith('.tsv') else csv.excel
     try: rows = [(n, [_cell_lines(c) for c in r]) for n, r in enumerate(csv.reader(io.StringIO(text), dialect), 1)]
     except csv.Error as e: raise ChunkingError(f'{name}: not readable as CSV ({e}); check its quotes') from None
-    doc = sheets_document([(Path(name).stem, rows)], 'csv', name)
+    doc = sheets_document([(export_name(Path(name).stem), rows)], 'csv', name)
     doc.recoded = isinstance(text, RecodedText)
     return doc
+
+_EXPORT_ID = re.compile(r'(?<=\S) [0-9a-f]{32}(?:_all)?$')   # Notion's page id after a name; `_all`: every row
+
+def export_name(stem:str) -> str:
+    """A file's name as its export's reader knew it, without the id the export added: Notion writes a database as
+    `Services 9e8d...c5b.csv` (its view) and `Services 9e8d...c5b_all.csv` (every row), both "Services"."""
+    return _EXPORT_ID.sub('', stem)
 
 # %% ../nbs/01a_readers.ipynb #a941bd5f
 _QUOTED = re.compile(r'^\s*>')                                           # the replies' quotes of earlier mail
@@ -4832,7 +4839,7 @@ register_reader(Reader('xls-v2', 'xls', xls_document), '.xls', '.xlt')
 register_reader(Reader('ppt-v2', 'ppt', ppt_document), '.ppt', '.pps', '.pot')
 register_reader(Reader('rtf-v1', 'rtf', rtf_document), '.rtf')
 register_reader(Reader('ods-v2', 'ods', ods_document), '.ods', '.fods', '.ots')
-register_reader(Reader('csv-v2', 'csv', csv_document), '.csv', '.tsv')
+register_reader(Reader('csv-v3', 'csv', csv_document), '.csv', '.tsv')   # v3: `export_name`
 register_reader(Reader('mail-v4', 'mail', mail_document), '.eml', '.mbox')   # v3: signatures once; v4: attachments'
 register_reader(Reader('msg-v2', 'mail', msg_document), '.msg')                # own metadata (`part_metadata`)
 register_reader(Reader('ipynb-v1', 'notebook', notebook_document), '.ipynb')
