@@ -19,15 +19,16 @@ import argparse, json, pathlib, random, re, sys, tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'bench'))
+from bench_retrieve import _bm25s, first_answer_rank  # noqa: E402
 from corpus import corpus_dir  # noqa: E402
 from machine import machine  # noqa: E402
 
 MODELS = {'minilm': 'sentence-transformers/all-MiniLM-L6-v2', 'e5': 'intfloat/multilingual-e5-small'}
 DEV = ['debian_questions.jsonl', 'debian_questions_dev2.jsonl', 'debian_questions_dev3.jsonl',
        'debian_questions_cross.jsonl']
-NEIGHBOURS = dict(zip('qwertyuiopasdfghjklzxcvbnm', ['wa', 'qes', 'wrd', 'etf', 'ryg', 'tuh', 'yij', 'uok', 'ipl', 'o',
-                                                      'qsz', 'awdx', 'sefc', 'drgv', 'fthb', 'gyjn', 'hukm', 'jil', 'ko',
-                                                      'asx', 'zdc', 'xfv', 'cgb', 'vhn', 'bjm', 'nk']))
+NEIGHBOURS = dict(zip('qwertyuiopasdfghjklzxcvbnm',                 # each letter's QWERTY neighbours
+                      ['wa', 'qes', 'wrd', 'etf', 'ryg', 'tuh', 'yij', 'uok', 'ipl', 'o', 'qsz', 'awdx', 'sefc',
+                       'drgv', 'fthb', 'gyjn', 'hukm', 'jil', 'ko', 'asx', 'zdc', 'xfv', 'cgb', 'vhn', 'bjm', 'nk']))
 
 
 def typo(question:str, rnd:random.Random, answer:str='') -> str:
@@ -54,11 +55,6 @@ def questions(files:list[str]) -> list[dict]:
     return out
 
 
-def first_answer_rank(texts, answer):
-    a = answer.lower()
-    return next((i for i, t in enumerate(texts, 1) if a in t.lower()), None)
-
-
 def ragnb_rows(store, qs) -> dict:
     from ragnb import lexical
     from ragnb.retrieve import retrieve
@@ -74,23 +70,14 @@ def ragnb_rows(store, qs) -> dict:
 
 
 def bm25s_row(store, qs) -> dict:
-    import bm25s
+    "bm25s (`bench_retrieve._bm25s`) on the store's own terms: answers in its top 5, as written and with typos."
     from ragnb.lexical import query_terms
     rows = store.db.execute('select l.rowid, l.terms, c.text from lexical l join chunks c on c.id = l.rowid').fetchall()
-    terms = [r[1].split() for r in rows]
-    vocab = {w: i for i, w in enumerate(sorted({w for d in terms for w in d}))}
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenization.Tokenized(ids=[[vocab[w] for w in d] for d in terms], vocab=vocab),
-                    show_progress=False)
+    ids, terms, texts = [r[0] for r in rows], [r[1].split() for r in rows], {r[0]: r[2] for r in rows}
     out = {}
     for field in ('question', 'typo'):
-        hits = 0
-        for q in qs:
-            qt = [w for w in query_terms(q[field]) if w in vocab] or [next(iter(vocab))]
-            docs, _ = retriever.retrieve(bm25s.tokenization.Tokenized(ids=[[vocab[w] for w in qt]], vocab=vocab), k=5,
-                                         show_progress=False)
-            hits += first_answer_rank([rows[i][2] for i in docs[0]], q['answer']) is not None
-        out[field] = hits
+        ranks, _ = _bm25s(ids, terms, texts, [{**q, 'question': q[field]} for q in qs], query_terms)
+        out[field] = sum(r is not None and r <= 5 for rs in ranks.values() for r in rs)
     return out
 
 
