@@ -4,7 +4,8 @@
 
 # %% ../nbs/01_chunking.ipynb #5671c76d
 from __future__ import annotations
-import ast, bisect, functools, importlib, io, logging, lzma, mimetypes, os, re, stat, unicodedata, warnings, zlib
+import ast, bisect, csv, functools, importlib, io, logging, lzma, mimetypes, os, re, stat, unicodedata, warnings
+import zlib
 import urllib.parse
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
@@ -25,9 +26,9 @@ __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXT
            'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
            'chunker_version', 'chunk_markdown', 'Grammar', 'prototype_name', 'c_uncommented', 'declared_names',
            'defined_names', 'declared_title', 'declared_by_line', 'declared_piece_title', 'script_language',
-           'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs', 'unpadded', 'asciidoc_as_markdown',
-           'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for',
-           'strategy_version']
+           'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs', 'unpadded', 'adoc_refs', 'adoc_inline',
+           'adoc_ids', 'adoc_table', 'adoc_condition', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document',
+           'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
@@ -1531,25 +1532,298 @@ def unpadded(text:str) -> str:
     "`text` without the blank lines at its ends, the first line's indentation kept (a method cut from its class)."
     return re.sub(r'^(?:[ \t]*\n)+', '', text).rstrip()
 
-# %% ../nbs/01_chunking.ipynb #0a91a50d
+# %% ../nbs/01_chunking.ipynb #41398b22
 _ADOC_TITLE = re.compile(r'(={1,6})[ \t]+(\S.*?)[ \t]*$')
-_ADOC_DELIMITERS = re.compile(r'(-{4,}|\.{4,}|\+{4,}|/{4,}|`{3,}.*)[ \t]*$')   # listing, literal, pass, comment, fence
+_ADOC_VERBATIM = re.compile(r'(-{4,}|\.{4,}|\+{4,}|/{4,})[ \t]*$')     # listing, literal, passthrough, comment
+_ADOC_FENCE = re.compile(r'(`{3,})[ \t]*([\w+.#-]*)')                   # markdown's fence, which Asciidoctor takes
+_ADOC_COMPOUND = re.compile(r'(={4,}|\*{4,}|_{4,}|--)[ \t]*$')         # example, sidebar, quote, open block
+_ADOC_TABLE = re.compile(r'([|,:!])={3,}[ \t]*$')
+_ADOC_ATTR = re.compile(r':(!?)([\w][\w-]*)(!?):(?:[ \t]+(.*?))?[ \t]*$')   # `:name: value`; `:name!:` unsets it
+_ADOC_REF = re.compile(r'(\\?)\{([\w][\w-]*)\}')
+_ADOC_COND = re.compile(r'(ifdef|ifndef|ifeval|endif)::([^\[\s]*)\[(.*)\][ \t]*$')
+_ADOC_BLOCK_MACRO = re.compile(r'([a-z][\w-]*)::(\S*?)\[(.*)\][ \t]*$')   # image::, include::, toc::, video::
+_ADOC_BLOCK_ATTRS = re.compile(r'\[([^\[\]]*(?:\[[^\]]*\][^\[\]]*)*)\][ \t]*$')
+_ADOC_ANCHOR_LINE = re.compile(r'\[\[([\w:.-]+)(?:,[^\]]*)?\]\][ \t]*$|\[#([\w:.-]+)[^\]]*\][ \t]*$')
+_ADOC_BLOCK_TITLE = re.compile(r'\.([^\s.].*?)[ \t]*$')
+_ADOC_LIST = re.compile(r'([ \t]*)(\*{1,5}|\.{1,5}|-|<(?:\d+|\.)>)[ \t]+(\S.*)$')
+_ADOC_DLIST = re.compile(r'([ \t]*)(\S.*?)(:{2,4}|;;)(?:[ \t]+(.*?))?[ \t]*$')
+_ADOC_ADMONITION = re.compile(r'(NOTE|TIP|IMPORTANT|WARNING|CAUTION):[ \t]+')
+_ADOC_ADMONITIONS = {'NOTE': 'Note', 'TIP': 'Tip', 'IMPORTANT': 'Important', 'WARNING': 'Warning',
+                     'CAUTION': 'Caution'}
+_ADOC_CELL = re.compile(r'[ \t]*(?:\d+\*|\d*(?:\.\d*)?\+)?[<^>]?(?:\.[<^>])?[adehlmsv]?(?<!\\)\|')
+_ADOC_CALLOUT = re.compile(r'(?:[ \t]+(?:(?://|#|--|;;?)[ \t]*)?<(?:\d+|!--\d+--|\.)>)+[ \t]*$')
+_ADOC_ENVIRONMENT = re.compile(r'(env|backend|basebackend|doctype|filetype|safe-mode)(-|$)')
+_ADOC_BUILTIN = {  # the attributes every document has
+    'nbsp': ' ', 'sp': ' ', 'empty': '', 'blank': '', 'zwsp': '', 'wj': '', 'amp': '&', 'lt': '<', 'gt': '>',
+    'plus': '+', 'startsb': '[', 'endsb': ']', 'vbar': '|', 'caret': '^', 'asterisk': '*', 'tilde': '~',
+    'apos': "'", 'apostrophe': "'", 'backslash': '\\', 'backtick': '`', 'quot': '"', 'two-colons': '::',
+    'two-semicolons': ';;', 'cpp': 'C++', 'pp': '++', 'deg': '°', 'brvbar': '¦', 'ldquo': '“', 'rdquo': '”',
+    'lsquo': '‘', 'rsquo': '’', 'backend-html5': '', 'basebackend-html': '', 'asciidoctor': '',
+    'doctype-article': '', 'idprefix': '_', 'idseparator': '_'}
 
+# %% ../nbs/01_chunking.ipynb #561d7c9f
+def _link_text(attrs:str) -> str:
+    "A link macro's text: its first attribute, unquoted, without `^` (a new window)."
+    m = re.match(r'\s*"([^"]*)"|([^,]*)', attrs)
+    return (m[1] if m[1] is not None else m[2]).strip().rstrip('^').strip()
+
+def _xref_name(target:str) -> str:
+    "What a cross reference without text shows when its title is unknown: its section's or page's name."
+    page, _, frag = target.partition('#')
+    name = frag or re.sub(r'\.adoc$', '', re.split(r'[:$/]', page)[-1])
+    return name.strip('_').replace('_', ' ').replace('-', ' ')
+
+def _image_alt(attrs:str) -> str:
+    "An image's alternative text: its first attribute, when it is not `key=value`."
+    first = attrs.split(',', 1)[0].strip().strip('"')
+    return '' if '=' in first else first
+
+_ADOC_INLINE = [   # (pattern, what the page shows: a function of the match, or text), in this order
+    (re.compile(r'(?<![\w\\])(?:link|mailto):([^\s\[]+)\[([^\]]*)\]'), lambda m: _link_text(m[2]) or m[1]),
+    (re.compile(r'(?<![\w\\/])((?:https?|ftp|irc|file)://[^\s\[\]<>]+)\[([^\]]*)\]'),
+     lambda m: _link_text(m[2]) or m[1]),
+    (re.compile(r'(?<![\w\\])xref:([^\s\[]+)\[([^\]]*)\]'), lambda m: _link_text(m[2]) or _xref_name(m[1])),
+    (re.compile(r'(?<![\w\\])image:(?!:)[^\s\[]*\[([^\]]*)\]'), lambda m: _image_alt(m[1])),
+    (re.compile(r'(?<![\w\\])(?:kbd|btn):\[([^\]]*)\]'), lambda m: m[1]),
+    (re.compile(r'(?<![\w\\])menu:([^\s\[]+)\[([^\]]*)\]'),
+     lambda m: ' > '.join(p.strip() for p in (m[1], *m[2].split('>')) if p.strip())),
+    (re.compile(r'(?<![\w\\])footnote(?:ref)?:[\w-]*\[([^\]]*)\]'),
+     lambda m: f' ({m[1].strip()})' * bool(m[1].strip())),
+    (re.compile(r'(?<![\w\\])(?:pass|stem|latexmath|asciimath):\[([^\]]*)\]'), lambda m: m[1]),
+    (re.compile(r'(?<![\w\\])(?:anchor:[\w:.-]+\[[^\]]*\]|indexterm:\[[^\]]*\])|\[\[[\w:.-]+(?:,[^\]]*)?\]\]'
+                r'|\(\(\([^()]*\)\)\)'), ''),
+    (re.compile(r'(?<![\w\\])indexterm2:\[([^\]]*)\]|\(\(([^()]+)\)\)'), lambda m: m[1] or m[2]),
+    (re.compile(r'`\+([^`\n]*?)\+`'), lambda m: f'`{m[1]}`'),
+    (re.compile(r'(?<![\w+`])\+\+?(?=\S)([^+\n]*?\S)\+\+?(?![\w+`])'), lambda m: m[1]),
+    (re.compile(r'\[[.#%][^\]\n]*\]#([^#\n]+)#|(?<![\w#&])#(?=[^\s#])([^#\n]*?[^\s#])#(?![\w#])'),
+     lambda m: m[1] or m[2]),                                              # highlighted text
+    (re.compile(r'[ \t]\+[ \t]*$'), ''),                                     # a hard line break
+]
+
+def adoc_refs(text:str, attrs:dict) -> str:
+    "`text` with each attribute reference `{name}` replaced by its value in `attrs` (an unknown one stays)."
+    return _ADOC_REF.sub(lambda m: '{' + m[2] + '}' if m[1] else attrs.get(m[2], m[0]), text)
+
+def adoc_inline(text:str, # a line of AsciiDoc prose
+                attrs:dict|None=None, # the document's attributes so far
+                ids:dict|None=None, # section ids → titles (`adoc_ids`)
+               ) -> str:
+    "A line of AsciiDoc prose as its page shows it: attributes' values, links' and cross references' text."
+    text = adoc_refs(text, {**_ADOC_BUILTIN, **(attrs or {})})
+    text = re.sub(r'<<([\w:.#/$-]+)(?:,\s*([^>]*))?>>',
+                  lambda m: (m[2] or '').strip() or (ids or {}).get(m[1].rsplit('#', 1)[-1]) or _xref_name(m[1]), text)
+    for pat, f in _ADOC_INLINE:
+        code = pat.pattern.startswith('`')
+        parts = re.split(r'(`[^`\n]+`)', text)
+        text = ''.join(pat.sub(f, p) if k % 2 == 0 or code else p for k, p in enumerate(parts))
+    return text
+
+# %% ../nbs/01_chunking.ipynb #a091ca8c
+def _section_id(title:str, prefix:str='_', sep:str='_') -> str:
+    "The id Asciidoctor gives a section titled `title`."
+    words = re.sub(r'<[^>]*>|&\w+;', '', title).lower()
+    return prefix + (re.sub(r'\W+', sep, words).strip(sep) if sep else re.sub(r'\W+', '', words))
+
+def adoc_ids(lines:list[str]) -> dict[str, str]:
+    "Each section's ids (its own `[[id]]` or `[#id]`, and the one Asciidoctor makes) → its title, for `<<id>>`."
+    ids, own, prefix, sep = {}, None, '_', '_'
+    for line in lines:
+        if a := _ADOC_ATTR.match(line):
+            if a[2] == 'idprefix': prefix = a[4] or ''
+            if a[2] == 'idseparator': sep = a[4] or ''
+        if m := _ADOC_ANCHOR_LINE.match(line): own = m[1] or m[2]
+        elif t := _ADOC_TITLE.match(line):
+            title = re.sub(r'\s*\[\[[\w:.-]+\]\]\s*', '', t[2])
+            ids.setdefault(_section_id(title, prefix, sep), title)
+            if own: ids[own] = title
+            own = None
+        elif line.strip(): own = None
+    return ids
+
+# %% ../nbs/01_chunking.ipynb #2cdc0c4c
+def _cells(line:str, sep:str) -> list[tuple[str, int]]:
+    "A table line's cells `(text, 1)`, a `|` cell's spec read (`2+|`, `3*|`, `a|`): a span's other columns empty."
+    if sep == ',': return [(c.strip(), 1) for c in next(csv.reader([line]))]
+    if sep != '|': return [(c.strip(), 1) for c in re.split(r'(?<!\\)' + re.escape(sep), line)]
+    marks = list(re.finditer(r'(?:(?:^|(?<=[ \t]))(?:(\d+)\*|(\d*)(?:\.\d*)?\+)?[<^>]?(?:\.[<^>])?[adehlmsv]?)?'
+                             r'(?<!\\)\|', line))
+    out = []
+    for k, m in enumerate(marks):
+        text = line[m.end():marks[k + 1].start() if k + 1 < len(marks) else len(line)].strip().replace('\\|', '|')
+        out += ([(text, 1)] + [('', 1)] * (int(m[2] or 1) - 1)) * (int(m[1]) if m[1] else 1)   # a span: empty cells
+    return out
+
+def _table_rows(body:list[str], sep:str, ncols:int|None) -> list[list]:
+    "A table's rows `[first line, last line, cells]` (lines counted from the opening delimiter, which is 0)."
+    rows, width = [], 0
+    for k, line in enumerate(body, 1):
+        if not line.strip(): continue
+        if sep == '|' and not _ADOC_CELL.match(line):                     # a cell's next line
+            if rows: rows[-1][1], rows[-1][2][-1] = k, (rows[-1][2][-1][0] + ' ' + line.strip(), rows[-1][2][-1][1])
+            continue
+        cells = _cells(line, sep)
+        ncols = ncols or sum(s for _, s in cells) or 1
+        for cell in cells:
+            if not rows or width >= ncols: rows, width = rows + [[k, k, []]], 0
+            rows[-1][1], width = k, width + cell[1]
+            rows[-1][2].append(cell)
+    return rows
+
+def adoc_table(lines:list[str], # a table's lines, from `|===` to `|===`
+               options:str='', # its block attributes' text (`cols="1,2",options="header"`)
+               inline:Callable=adoc_inline, # how a cell's text is read
+              ) -> list[str]:
+    "A table's lines rewritten as a markdown table, or as a row's `column: value` fields per line; as many lines."
+    sep, close = lines[0].lstrip()[0], len(lines) > 1 and _ADOC_TABLE.match(lines[-1])
+    cols = re.search(r'cols="?(\d+)\*|cols="([^"]*)"|cols=([^,\]]*)', options)
+    ncols = (int(cols[1]) if cols[1] else len((cols[2] or cols[3]).split(','))) if cols else None
+    rows = [(a, b, [inline(c) for c, _ in cs]) for a, b, cs in _table_rows(lines[1:-1] if close else lines[1:],
+                                                                          sep, ncols)]
+    out = [''] * len(lines)
+    if not rows: return out
+    blank_after = lambda k: k + 1 < len(lines) and not lines[k + 1].strip()
+    header = ('header' in options and 'noheader' not in options) or (
+        len(rows) > 1 and rows[0][0] == rows[0][1] and blank_after(rows[0][0]) and 'noheader' not in options)
+    md = lambda cs: '| ' + ' | '.join(c.replace('|', '\\|') for c in cs) + ' |'
+    if all(a == b for a, b, _ in rows):
+        first = rows[0][0] if blank_after(rows[0][0]) else rows[0][0] - 1      # the header moves up a line
+        out[first], out[first + 1] = md(rows[0][2]), '|' + '---|' * len(rows[0][2])
+        for a, _, cs in rows[1:]: out[a] = md(cs)
+        return out
+    names = rows[0][2] if header else []
+    for a, _, cs in rows[1:] if header else rows:
+        out[a] = ' · '.join(f'{names[j]}: {c}' if j < len(names) and names[j] else c for j, c in enumerate(cs) if c)
+    return out
+
+# %% ../nbs/01_chunking.ipynb #91fd95e0
+def adoc_condition(kind:str, # 'ifdef', 'ifndef' or 'ifeval'
+                   names:str, # `a,b` (any of them set) or `a+b` (all of them)
+                   attrs:dict, # the attributes set so far
+                   written:set=frozenset(), # every attribute the document sets somewhere
+                  ) -> bool:
+    """Does `ifdef::names[]` (or `ifndef`) hold? On the rendering environment (`env-github`, `backend-pdf`) or an
+    attribute the document sets somewhere, as Asciidoctor decides it for a page rendered here; on one it never sets
+    (a build's `-a interno`), and for `ifeval`, it holds: its text is kept rather than lost."""
+    if kind == 'ifeval': return True
+    every, names = '+' in names, [n for n in re.split(r'[,+]', names) if n]
+    if any(n not in written and n not in attrs and not _ADOC_ENVIRONMENT.match(n) for n in names): return True
+    held = (all if every else any)(n in attrs for n in names) if names else False
+    return held if kind == 'ifdef' else not held
+
+# %% ../nbs/01_chunking.ipynb #2cd7f5fc
+def _caption(kind:str, attrs:dict) -> str:
+    "An admonition's label: the document's own (`:warning-caption: Cuidado`, not an emoji's `:fire:`), else the kind."
+    own = attrs.get(kind.lower() + '-caption', '')
+    return own if own and not re.fullmatch(r':\w+:', own) else _ADOC_ADMONITIONS[kind]
+
+def _block_attrs(line:str) -> str|None:
+    "The inside of a block attribute line (`[source,bash]`, `[NOTE]`, `[cols=\"1,2\"]`), or None."
+    m = _ADOC_BLOCK_ATTRS.match(line)
+    return m[1] if m and not line.startswith('[[') else None
+
+def _verbatim_end(lines:list[str], i:int, closer:str, fence:bool) -> int:
+    "The line that closes the verbatim block opened at line `i` (`len(lines)` if none does)."
+    return next((k for k in range(i + 1, len(lines)) if (lines[k].startswith(closer) and not lines[k].strip('`')
+                 if fence else lines[k].rstrip() == closer)), len(lines))
+
+def _adoc_list(li:re.Match, inline:Callable) -> str:
+    "A list item as markdown's: `**` nests a `-` item, `..` a `1.` item; a callout's `<1>` is `1.`."
+    marker, text = li[2], inline(li[3])
+    if marker.startswith('*'): return '  ' * (len(marker) - 1) + '- ' + text
+    if marker.startswith('.'): return '   ' * (len(marker) - 1) + '1. ' + text
+    if marker.startswith('<'): return marker.strip('<>').replace('.', '1') + '. ' + text
+    return li[1] + '- ' + text
+
+# %% ../nbs/01_chunking.ipynb #0a43502a
 def asciidoc_as_markdown(text:str) -> str:
-    "AsciiDoc rewritten line for line: `==` titles as `##` headings, delimited blocks fenced; same line count."
-    out, closer = text.split('\n'), None
-    for i, line in enumerate(out):
-        d = _ADOC_DELIMITERS.match(line)
-        if closer is not None:
-            if d and line.rstrip() == closer: out[i], closer = '```', None
-        elif d: out[i], closer = '```', ('```' if line.startswith('```') else line.rstrip())
-        elif m := _ADOC_TITLE.match(line): out[i] = '#' * len(m.group(1)) + ' ' + m.group(2)
+    """AsciiDoc rewritten line for line as its page shows it, in markdown: titles as `#` headings, listings fenced
+    with their language, admonitions and block titles as bold labels, lists as markdown's, tables as markdown tables;
+    attributes' values in place of their references, links' text. The document's header, attribute entries,
+    comments, conditionals' lines and what a condition leaves out (`adoc_condition`), includes and anchors become
+    blank lines."""
+    lines = text.split('\n')
+    out, attrs, ids = list(lines), dict(_ADOC_BUILTIN), adoc_ids(lines)
+    written = {a[2] for line in lines if (a := _ADOC_ATTR.match(line))}
+    inline = lambda s: adoc_inline(s, attrs, ids)
+    conds, compound, pending, lang, start, i = [], [], '', '', True, 0
+    header = bool(lines) and lines[0].startswith('= ') and _ADOC_TITLE.match(lines[0]) is not None
+    def blank(k):
+        out[k] = ''
+        return k + 1
+    while i < len(lines):
+        line = lines[i]
+        if c := _ADOC_COND.match(line):
+            if c[1] == 'endif': conds = conds[:-1]
+            elif c[3] and c[1] != 'ifeval':                         # on one line: what it holds, where it holds
+                if all(conds) and adoc_condition(c[1], c[2], attrs, written):
+                    lines[i] = c[3]
+                    continue
+            else: conds.append(adoc_condition(c[1], c[2], attrs, written))
+            i = blank(i)
+        elif not all(conds): i = blank(i)
+        elif header and i and line.strip() and not _ADOC_ATTR.match(line) and not line.startswith('//'):
+            i = blank(i)                                                # the authors and revision under the title
+        elif a := _ADOC_ATTR.match(line):
+            if a[1] or a[3]: attrs.pop(a[2], None)
+            else: attrs[a[2]] = adoc_refs(a[4] or '', attrs)
+            i = blank(i)
+        elif line.startswith('//') and not line.startswith(('///', '////')): i = blank(i)
+        elif (v := _ADOC_VERBATIM.match(line)) or (f := _ADOC_FENCE.match(line)):
+            j = _verbatim_end(lines, i, line.rstrip() if v else f[1], not v)
+            if v and line[0] == '/': out[i:j + 1] = [''] * (min(j, len(lines) - 1) - i + 1)     # a comment block
+            else:
+                subs = re.search(r'subs="?[^"\]]*attributes', pending) is not None
+                out[i] = '```' + (lang if v and line[0] in '-.' else '' if v else f[2])
+                out[i + 1:j] = [_ADOC_CALLOUT.sub('', adoc_refs(s, attrs) if subs else s) for s in lines[i + 1:j]]
+                if j < len(lines): out[j] = '```'
+            pending, lang, start, i = '', '', True, j + 1
+        elif _ADOC_TABLE.match(line):
+            j = next((k for k in range(i + 1, len(lines)) if lines[k].rstrip() == line.rstrip()), len(lines) - 1)
+            out[i:j + 1] = adoc_table(lines[i:j + 1], pending, inline)
+            pending, lang, start, i = '', '', True, j + 1
+        elif _ADOC_COMPOUND.match(line):                 # example, sidebar, quote and open blocks: their text stays
+            if compound and compound[-1] == line.rstrip(): compound.pop()
+            else: compound.append(line.rstrip())
+            start, i = True, blank(i)
+        elif not line.strip(): header, start, i = False, True, i + 1
+        elif (b := _block_attrs(line)) is not None:
+            first, parts = b.split(',')[0].strip(), [p.strip() for p in b.split(',')]
+            if first in ('source', 'listing'):
+                lang = parts[1] if len(parts) > 1 and '=' not in parts[1] else attrs.get('source-language', '')
+            out[i] = f'**{_caption(first, attrs)}**' if first in _ADOC_ADMONITIONS else ''
+            pending, i = b, i + 1
+            nxt = lines[i] if i < len(lines) else ''
+            if first in ('source', 'listing', 'literal') and nxt.strip() and not (
+                    _ADOC_VERBATIM.match(nxt) or _ADOC_FENCE.match(nxt) or _block_attrs(nxt) is not None):
+                j = next((k for k in range(i, len(lines)) if not lines[k].strip()), len(lines))
+                out[i - 1] = '```' + (lang if first != 'literal' else '')       # a paragraph styled as a listing
+                if j < len(lines): out[j] = '```'
+                pending, lang, start, i = '', '', True, j + 1
+        elif _ADOC_ANCHOR_LINE.match(line) and line.startswith('[['): i = blank(i)
+        elif start and not _ADOC_TITLE.match(line) and (bt := _ADOC_BLOCK_TITLE.match(line)):
+            out[i], i = f'**{inline(bt[1])}**', i + 1            # a block's title: the block under it still starts
+        else:
+            out[i] = _adoc_line(line, attrs, inline)
+            pending, lang, start, i = '', '', False, i + 1
     return '\n'.join(out)
+
+def _adoc_line(line:str, attrs:dict, inline:Callable) -> str:
+    "A line of a paragraph, list or title as markdown."
+    if m := _ADOC_TITLE.match(line): return '#' * len(m[1]) + ' ' + inline(re.sub(r'\s*\[\[[\w:.-]+\]\]\s*', '', m[2]))
+    if (bm := _ADOC_BLOCK_MACRO.match(line)) and not line[0].isspace():
+        return _image_alt(inline(bm[3])) if bm[1] == 'image' else ''          # includes, `toc::[]`, videos: nothing
+    if line.strip() == '+': return ''                                          # a list item's continuation
+    if li := _ADOC_LIST.match(line): return _adoc_list(li, inline)
+    if (d := _ADOC_DLIST.match(line)) and not re.search(r'\w::\S', line):
+        depth = {'::': 0, ';;': 0, ':::': 1, '::::': 2}[d[3]]
+        return '  ' * depth + f'- **{inline(d[2].strip())}**' + (f': {inline(d[4])}' if d[4] else '')
+    if ad := _ADOC_ADMONITION.match(line): return f'**{_caption(ad[1], attrs)}:** ' + inline(line[ad.end():])
+    return inline(line)
 
 # %% ../nbs/01_chunking.ipynb #d81f0cb6
 def markup_syntax(name:str|Path|None) -> str:
-    "'rst' for .rst, .rest and Sphinx's .rst.txt; 'asciidoc' for .adoc, .asciidoc, .asc; else 'markdown'."
-    n = str(name or '').lower()
+    "'rst' for .rst, .rest and Sphinx's .rst.txt; 'asciidoc' for .adoc, .asciidoc, .asc; else 'markdown'; gzipped too."
+    n = str(inner_path(name) if name else '').lower()
     if n.endswith(('.rst', '.rest', '.rst.txt')): return 'rst'
     return 'asciidoc' if n.endswith(('.adoc', '.asciidoc', '.asc')) else 'markdown'
 

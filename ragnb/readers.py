@@ -25,14 +25,14 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
            'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS',
            'SLACK_SKIP', 'SLACK_PAUSE', 'CHAT_READER', 'CHAT_FIELDS', 'OPENAPI_READER', 'OPENAPI_EXTS', 'HTTP_METHODS',
-           'MARKDOWN_EXT_READER', 'RST_READER', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP',
-           'MAX_HTML_DEPTH', 'TABLE_MIN_ROWS', 'TABLE_MAX_RUN', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE',
-           'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH',
-           'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED',
-           'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES',
-           'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'PLAIN_DISGUISED', 'Document', 'Reader',
-           'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version', 'anchor_text',
-           'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records',
+           'MARKDOWN_EXT_READER', 'RST_READER', 'ASCIIDOC_READER', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME',
+           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'TABLE_MIN_ROWS', 'TABLE_MAX_RUN', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV',
+           'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC',
+           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
+           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
+           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'PLAIN_DISGUISED',
+           'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version',
+           'anchor_text', 'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records',
            'is_json_records', 'json_record_document', 'has_html', 'front_matter', 'front_metadata', 'ocr_suffix',
            'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
            'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape',
@@ -1720,6 +1720,7 @@ def markdown_extensions(text:str) -> str:
 
 # %% ../nbs/01a_readers.ipynb #a2f99509
 RST_READER = 'rst-v1'   # reStructuredText as written; the version of `chunking.rst_as_markdown`, which chunkers run
+ASCIIDOC_READER = 'adoc-v1'   # AsciiDoc as written; the version of `chunking.asciidoc_as_markdown`, likewise
 
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
@@ -1733,7 +1734,8 @@ def text_document(path:str|Path, # the file, by which its kind is known
     `ORG_READER`, a man page by `MAN_READER`, an Info manual by `INFO_READER`, LaTeX by `LATEX_READER`, a day of a
     Slack export by `SLACK_READER`, another chat by `CHAT_READER`, JSON records by `JSON_RECORDS_READER`, an API's
     description by `OPENAPI_READER` (each chunked as prose, `Document.mode`). reStructuredText is read as written
-    (`RST_READER`: the chunkers rewrite its markup, `chunking.rst_as_markdown`, and the reader's version names it)."""
+    (`RST_READER`: the chunkers rewrite its markup, `chunking.rst_as_markdown`, and the reader's version names it),
+    and so is AsciiDoc (`ASCIIDOC_READER`, `chunking.asciidoc_as_markdown`)."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == MEDIAWIKI_READER: return replace(wiki_document(text, str(path)), recoded=recoded)
@@ -1757,7 +1759,7 @@ _TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, tex
     INFO_READER: lambda _, t: dict(zip(('text', 'title', 'lines', 'anchors'), info_markdown(t))),
     LATEX_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), latex_markdown(t))),
     SLACK_READER: slack_day, CHAT_READER: chat_document, JSON_RECORDS_READER: json_record_document,
-    OPENAPI_READER: openapi_document, RST_READER: lambda _, t: dict(text=t)}
+    OPENAPI_READER: openapi_document, RST_READER: lambda _, t: dict(text=t), ASCIIDOC_READER: lambda _, t: dict(text=t)}
 READER_MODES.update({SLACK_READER: 'documental', CHAT_READER: 'documental', JSON_RECORDS_READER: 'documental',
                      OPENAPI_READER: 'documental'})
 READER_INPUTS[SLACK_READER] = slack_names_digest
@@ -1778,7 +1780,7 @@ def text_reader(path:str|Path, text:str) -> str:
     if is_man_page(path, text): return MAN_READER
     if is_info_manual(path, text): return INFO_READER
     if ext in LATEX_EXTS: return LATEX_READER
-    if markup_syntax(path) == 'rst': return RST_READER
+    if (syntax := markup_syntax(path)) != 'markdown': return RST_READER if syntax == 'rst' else ASCIIDOC_READER
     if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_text_read(path, text) else ''
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_EXT_READER] * has_extensions(text)

@@ -1,4 +1,5 @@
 "reStructuredText and AsciiDoc headings and literal blocks (issue 19.4), the `[Doc:]` prefix (19.5): tables of cases."
+import re
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,42 @@ def test_asciidoc_titles_and_blocks(adoc, titles):
     assert asciidoc_as_markdown(adoc).count('\n') == adoc.count('\n')
     got = [c.section_title for c in chunk_document(adoc, source='x.adoc', target=20, overlap=0)]
     assert list(dict.fromkeys(got)) == titles
+
+
+ADOC_READ = [   # (AsciiDoc, a text its chunks hold, a text they must not hold: what the page does not show)
+    ('= Guía\nAna Ruiz <ana@nubeluz.es>\nv2, 2024\n:toc: left\n\n== Uso\n\nTexto.\n', 'Texto.', 'ana@nubeluz.es'),
+    ('= Guía\n:toc: left\n:producto: Faro\n\nUsa {producto}.\n', 'Usa Faro.', ':toc:'),
+    ('= G\n:url: https://x.es\n\nVer {url}/docs[la documentación].\n', 'Ver la documentación.', 'https://x.es'),
+    ('= G\n\n// nota interna\nTexto.\n', 'Texto.', 'nota interna'),
+    ('= G\n\n////\nborrador\n////\nTexto.\n', 'Texto.', 'borrador'),
+    ('= G\n\nifdef::env-github[]\nSolo en GitHub.\nendif::[]\nTexto.\n', 'Texto.', 'Solo en GitHub'),
+    ('= G\n\nifdef::interno[]\nEl teléfono.\nendif::[]\n', 'El teléfono.', 'ifdef::'),   # a build may set it
+    ('= G\n\n[source,bash]\n----\nfaroctl estado <1>\n----\n', '```bash\nfaroctl estado\n```', '<1>'),
+    ('= G\n\n|===\n|Semana |Titular\n\n|19 |Ana\n|===\n', '| Semana | Titular |\n|---|---|\n| 19 | Ana |', '|==='),
+    ('= G\n\ninclude::partes/a.adoc[]\nTexto.\n', 'Texto.', 'include::'),
+]
+
+
+@pytest.mark.parametrize('adoc,held,left_out', ADOC_READ)
+def test_asciidoc_reads_as_its_page(adoc, held, left_out):
+    text = '\n'.join(c.body for c in chunk_document(adoc, source='guia.adoc'))
+    assert held in text and left_out not in text, text
+
+
+ASCIIDOCTOR_README = Path('/usr/share/doc/asciidoctor/README.adoc.gz')
+
+
+@pytest.mark.skipif(not ASCIIDOCTOR_README.is_file(), reason='Asciidoctor is not installed (apt install asciidoctor)')
+def test_asciidoctors_own_readme():
+    """The README opens with 54 lines of authors, attribute entries and conditionals: none of it is a chunk's text,
+    no attribute reference or link macro is left outside code, and each section's title is a heading."""
+    text = read_text_file(ASCIIDOCTOR_README)
+    chunks = chunk_text(text, ASCIIDOCTOR_README)
+    prose = re.sub(r'^```.*?^```', '', '\n'.join(c.body for c in chunks), flags=re.M | re.S)   # code as written
+    assert not re.search(r'\{url-[\w-]+\}|^:[\w-]+:|ifn?def::|endif::|link:|https?://\S+\[', prose, re.M), prose[:500]
+    assert chunks[0].body.startswith('# Asciidoctor\n\nAsciidoctor is a fast, open source'), chunks[0].body[:200]
+    titles = {t[1] for t in re.finditer(r'^={2,6} (.+)$', text, re.M)}
+    assert titles <= {h[1] for c in chunks for h in re.finditer(r'^#{2,6} (.+)$', c.body, re.M)}   # as headings
 
 
 PREFIXES = [   # (markdown, the first chunk's prefix)
