@@ -27,8 +27,8 @@ __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXT
            'chunker_version', 'chunk_markdown', 'Grammar', 'prototype_name', 'c_uncommented', 'declared_names',
            'defined_names', 'declared_title', 'declared_by_line', 'declared_piece_title', 'script_language',
            'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs', 'unpadded', 'adoc_refs', 'adoc_inline',
-           'adoc_ids', 'adoc_table', 'adoc_condition', 'asciidoc_as_markdown', 'markup_syntax', 'chunk_document',
-           'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+           'adoc_ids', 'adoc_table', 'adoc_condition', 'asciidoc_as_markdown', 'adoc_substitute', 'markup_syntax',
+           'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
@@ -1819,6 +1819,22 @@ def _adoc_line(line:str, attrs:dict, inline:Callable) -> str:
         return '  ' * depth + f'- **{inline(d[2].strip())}**' + (f': {inline(d[4])}' if d[4] else '')
     if ad := _ADOC_ADMONITION.match(line): return f'**{_caption(ad[1], attrs)}:** ' + inline(line[ad.end():])
     return inline(line)
+
+# %% ../nbs/01_chunking.ipynb #40a63b6c
+def adoc_substitute(text:str, # AsciiDoc
+                    attrs:dict, # attributes set from outside the page (an Antora component's)
+                   ) -> str:
+    "`text` with the references to `attrs` that it does not set itself replaced by their values, outside listings."
+    lines, closer = text.split('\n'), None
+    attrs = {k: v for k, v in attrs.items() if k not in {a[2] for line in lines if (a := _ADOC_ATTR.match(line))}}
+    if not attrs: return text
+    for i, line in enumerate(lines):
+        if closer is not None:
+            if line.rstrip() == closer or closer.startswith('`') and line.startswith(closer): closer = None
+        elif (v := _ADOC_VERBATIM.match(line)) or (f := _ADOC_FENCE.match(line)):
+            closer = line.rstrip() if v else f[1]
+        elif '{' in line: lines[i] = adoc_refs(line, attrs)
+    return '\n'.join(lines)
 
 # %% ../nbs/01_chunking.ipynb #d81f0cb6
 def markup_syntax(name:str|Path|None) -> str:

@@ -366,7 +366,7 @@ SITE_MARKERS = {'sphinx': ('searchindex.js', '_static'), 'mkdocs': ('search/sear
                 'mdbook': ('book.toml', 'src/SUMMARY.md'), 'gitbook': ('.gitbook.yaml', 'SUMMARY.md'),
                 'mkdocs-source': ('mkdocs.yml', 'docs'), 'docusaurus': ('docusaurus.config.js', 'docs'),
                 'docusaurus-ts': ('docusaurus.config.ts', 'docs'), 'docsify': ('index.html', '_sidebar.md'),
-                'github-wiki': ('_Sidebar.md',),
+                'github-wiki': ('_Sidebar.md',), 'antora': ('antora.yml', 'modules'),
                 'slack': ('users.json', 'channels.json'),     # a Slack workspace's export: its lists at its root
                 'confluence': ('index.html', 'styles/site.css')}  # a Confluence space exported as HTML
 INDEX_PAGE = re.compile(r'genindex(-[^/]+)?\.html|[^/]*modindex\.html|search\.html')
@@ -425,9 +425,11 @@ def source_machinery(kind:str, # a site kept as markdown sources (`site_kind`: '
         return 'wiki navigation'
     if kind == 'docsify' and at_root and name in ('_sidebar.md', '_navbar.md', '_coverpage.md', 'index.html'):
         return 'navigation'
+    if kind == 'antora' and top == 'modules' and len(rel.parts) == 3 and name == 'nav.adoc': return 'table of contents'
     if kind == 'slack' and at_root and name in SLACK_LISTS: return "chat export's lists"
     if kind == 'confluence' and at_root and name == 'index.html': return 'index pages'     # the space's page tree
-    if at_root and (name in ('book.toml', 'mkdocs.yml') or re.fullmatch(r'(docusaurus\.config|sidebars)\.[jt]s', name)):
+    if at_root and (name in ('book.toml', 'mkdocs.yml', 'antora.yml')
+                    or re.fullmatch(r'(docusaurus\.config|sidebars)\.[jt]s', name)):
         return 'site configuration'
     if (kind, top) in (('mdbook', 'theme'), ('mkdocs-source', 'overrides')) and not at_root: return 'theme files'
     if kind.startswith('docusaurus') and top == 'src' and not at_root and rel.suffix not in ('.md', '.mdx'):

@@ -14,8 +14,9 @@ from typing import Callable, Iterable
 from urllib.parse import quote
 
 from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer, outside_fences
-from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, decode_text, inner_path, legacy_text,
-                            markup_syntax, mode_for, number_runs, read_file_bytes, read_text_file, runs_of,
+from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, adoc_substitute, decode_text,
+                            inner_path, legacy_text, markup_syntax, mode_for, number_runs, read_file_bytes,
+                            read_text_file, runs_of,
                             strategy_version, web_url, _source_line)
 
 # %% auto #0
@@ -39,17 +40,18 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown',
            'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages',
            'slack_day', 'chat_field', 'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document',
-           'has_extensions', 'markdown_extensions', 'text_document', 'text_reader', 'disguised_digest', 'content_kind',
-           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'page_url',
-           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
-           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
-           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'export_name', 'unquoted', 'history_start', 'mail_blocks',
-           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
-           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
-           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
-           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
+           'has_extensions', 'markdown_extensions', 'antora_root', 'antora_attributes', 'antora_digest',
+           'text_document', 'text_reader', 'disguised_digest', 'content_kind', 'read_document', 'locate_chunks',
+           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'page_url', 'html_document', 'markdown_html',
+           'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document',
+           'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block',
+           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
+           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
+           'csv_document', 'export_name', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
+           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
+           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
+           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
+           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
            'html_sheets_document', 'text_sheet_document', 'plain_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
@@ -1718,6 +1720,40 @@ def markdown_extensions(text:str) -> str:
         if len(got) == len(run): out[run[0]:run[-1] + 1] = got
     return '\n'.join(out)
 
+# %% ../nbs/01a_readers.ipynb #47c3dd18
+def antora_root(path:str|Path) -> Path|None:
+    "The Antora component a page belongs to: the folder holding `antora.yml` beside the `modules/` it is in, or None."
+    for d in list(Path(path).parents)[:8]:
+        if d.name == 'modules' and (d.parent / 'antora.yml').is_file(): return d.parent
+    return None
+
+@functools.lru_cache(maxsize=32)
+def _antora_yml(path:str, _stamp:tuple) -> tuple:
+    "The attributes `antora.yml` at `path` gives its pages, as `((name, value), ...)`; cached by its time and size."
+    import yaml
+    try: data = yaml.safe_load(Path(path).read_text(encoding='utf-8', errors='replace'))
+    except (OSError, yaml.YAMLError): return ()
+    if not isinstance(data, dict): return ()
+    asciidoc = data.get('asciidoc') if isinstance(data.get('asciidoc'), dict) else {}
+    raw = asciidoc.get('attributes') if isinstance(asciidoc.get('attributes'), dict) else {}
+    out = {str(k): '' if v is True else str(v).removesuffix('@') for k, v in raw.items() if v not in (False, None)}
+    name, version = str(data.get('name') or ''), data.get('version')
+    own = {'page-component-name': name, 'page-component-title': str(data.get('title') or name)}
+    if version not in (None, False, '~'): own |= {'page-component-version': str(version), 'page-version': str(version)}
+    return tuple(sorted(({k: v for k, v in own.items() if v} | out).items()))
+
+def antora_attributes(path:str|Path) -> dict[str, str]:
+    "The attributes an Antora component's `antora.yml` sets for the page `path` (`{}` outside a component)."
+    if (root := antora_root(path)) is None: return {}
+    try: st = os.stat(root / 'antora.yml')
+    except OSError: return {}
+    return dict(_antora_yml(str(root / 'antora.yml'), (st.st_mtime_ns, st.st_size)))
+
+def antora_digest(path:str|Path) -> str:
+    "A digest of `antora_attributes(path)`, in the page's version; '' outside a component."
+    attrs = antora_attributes(path)
+    return hashlib.sha1(json.dumps(attrs, sort_keys=True).encode()).hexdigest()[:8] if attrs else ''
+
 # %% ../nbs/01a_readers.ipynb #a2f99509
 RST_READER = 'rst-v1'   # reStructuredText as written; the version of `chunking.rst_as_markdown`, which chunkers run
 ASCIIDOC_READER = 'adoc-v1'   # AsciiDoc as written; the version of `chunking.asciidoc_as_markdown`, likewise
@@ -1735,7 +1771,8 @@ def text_document(path:str|Path, # the file, by which its kind is known
     Slack export by `SLACK_READER`, another chat by `CHAT_READER`, JSON records by `JSON_RECORDS_READER`, an API's
     description by `OPENAPI_READER` (each chunked as prose, `Document.mode`). reStructuredText is read as written
     (`RST_READER`: the chunkers rewrite its markup, `chunking.rst_as_markdown`, and the reader's version names it),
-    and so is AsciiDoc (`ASCIIDOC_READER`, `chunking.asciidoc_as_markdown`)."""
+    and so is AsciiDoc (`ASCIIDOC_READER`, `chunking.asciidoc_as_markdown`), its Antora component's attributes
+    in place (`antora_attributes`)."""
     recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == MEDIAWIKI_READER: return replace(wiki_document(text, str(path)), recoded=recoded)
@@ -1759,10 +1796,12 @@ _TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, tex
     INFO_READER: lambda _, t: dict(zip(('text', 'title', 'lines', 'anchors'), info_markdown(t))),
     LATEX_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), latex_markdown(t))),
     SLACK_READER: slack_day, CHAT_READER: chat_document, JSON_RECORDS_READER: json_record_document,
-    OPENAPI_READER: openapi_document, RST_READER: lambda _, t: dict(text=t), ASCIIDOC_READER: lambda _, t: dict(text=t)}
+    OPENAPI_READER: openapi_document, RST_READER: lambda _, t: dict(text=t),
+    ASCIIDOC_READER: lambda p, t: dict(text=adoc_substitute(t, antora_attributes(p)))}
 READER_MODES.update({SLACK_READER: 'documental', CHAT_READER: 'documental', JSON_RECORDS_READER: 'documental',
                      OPENAPI_READER: 'documental'})
 READER_INPUTS[SLACK_READER] = slack_names_digest
+READER_INPUTS[ASCIIDOC_READER] = antora_digest
 TEXT_READERS = (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, DATA_URI_READER, MEDIAWIKI_READER,
                 *_TEXT_DOCUMENTS)
 

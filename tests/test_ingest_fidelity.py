@@ -553,3 +553,28 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
     assert (tex.start_line, tex.end_line) == (4, 5)
     news = next(c for c in chunks if c.source.endswith('NEWS'))
     assert news.text.split('\n')[0] == '[Doc: NEWS]' and '\\# echo keep > /etc/faro/keep' in news.text
+
+
+def test_an_antora_component_reads_its_attributes_and_leaves_out_its_navigation(tmp_path):
+    """An Antora component: its pages' `{producto}` as `antora.yml` sets it (not inside a listing), its `nav.adoc`
+    (every page's title) and `antora.yml` left out, and its pages read again when an attribute changes."""
+    comp = tmp_path / 'kb' / 'docs'
+    (comp / 'modules' / 'ROOT' / 'pages').mkdir(parents=True)
+    (comp / 'antora.yml').write_text('name: faro\ntitle: Faro\nversion: "3"\nnav:\n- modules/ROOT/nav.adoc\n'
+                                     'asciidoc:\n  attributes:\n    producto: Faro\n    cli: faroctl\n')
+    (comp / 'modules' / 'ROOT' / 'nav.adoc').write_text('* xref:guardias.adoc[Guardias]\n')
+    (comp / 'modules' / 'ROOT' / 'pages' / 'guardias.adoc').write_text(
+        '= Guardias de {producto}\n:cli: faroctl-2\n\nReinicia {producto} con `{cli} reiniciar`.\n\n'
+        '----\necho {producto}\n----\n')
+    with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
+        rep = index_paths(s, [tmp_path / 'kb'])
+        text = '\n'.join(c.text for c in s.get_chunks([r[0] for r in s.db.execute('select id from chunks')]))
+        version = next(iter(s.sources().values())).chunker_version
+        (comp / 'antora.yml').write_text('name: faro\nasciidoc:\n  attributes:\n    producto: Faro Nube\n')
+        again = index_paths(s, [tmp_path / 'kb'])
+        text2 = '\n'.join(c.text for c in s.get_chunks([r[0] for r in s.db.execute('select id from chunks')]))
+    assert sorted((Path(f).name, what) for f, what in rep.generated) == [
+        ('antora.yml', 'site configuration'), ('nav.adoc', 'table of contents')]
+    assert 'Reinicia Faro con `faroctl-2 reiniciar`.' in text and 'echo {producto}' in text, text   # the page's own
+    assert version.startswith('adoc-v1.') and '# Guardias de Faro' in text
+    assert [Path(f).name for f in again.updated] == ['guardias.adoc'] and 'Reinicia Faro Nube con' in text2
