@@ -1479,6 +1479,93 @@ def _rst_directive(lines:list[str], i:int) -> tuple[list[str], int]|None:
     if name in _RST_SIGNATURES: return [pad + (f'`{args}`' if args and '`' not in args else args)] + options, used
     return None
 
+# %% ../nbs/01_chunking.ipynb #e68ff4a4
+_RST_GRID_BORDER = re.compile(r'([ \t]*)\+(?:[-=]+\+)+[ \t]*$')
+_RST_SIMPLE_BORDER = re.compile(r'([ \t]*)=+(?:[ \t]+=+)+[ \t]*$')
+
+
+def _grid_cells(line:str, bounds:list[int]) -> list[str]:
+    "The text of each column of a grid table's row line (`bounds`: its border's `+` columns); a span's in its first."
+    cells, start = [], bounds[0]
+    for b in bounds[1:]:
+        if b < len(line) and line[b] == '|' or b == bounds[-1]:
+            cells.append(line[start + 1:b].strip())
+            cells += [''] * (sum(start < c < b for c in bounds))    # the columns a spanning cell covers
+            start = b
+    return cells
+
+
+def _rst_grid_table(lines:list[str], i:int) -> tuple[list[str], int]|None:
+    """`(lines it becomes, lines used)` for a grid table at line `i`: each row one line of `column: value` fields at
+    its first line (the header row's names, where it has one), its other lines and the borders blank."""
+    m = _RST_GRID_BORDER.match(lines[i])
+    if not m or i + 1 >= len(lines) or not lines[i + 1].lstrip().startswith('|'): return None
+    pad = m[1]
+    bounds = [k for k, ch in enumerate(lines[i]) if ch == '+']
+    j = i + 1
+    while j < len(lines) and lines[j].startswith(pad) and lines[j][len(pad):len(pad) + 1] in ('|', '+'): j += 1
+    rows, cur, header_end = [], None, None
+    for k in range(i + 1, j):
+        line = lines[k]
+        if _RST_GRID_BORDER.match(line):
+            if cur: rows.append(cur)
+            cur = None
+            if '=' in line and header_end is None: header_end = len(rows)
+            continue
+        cells = _grid_cells(line, bounds)
+        if cur is None: cur = [k, [[] for _ in cells]]
+        for c, text in zip(cur[1], cells):
+            if text: c.append(text)
+    if cur: rows.append(cur)
+    out = [''] * (j - i)
+    joined = [(k, [' '.join(c) for c in cells]) for k, cells in rows]
+    names = [c for _, row in joined[:header_end] for c in row][:len(bounds) - 1] if header_end == 1 else []
+    for k, row in joined[header_end or 0:] if header_end == 1 else joined:
+        out[k - i] = pad + ' · '.join(f'{names[c]}: {v}' if c < len(names) and names[c] else v
+                                      for c, v in enumerate(row) if v)
+    return out, j - i
+
+
+def _rst_simple_table(lines:list[str], i:int) -> tuple[list[str], int]|None:
+    """`(lines it becomes, lines used)` for a simple table at line `i` (columns under runs of `=`, ending at a border
+    before a blank line): a markdown table when its rows are one line each, one after another (its header row over
+    the border under it, or its first row moved up onto the top border), else each row one line of `column: value`
+    fields at its first line."""
+    m = _RST_SIMPLE_BORDER.match(lines[i])
+    if not m: return None
+    border, pad = lines[i].rstrip(), m[1]
+    spans = [a.start() for a in re.finditer(r'=+', border)]
+    end = next((k for k in range(i + 1, len(lines)) if lines[k].rstrip() == border
+                and (k + 1 == len(lines) or not lines[k + 1].strip())), None)
+    if end is None: return None
+    mids = [k for k in range(i + 1, end) if lines[k].rstrip() == border]
+    if len(mids) > 1: return None
+    cells = lambda line: [line[a:spans[c + 1] if c + 1 < len(spans) else len(line)].strip()
+                          for c, a in enumerate(spans)]
+    rows = []                                         # [first line, last line, cells]
+    for k in range(i + 1, end):
+        line = lines[k]
+        if k in mids or not line.strip() or re.fullmatch(r'[ \t]*-+(?:[ \t]+-+)*[ \t]*', line): continue
+        cs = cells(line)
+        if cs[0] or not rows or rows[-1][0] < (mids[0] if mids else i) < k: rows.append([k, k, cs])
+        else: rows[-1][1], rows[-1][2] = k, [' '.join(filter(None, p)) for p in zip(rows[-1][2], cs)]
+    head = [r for r in rows if mids and r[0] < mids[0]]
+    body = [r for r in rows if not mids or r[0] > mids[0]]
+    names = [' '.join(filter(None, p)) for p in zip(*(r[2] for r in head))] if head else []
+    out = [''] * (end - i + 1)
+    md = lambda cs: pad + '| ' + ' | '.join(c.replace('|', '\\|') for c in cs) + ' |'
+    flat = bool(body) and all(a == b for a, b, _ in body) and all(
+        body[n + 1][0] == body[n][0] + 1 for n in range(len(body) - 1))     # one line each, one after another
+    if flat and (not head or head[-1][1] + 1 == mids[0] and mids[0] + 1 == body[0][0]):
+        top, first = (head[-1][1], mids[0]) if head else (i, body[0][0])
+        out[top - i], out[first - i] = md(names or body[0][2]), pad + '|' + '---|' * len(spans)
+        for a, _, cs in body[0 if head else 1:]: out[a - i] = md(cs)
+        return out, end - i + 1
+    for a, _, cs in body:
+        out[a - i] = pad + ' · '.join(f'{names[c]}: {v}' if c < len(names) and names[c] else v
+                                      for c, v in enumerate(cs) if v)
+    return out, end - i + 1
+
 # %% ../nbs/01_chunking.ipynb #963b29c8
 _RST_FENCED = re.compile(r'\s*\.\.\s+(?:code|code-block|sourcecode)::[ \t]*([\w+.#-]+)')
 
@@ -1503,6 +1590,9 @@ def rst_as_markdown(text:str) -> str:
             end = min(lit[1] + 1, len(lines))
             out[i:end] = _rst_literal_lines(lines, i, lit)
             i = end
+        elif table := _rst_grid_table(lines, i) or _rst_simple_table(lines, i):
+            out[i:i + table[1]] = [rst_inline(s) for s in table[0]]
+            i += table[1]
         elif t := _rst_title(lines, i):
             title, style, used = t
             if style not in styles: styles.append(style)

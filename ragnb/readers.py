@@ -1755,7 +1755,7 @@ def antora_digest(path:str|Path) -> str:
     return hashlib.sha1(json.dumps(attrs, sort_keys=True).encode()).hexdigest()[:8] if attrs else ''
 
 # %% ../nbs/01a_readers.ipynb #a2f99509
-RST_READER = 'rst-v1'   # reStructuredText as written; the version of `chunking.rst_as_markdown`, which chunkers run
+RST_READER = 'rst-v2'   # reStructuredText as written; the version of `chunking.rst_as_markdown`, which chunkers run
 ASCIIDOC_READER = 'adoc-v1'   # AsciiDoc as written; the version of `chunking.asciidoc_as_markdown`, likewise
 
 def text_document(path:str|Path, # the file, by which its kind is known
