@@ -758,26 +758,49 @@ def _json_units(text):
         units.append(_Unit(pair.start_point[0], pair.end_point[0], 'key', key, members, f'"{key}":'))
     return units
 
-# %% ../nbs/01_chunking.ipynb #68b5760e
+# %% ../nbs/01_chunking.ipynb #ab098b67
+def _yaml_resource(doc) -> tuple[str, str]|None:
+    "A manifest's `kind` and `metadata.name` (Kubernetes' format, and the tools that write it), or None."
+    import yaml
+    if not isinstance(doc, yaml.MappingNode): return None
+    top = {k.value: v for k, v in doc.value if isinstance(k, yaml.ScalarNode)}
+    kind, meta = top.get('kind'), top.get('metadata')
+    if not isinstance(kind, yaml.ScalarNode) or not kind.value or not isinstance(meta, yaml.MappingNode): return None
+    names = {k.value: v.value for k, v in meta.value if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)}
+    name = names.get('name') or names.get('generateName')
+    return (str(kind.value), str(name)) if name else None
+
+def _yaml_keys(doc, lines:list[str]) -> list[_Unit]:
+    "A mapping document's top-level keys as units, each with its leading comments and its items as members."
+    import yaml
+    units = []
+    for k, v in doc.value:
+        end = v.end_mark.line - (1 if v.end_mark.column == 0 and v.end_mark.line > k.start_mark.line else 0)
+        members = []
+        if isinstance(v, (yaml.MappingNode, yaml.SequenceNode)):
+            for item in v.value:
+                node = item[0] if isinstance(item, tuple) else item
+                last = item[1] if isinstance(item, tuple) else item
+                end = last.end_mark.line - (1 if last.end_mark.column == 0 else 0)
+                members.append((node.start_mark.line, max(node.start_mark.line, end)))
+        start = k.start_mark.line
+        while start > 0 and lines[start - 1].lstrip().startswith('#'): start -= 1   # leading comments
+        units.append(_Unit(start, end, 'key', str(k.value), members, f'{k.value}:'))
+    return units
+
 def _yaml_units(text):
+    """A YAML file's units: each top-level key of a configuration; a manifest (`_yaml_resource`) whole, named by its
+    kind and name (`Deployment faro-api`), its keys as members, so a file of many resources has one per chunk."""
     import yaml
     try: docs = list(yaml.compose_all(text, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader)))
     except yaml.YAMLError: return None
     units, lines = [], text.split('\n')
     for doc in docs:
         if isinstance(doc, yaml.MappingNode):
-            for k, v in doc.value:
-                end = v.end_mark.line - (1 if v.end_mark.column == 0 and v.end_mark.line > k.start_mark.line else 0)
-                members = []
-                if isinstance(v, (yaml.MappingNode, yaml.SequenceNode)):
-                    for item in v.value:
-                        node = item[0] if isinstance(item, tuple) else item
-                        last = item[1] if isinstance(item, tuple) else item
-                        end = last.end_mark.line - (1 if last.end_mark.column == 0 else 0)
-                        members.append((node.start_mark.line, max(node.start_mark.line, end)))
-                start = k.start_mark.line
-                while start > 0 and lines[start - 1].lstrip().startswith('#'): start -= 1   # leading comments
-                units.append(_Unit(start, end, 'key', str(k.value), members, f'{k.value}:'))
+            keys = _yaml_keys(doc, lines)
+            if keys and (res := _yaml_resource(doc)):
+                units.append(_Unit(keys[0].start, max(k.end for k in keys), *res, [(k.start, k.end) for k in keys]))
+            else: units += keys
         elif doc is not None:
             units.append(_Unit(doc.start_mark.line, doc.end_mark.line, 'document', ''))
     return units
@@ -995,8 +1018,8 @@ def _line_pieces(lines, s, e, limit):
     return out
 
 # %% ../nbs/01_chunking.ipynb #040d1868
-CODIGO_VERSION = 'codigo-v3'
-_BARE = re.compile(r'\s*[{}\[\]();,]*\s*$')
+CODIGO_VERSION = 'codigo-v4'
+_BARE = re.compile(r'\s*(?:[{}\[\]();,]*|---|\.\.\.)\s*$')   # YAML's document markers too
 
 def _fill_gaps(units:list, n_lines:int) -> list:
     "The units in order, with the loose lines between them (imports, constants, blank runs) as units too."
@@ -1328,7 +1351,7 @@ def chunk_code(text:str, # source code
                max_chars:int=CHUNK_SIZES.max_chars, # a block over it is split by members, then lines, then length
                metadata:dict|None=None, # copied into every chunk
               ) -> list[Chunk]:
-    "Chunk source code by top-level blocks (`codigo-v3`), falling back to line windows when it does not parse."
+    "Chunk source code by top-level blocks (`codigo-v4`), falling back to line windows when it does not parse."
     language = _code_language(source, language, text)
     norm, line_map = normalize_code(text)
     if not norm.strip(): return []
@@ -1961,7 +1984,7 @@ class Chunker:
 
 # %% ../nbs/01_chunking.ipynb #2c143506
 CHUNKERS: dict[str, Chunker] = {}
-DEFAULT_CHUNKERS = {'documental': 'documental-v2', 'codigo': 'codigo-v3'}
+DEFAULT_CHUNKERS = {'documental': 'documental-v2', 'codigo': 'codigo-v4'}
 
 def _same_code(f, g) -> bool:
     "Are `f` and `g` the same function, or the same code defined twice (a notebook runs what its module holds)?"
@@ -1978,7 +2001,7 @@ def register_chunker(chunker:Chunker) -> Chunker:
 
 register_chunker(Chunker('documental-v1', 'documental', chunk_markdown))
 register_chunker(Chunker('documental-v2', 'documental', chunk_document))
-register_chunker(Chunker('codigo-v3', 'codigo', chunk_code))
+register_chunker(Chunker('codigo-v4', 'codigo', chunk_code))
 
 # %% ../nbs/01_chunking.ipynb #04e97118
 def chunk_text(text:str, # the file's text, already read

@@ -113,7 +113,7 @@ def joined_place(leaves:list[Chunk], # consecutive leaves, as `joined_body` join
 
 # %% ../nbs/01b_hierarchy.ipynb #a1b2c324
 register_chunker(Chunker(JERARQUICO, 'documental', chunk_jerarquico, f'-l{LEAF_SIZES.target}'))
-JERARQUICO_STRATEGIES = {'documental': JERARQUICO, 'codigo': 'codigo-v3'}
+JERARQUICO_STRATEGIES = {'documental': JERARQUICO, 'codigo': 'codigo-v4'}
 
 # %% ../nbs/01b_hierarchy.ipynb #340617b8
 CHUNKING = ('documental', 'jerarquico', 'auto')

@@ -494,7 +494,7 @@ def test_wiki_pages_are_read_as_pages_and_a_plain_text_prompt_is_not_a_heading(t
         'wiki.xml': 'mediawiki-v1', 'NEWS': 'plaintext-v1', 'copias.txt': 'dokuwiki-v1', 'guardia.org': 'org-v1',
         'faro.1': 'man-v1', 'faro.info': 'info-v1', 'informe.tex': 'latex-v1',
         'pom.xml': 'documental-v2:t1500-m2200-o200', '2024-05-06.json': 'slack-v1', 'issues.json': 'jsonrecords-v1',
-        'package.json': 'codigo-v3:t1500-m2200', 'Copias_1.html': 'html-v6', 'messages.json': 'chat-v1',
+        'package.json': 'codigo-v4:t1500-m2200', 'Copias_1.html': 'html-v6', 'messages.json': 'chat-v1',
         'api.yaml': 'openapi-v1'}
     assert sorted((Path(f).name, what) for f, what in rep.generated) == [
         ('channels.json', "chat export's lists"), ('index.html', 'index pages'), ('users.json', "chat export's lists")]
