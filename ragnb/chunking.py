@@ -24,11 +24,12 @@ __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXT
            'web_url', 'forge_lines', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError', 'inner_path',
            'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
            'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
-           'chunker_version', 'chunk_markdown', 'Grammar', 'prototype_name', 'c_uncommented', 'declared_names',
-           'defined_names', 'declared_title', 'declared_by_line', 'declared_piece_title', 'script_language',
-           'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs', 'unpadded', 'adoc_refs', 'adoc_inline',
-           'adoc_ids', 'adoc_table', 'adoc_condition', 'asciidoc_as_markdown', 'adoc_substitute', 'markup_syntax',
-           'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
+           'chunker_version', 'chunk_markdown', 'Grammar', 'hcl_block', 'prototype_name', 'c_uncommented',
+           'declared_names', 'defined_names', 'declared_title', 'declared_by_line', 'declared_piece_title',
+           'script_language', 'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs', 'unpadded', 'adoc_refs',
+           'adoc_inline', 'adoc_ids', 'adoc_table', 'adoc_condition', 'asciidoc_as_markdown', 'adoc_substitute',
+           'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for',
+           'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
@@ -158,7 +159,7 @@ CODE_EXTS = {'.ts': 'typescript', '.tsx': 'tsx', '.js': 'javascript', '.jsx': 'j
              '.go': 'go', '.java': 'java', '.c': 'c', '.h': 'cpp', '.cc': 'cpp', '.cpp': 'cpp', '.cxx': 'cpp',
              '.hpp': 'cpp', '.hh': 'cpp', '.hxx': 'cpp', '.cs': 'csharp', '.rs': 'rust', '.sh': 'bash', '.bash': 'bash',
              '.php': 'php', '.rb': 'ruby', '.kt': 'kotlin', '.kts': 'kotlin', '.pm': 'perl', '.pl': 'perl',
-             '.sql': 'sql'}
+             '.sql': 'sql', '.tf': 'hcl', '.tfvars': 'hcl', '.hcl': 'hcl'}
 BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides text
     'images': '.png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .svgz .xcf',
     'documents': '.pdf .docx .doc .dot .xlsx .xls .xlt .pptx .ppt .pps .pot .odt .ods .odp .epub',   # `ragnb.readers`
@@ -814,11 +815,19 @@ class Grammar:
     open: frozenset = frozenset()           # node types whose children are top level too: namespaces, `#ifdef` guards
     attached: frozenset = frozenset()       # node types that go with the declaration below them, as comments do
     entry: str = 'language'                 # the package's function that gives the grammar (`language_php`)
+    named: Callable|None = None             # a declaration node → `(kind, name)`, where its type does not say its kind
 
 _C_KINDS = {'function_definition': 'function', 'type_definition': 'typedef', 'struct_specifier': 'struct',
             'union_specifier': 'union', 'enum_specifier': 'enum', 'preproc_function_def': 'macro'}
 _C_OPEN = frozenset({'preproc_ifdef', 'preproc_if', 'preproc_else', 'preproc_elif', 'preproc_elifdef',
                      'linkage_specification'})
+
+def hcl_block(node) -> tuple[str, str]:
+    "A Terraform (HCL) block's kind and name: `resource` and `aws_instance.api`, `variable` and `region`."
+    words = [c.text.decode('utf-8', 'replace').strip('"') for c in node.named_children
+             if c.type in ('identifier', 'string_lit')]
+    return (words[0], '.'.join(words[1:])) if words else ('block', '')
+
 GRAMMARS = {
     'go': Grammar('tree_sitter_go', {'function_declaration': 'func', 'method_declaration': 'func',
                                      'type_declaration': 'type'}),
@@ -848,6 +857,7 @@ GRAMMARS = {
                                              'function_declaration': 'fun'}),
     'perl': Grammar('tree_sitter_perl', {'subroutine_declaration_statement': 'sub', 'package_statement': 'package'},
                     attached=frozenset({'pod'})),
+    'hcl': Grammar('tree_sitter_hcl', {'block': 'block'}, frozenset({'body'}), named=hcl_block),
 }
 
 def _grammar_language(language:str):
@@ -857,7 +867,6 @@ def _grammar_language(language:str):
     except ModuleNotFoundError:
         raise ModuleNotFoundError(f"{language} code needs the package {module.replace('_', '-')} "
                                   f"(pip install {module.replace('_', '-')})") from None
-
 
 # %% ../nbs/01_chunking.ipynb #c45dcbe1
 def _end_line(node) -> int:
@@ -992,6 +1001,7 @@ def _grammar_units(text:str, language:str) -> list[_Unit]|None:
                 name_node = decl.child_by_field_name('name')
                 header = lines[(name_node or decl).start_point[0]].strip()
                 name = ' '.join(_decl_name(decl).split('\n', 1)[0].split())[:MAX_NAME]   # a parse error's can run on
+                if grammar.named: kind, name = grammar.named(decl)
                 units.append(_Unit(_with_notes(node, notes), _end_line(node), kind, name, _body_members(decl, grammar),
                                    header, node.start_point[0]))
             notes = []
