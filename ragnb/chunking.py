@@ -20,11 +20,11 @@ log = logging.getLogger(__name__)
 __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS',
            'BUILD_FILES', 'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS',
            'MINIFIED_LINE', 'MAX_FILE_BYTES', 'INFO_INDEX_MARK', 'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS',
-           'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS',
-           'web_url', 'forge_lines', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError', 'inner_path',
-           'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file', 'read_file_bytes',
-           'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code', 'ChunkSizes',
-           'chunker_version', 'chunk_markdown', 'Grammar', 'hcl_block', 'prototype_name', 'c_uncommented',
+           'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'MAX_GROUP_NAME', 'SHEBANGS', 'CHUNKERS',
+           'DEFAULT_CHUNKERS', 'web_url', 'forge_lines', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError',
+           'inner_path', 'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file',
+           'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code',
+           'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar', 'hcl_block', 'prototype_name', 'c_uncommented',
            'declared_names', 'defined_names', 'declared_title', 'declared_by_line', 'declared_piece_title',
            'script_language', 'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs', 'unpadded', 'adoc_refs',
            'adoc_inline', 'adoc_ids', 'adoc_table', 'adoc_condition', 'asciidoc_as_markdown', 'adoc_substitute',
@@ -767,7 +767,8 @@ def _yaml_resource(doc) -> tuple[str, str]|None:
     top = {k.value: v for k, v in doc.value if isinstance(k, yaml.ScalarNode)}
     kind, meta = top.get('kind'), top.get('metadata')
     if not isinstance(kind, yaml.ScalarNode) or not kind.value or not isinstance(meta, yaml.MappingNode): return None
-    names = {k.value: v.value for k, v in meta.value if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)}
+    names = {k.value: v.value for k, v in meta.value
+             if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)}
     name = names.get('name') or names.get('generateName')
     return (str(kind.value), str(name)) if name else None
 
@@ -802,8 +803,28 @@ def _yaml_units(text):
             if keys and (res := _yaml_resource(doc)):
                 units.append(_Unit(keys[0].start, max(k.end for k in keys), *res, [(k.start, k.end) for k in keys]))
             else: units += keys
+        elif isinstance(doc, yaml.SequenceNode): units += _yaml_items(doc, lines)
         elif doc is not None:
             units.append(_Unit(doc.start_mark.line, doc.end_mark.line, 'document', ''))
+    return units
+
+_ITEM_NAMES = ('name', 'title', 'id', 'key')     # what names a list's item (Ansible's tasks and plays: `name`)
+
+def _yaml_items(doc, lines:list[str]) -> list[_Unit]:
+    "A document that is a list, as its items: each named by its `name` (or `title`, `id`), its keys as members."
+    import yaml
+    units = []
+    for item in doc.value:
+        end = item.end_mark.line - (1 if item.end_mark.column == 0 and item.end_mark.line > item.start_mark.line else 0)
+        start, name, members = item.start_mark.line, '', []
+        if isinstance(item, yaml.MappingNode):
+            keys = {k.value: v for k, v in item.value if isinstance(k, yaml.ScalarNode)}
+            name = next((str(keys[n].value) for n in _ITEM_NAMES if isinstance(keys.get(n), yaml.ScalarNode)), '')
+            members = [(k.start_mark.line, max(k.start_mark.line, v.end_mark.line - (v.end_mark.column == 0)))
+                       for k, v in item.value]
+        while start > 0 and lines[start - 1].lstrip().startswith('#'): start -= 1   # leading comments
+        while end > start and (not lines[end].strip() or lines[end].lstrip().startswith('#')): end -= 1   # the next's
+        units.append(_Unit(start, max(start, end), 'item', ' '.join(name.split())[:MAX_NAME], members))
     return units
 
 # %% ../nbs/01_chunking.ipynb #ac3bb992
@@ -1058,16 +1079,21 @@ def _merge_bare(units:list, lines:list[str]) -> list:
     return merged
 
 # %% ../nbs/01_chunking.ipynb #fa0c9c45
+_GROUPED = ('key', 'item')   # kinds whose small units share a chunk: a configuration's keys, a list's items
+MAX_GROUP_NAME = 80          # characters of a group's names in its title; the rest said as `…`
+
 def _group_units(units:list, lines:list[str], size:Callable, target:int) -> list:
-    "Loose units grouped up to `target`, small config keys together; every named declaration stays alone."
+    "Loose units grouped up to `target`, small config keys (or list items) together; a named declaration alone."
     groups = []
     for u in units:
         if not any(lines[i].strip() for i in range(u.start, u.end + 1)): continue
         if not u.kind and groups and not groups[-1].kind and size(groups[-1].start, u.end) <= target:
             groups[-1].end = u.end
-        elif u.kind == 'key' and groups and groups[-1].kind == 'key' and size(groups[-1].start, u.end) <= target:
+        elif u.kind in _GROUPED and groups and groups[-1].kind == u.kind and size(groups[-1].start, u.end) <= target:
             groups[-1].end = u.end
-            groups[-1].name += f', {u.name}'
+            g = groups[-1]
+            if u.name and not g.name.endswith('…'):
+                g.name = f'{g.name}, {u.name}' if len(g.name) < MAX_GROUP_NAME else f'{g.name}, …' if g.name else u.name
         else: groups.append(u)
     return groups
 
@@ -1382,7 +1408,7 @@ def chunk_code(text:str, # source code
     loose = _merge_bare(_fill_gaps(units, len(lines)), lines)
     declared = declared_by_line(loose, norm) if language in ('c', 'cpp') else None   # what each line's unit declares
     for g in _group_units(loose, lines, size, target):
-        title = f'{g.kind} {g.name}'.strip() if g.kind else ''
+        title = g.name if g.kind == 'item' else f'{g.kind} {g.name}'.strip() if g.kind else ''
         pieces = _unit_pieces(g, lines, size, target, max_chars)
         for i, (a, b) in enumerate(pieces):      # a later piece names its block; a comment set apart, its code
             named = title or (declared_piece_title(declared, a, b) if declared else '')
