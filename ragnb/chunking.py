@@ -19,8 +19,8 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS',
            'BUILD_FILES', 'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS',
-           'MINIFIED_LINE', 'MAX_FILE_BYTES', 'INFO_INDEX_MARK', 'LATIN_SIGNS', 'CHUNK_SIZES', 'GRAMMARS',
-           'MAX_NESTING', 'MAX_NAME', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'MAX_GROUP_NAME', 'SHEBANGS', 'CHUNKERS',
+           'MINIFIED_LINE', 'MAX_FILE_BYTES', 'INFO_INDEX_MARK', 'LATIN_SIGNS', 'CHUNK_SIZES', 'MAX_NAME', 'GRAMMARS',
+           'MAX_NESTING', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'MAX_GROUP_NAME', 'TINY_GROUP', 'SHEBANGS', 'CHUNKERS',
            'DEFAULT_CHUNKERS', 'web_url', 'forge_lines', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError',
            'inner_path', 'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file',
            'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code',
@@ -630,6 +630,9 @@ class _Unit:
     members: list = field(default_factory=list)   # [(start, end)] of nested members, to split a big block
     header: str = ''                     # first line of the block, repeated in the prefix of its pieces
     code: int = -1                       # first line below its comments (-1: none known), the first cut if too big
+    labels: dict = field(default_factory=dict)   # a member's first line → its name (a YAML key's), for its pieces
+
+MAX_NAME = 80          # a title's name at most, on one line: the chunk's first line holds it
 
 # %% ../nbs/01_chunking.ipynb #de4b186b
 _TS_KINDS = {'function_declaration': 'function', 'generator_function_declaration': 'function',
@@ -778,17 +781,28 @@ def _yaml_keys(doc, lines:list[str]) -> list[_Unit]:
     units = []
     for k, v in doc.value:
         end = v.end_mark.line - (1 if v.end_mark.column == 0 and v.end_mark.line > k.start_mark.line else 0)
-        members = []
+        members, labels = [], {}
         if isinstance(v, (yaml.MappingNode, yaml.SequenceNode)):
             for item in v.value:
                 node = item[0] if isinstance(item, tuple) else item
                 last = item[1] if isinstance(item, tuple) else item
                 end = last.end_mark.line - (1 if last.end_mark.column == 0 else 0)
                 members.append((node.start_mark.line, max(node.start_mark.line, end)))
+                if name := _yaml_label(node):
+                    labels[node.start_mark.line] = name
         start = k.start_mark.line
         while start > 0 and lines[start - 1].lstrip().startswith('#'): start -= 1   # leading comments
-        units.append(_Unit(start, end, 'key', str(k.value), members, f'{k.value}:'))
+        units.append(_Unit(start, end, 'key', str(k.value), members, f'{k.value}:', labels=labels))
     return units
+
+def _yaml_label(node) -> str:
+    "What names a key's member: a mapping's key (a Compose file's service), or an item's `name` (`_ITEM_NAMES`)."
+    import yaml
+    if isinstance(node, yaml.ScalarNode): return ' '.join(str(node.value).split())[:MAX_NAME]
+    if not isinstance(node, yaml.MappingNode): return ''
+    keys = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+    return next((' '.join(str(keys[n].value).split())[:MAX_NAME] for n in _ITEM_NAMES
+                 if isinstance(keys.get(n), yaml.ScalarNode)), '')
 
 def _yaml_units(text):
     """A YAML file's units: each top-level key of a configuration; a manifest (`_yaml_resource`) whole, named by its
@@ -926,7 +940,6 @@ def _body(node):
     body = node.child_by_field_name('body')
     return body if body is not None else next((c for c in node.named_children if c.type in _BODY_TYPES), None)
 MAX_NESTING = 100      # namespaces, `#ifdef`s or classes nested deeper are not looked into: their lines are loose
-MAX_NAME = 80          # a title's name at most, on one line: the chunk's first line holds it
 SMALL_DECL_LINES = 2   # a declaration this short (a prototype, a macro, `type ID int`) is grouped like a statement
 _WRAPPERS = {'enum_body_declarations'}   # body nodes whose children are members (besides `Grammar.open`'s)
 
@@ -1081,6 +1094,15 @@ def _merge_bare(units:list, lines:list[str]) -> list:
 # %% ../nbs/01_chunking.ipynb #fa0c9c45
 _GROUPED = ('key', 'item')   # kinds whose small units share a chunk: a configuration's keys, a list's items
 MAX_GROUP_NAME = 80          # characters of a group's names in its title; the rest said as `…`
+TINY_GROUP = 8               # a group of keys under 1/8 of the target goes with the big key after it (`version: 3`)
+
+def _names(names:list[str], most:int=MAX_GROUP_NAME) -> str:
+    "`names` joined by commas, as many as fit in `most` characters, then `…`."
+    out = ''
+    for n in names:
+        if out and len(out) >= most: return f'{out}, …'
+        out = f'{out}, {n}' if out else n
+    return out
 
 def _group_units(units:list, lines:list[str], size:Callable, target:int) -> list:
     "Loose units grouped up to `target`, small config keys (or list items) together; a named declaration alone."
@@ -1091,9 +1113,13 @@ def _group_units(units:list, lines:list[str], size:Callable, target:int) -> list
             groups[-1].end = u.end
         elif u.kind in _GROUPED and groups and groups[-1].kind == u.kind and size(groups[-1].start, u.end) <= target:
             groups[-1].end = u.end
-            g = groups[-1]
-            if u.name and not g.name.endswith('…'):
-                g.name = f'{g.name}, {u.name}' if len(g.name) < MAX_GROUP_NAME else f'{g.name}, …' if g.name else u.name
+            groups[-1].names = [*getattr(groups[-1], 'names', [groups[-1].name]), u.name]
+            groups[-1].name = _names([n for n in groups[-1].names if n])
+        elif (u.kind == 'key' and groups and groups[-1].kind == 'key'
+              and size(groups[-1].start, groups[-1].end) < target // TINY_GROUP):
+            prev = groups.pop()                             # a lone small key: the first lines of the big one after it
+            u.start, u.name, u.members = prev.start, _names([prev.name, u.name]), [(prev.start, prev.end), *u.members]
+            groups.append(u)
         else: groups.append(u)
     return groups
 
@@ -1412,6 +1438,8 @@ def chunk_code(text:str, # source code
         pieces = _unit_pieces(g, lines, size, target, max_chars)
         for i, (a, b) in enumerate(pieces):      # a later piece names its block; a comment set apart, its code
             named = title or (declared_piece_title(declared, a, b) if declared else '')
+            if len(pieces) > 1 and (held := [n for at, n in g.labels.items() if a <= at <= b]):
+                named = f'{named}: {_names(held)}'                  # `key services: api, worker`: its members
             emit(a, b, named, g.header if g.header and (a != g.code if i else b < g.code) else '')
     return chunks
 
