@@ -166,7 +166,8 @@ BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides tex
     'archives': '.zip .gz .tgz .bz2 .xz .zst .7z .rar .tar .jar .whl .deb .rpm',
     'media': '.mp3 .mp4 .wav .ogg .oga .flac .avi .mov .mkv .webm',
     'fonts': '.ttf .otf .woff .woff2 .eot',
-    'compiled or data': '.so .o .a .dll .exe .pyc .class .bin .dat .db .sqlite .pkl .npy .parquet'}
+    'compiled or data': '.so .o .a .dll .exe .pyc .class .bin .dat .db .sqlite .pkl .npy .parquet',
+    'keys and certificates': '.pem .crt .cer .csr .der .p12 .pfx .p7b .p7c .jks .keystore .ppk .gpg .pgp .kdbx'}
 BINARY_KIND = {ext: kind for kind, exts in BINARY_EXTS.items() for ext in exts.split()}
 
 # %% ../nbs/01_chunking.ipynb #30db2345
@@ -181,7 +182,13 @@ LOCK_FILES = {'package-lock.json', 'npm-shrinkwrap.json', 'yarn.lock', 'pnpm-loc
 MINIFIED = re.compile(r'.+\.min\.(js|mjs|cjs|css|map)|.+\.(js|mjs|cjs|css)\.map', re.I)   # and `minified_head`
 _BY_MAJOR = {'image': 'images', 'audio': 'media', 'video': 'media', 'font': 'fonts', 'model': 'other'}
 _SIGNATURES = [(re.compile(rb'\s*(<\?xml[^>]*>\s*)?(<!--.*?-->\s*|<!DOCTYPE[^>]*>\s*)*<svg\b', re.S), 'images'),
-               (re.compile(rb'/\* XPM \*/'), 'images'), (re.compile(rb'%!PS'), 'documents')]
+               (re.compile(rb'/\* XPM \*/'), 'images'), (re.compile(rb'%!PS'), 'documents'),
+               (re.compile(   # a key, certificate or signature: `id_rsa`, `KEYS.asc`, a bundle from `openssl pkcs12`
+                   rb'\s*(?:(?:Bag Attributes|Key Attributes|subject=|issuer=|[ \t]+[\w-]+:|#)[^\n]{0,300}\n){0,12}'
+                   rb'\s*-----BEGIN (?:[A-Z0-9]+ )*(?:PRIVATE KEY|CERTIFICATE|PUBLIC KEY|KEY BLOCK|SIGNATURE'
+                   rb'|PGP MESSAGE|CERTIFICATE REQUEST|PARAMETERS|X509 CRL)-----'
+                   rb'|(?:#[^\n]*\n)*(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-\S+) AAAA|PuTTY-User-Key-File-'),
+                'keys and certificates')]
 
 COMPRESSED_EXTS = {'.gz': 'gzip', '.bz2': 'bz2', '.xz': 'lzma'}   # one file compressed: read as the file inside
 

@@ -20,7 +20,7 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, adoc_
                             strategy_version, web_url, _source_line)
 
 # %% auto #0
-__all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS', 'PROSE_CELL', 'RECORD_FIELD',
+__all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'KEYS_READER', 'READER_MODES', 'READER_INPUTS', 'PROSE_CELL', 'RECORD_FIELD',
            'JSON_RECORDS_READER', 'JSON_RECORD_EXTS', 'JSON_SAMPLE', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
            'MDX_READER', 'FRONT_MATTER_EXTS', 'FRONT_TEXT_FIELDS', 'DATA_URI_READER', 'PLAIN_TEXT_READER',
            'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
@@ -32,22 +32,23 @@ __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'READER_MODES', 'READER_INPUTS'
            'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
            'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
            'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'PLAIN_DISGUISED',
-           'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'document_version', 'reader_version',
-           'anchor_text', 'prose_columns', 'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records',
-           'is_json_records', 'json_record_document', 'has_html', 'front_matter', 'front_metadata', 'ocr_suffix',
-           'data_uris_dropped', 'pasted_pictures', 'plain_text_titles', 'wiki_markdown', 'is_mediawiki_export',
-           'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape',
-           'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown',
-           'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages',
-           'slack_day', 'chat_field', 'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document',
-           'has_extensions', 'markdown_extensions', 'antora_root', 'antora_attributes', 'antora_digest',
-           'text_document', 'text_reader', 'disguised_digest', 'content_kind', 'read_document', 'locate_chunks',
-           'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'page_url', 'html_document', 'markdown_html',
-           'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text', 'pdf_document',
-           'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number', 'styled_block',
-           'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document', 'epub_chapters',
-           'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document', 'ods_document',
-           'csv_document', 'export_name', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
+           'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'has_private_key', 'private_keys_out',
+           'keyless', 'document_version', 'reader_version', 'anchor_text', 'prose_columns', 'prose_like', 'record_key',
+           'record_blocks', 'json_items', 'json_records', 'is_json_records', 'json_record_document', 'has_html',
+           'front_matter', 'front_metadata', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles',
+           'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki',
+           'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
+           'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day',
+           'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages', 'slack_day', 'chat_field',
+           'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document', 'has_extensions',
+           'markdown_extensions', 'antora_root', 'antora_attributes', 'antora_digest', 'text_document',
+           'read_text_document', 'text_reader', 'read_text_reader', 'disguised_digest', 'content_kind', 'read_document',
+           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'page_url', 'html_document',
+           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
+           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
+           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
+           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
+           'ods_document', 'csv_document', 'export_name', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
            'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
            'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
            'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
@@ -110,6 +111,31 @@ def file_kind(path:str|Path) -> str:
     if r := reader_for(path): return r.kind
     return next((k for f in PLACE_KINDS if (k := f(path))), None) or ('code' if mode_for(path) == 'codigo' else 'text')
 
+# %% ../nbs/01a_readers.ipynb #d93a0f63
+KEYS_READER = 'keys-v1'   # a text with a private key in it, read without the key (`private_keys_out`)
+_PRIVATE_KEY = re.compile(r'^([ \t>]*)-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----', re.M)
+
+def has_private_key(text:str) -> bool:
+    "Does `text` hold a private key (PEM, OpenSSH, PGP: a line `-----BEGIN ... PRIVATE KEY-----`)?"
+    return 'PRIVATE KEY' in text and _PRIVATE_KEY.search(text) is not None
+
+def private_keys_out(text:str) -> str:
+    """`text` with each private key left out, line for line: its BEGIN line becomes `(rsa private key left out)` at
+    the same indent, the lines to its END line blank. A key without an END line runs to the end of the text."""
+    lines, i = text.split('\n'), 0
+    while i < len(lines):
+        if not (m := _PRIVATE_KEY.match(lines[i])):
+            i += 1
+            continue
+        end = next((k for k in range(i, len(lines)) if f'-----END {m[2]}-----' in lines[k]), len(lines) - 1)
+        lines[i:end + 1] = [f'{m[1]}({m[2].lower()} left out)'] + [''] * (end - i)
+        i = end + 1
+    return '\n'.join(lines)
+
+def keyless(reader:str) -> str:
+    "A text reader's name without `KEYS_READER`: the reader that reads the rest."
+    return reader[:-len(KEYS_READER)].rstrip('.') if reader.endswith(KEYS_READER) else reader
+
 # %% ../nbs/01a_readers.ipynb #36166470
 def document_version(path:str|Path,
                      text:str|None=None, # a text file's text: markdown with front matter has a reader (`text_reader`)
@@ -117,8 +143,8 @@ def document_version(path:str|Path,
     "What the store records as the file's chunker version: the reader's name, if any, and the chunking strategy."
     r = reader_for(path)
     name = r.name if r else text_reader(path, text) if text is not None else ''
-    mode = READER_MODES.get(name)
-    if (inputs := READER_INPUTS.get(name)) and (digest := inputs(path)): name = f'{name}.{digest}'
+    mode = READER_MODES.get(keyless(name))
+    if (inputs := READER_INPUTS.get(keyless(name))) and (digest := inputs(path)): name = f'{name}.{digest}'
     return reader_version(name, strategy_version(path, mode=mode, **kw))
 
 READER_MODES = {}   # a text reader's name → the chunking mode of what it reads, where not the extension's
@@ -1760,6 +1786,18 @@ ASCIIDOC_READER = 'adoc-v1'   # AsciiDoc as written; the version of `chunking.as
 
 def text_document(path:str|Path, # the file, by which its kind is known
                   text:str) -> Document: # its text, as read (`chunking.read_text_file`)
+    "A text file as a `Document` (`read_text_document`), any private key in it left out (`private_keys_out`)."
+    reader = text_reader(path, text)
+    if reader == keyless(reader): return read_text_document(path, text, reader)
+    kept = private_keys_out(text)
+    doc = read_text_document(path, RecodedText(kept) if isinstance(text, RecodedText) else kept, keyless(reader))
+    doc.reader = reader
+    return doc
+
+def read_text_document(path:str|Path, # the file, by which its kind is known
+                       text:str, # its text, as read (`chunking.read_text_file`)
+                       reader:str, # its reader (`text_reader`, without `KEYS_READER`)
+                      ) -> Document:
     """A text file as a `Document`: as it is, or, for markdown, read by `FRONT_MATTER_READER` when front matter opens
     it (`front_matter`: titled by its `title`, the rest of its block left out), by `DATA_URI_READER` when pictures
     are pasted in it (`pasted_pictures`), and by `MARKDOWN_HTML_READER` when HTML is in it (`markdown_html`:
@@ -1773,7 +1811,7 @@ def text_document(path:str|Path, # the file, by which its kind is known
     (`RST_READER`: the chunkers rewrite its markup, `chunking.rst_as_markdown`, and the reader's version names it),
     and so is AsciiDoc (`ASCIIDOC_READER`, `chunking.asciidoc_as_markdown`), its Antora component's attributes
     in place (`antora_attributes`)."""
-    recoded, kind, reader = isinstance(text, RecodedText), file_kind(path), text_reader(path, text)
+    recoded, kind = isinstance(text, RecodedText), file_kind(path)
     if not reader: return Document(text, kind, recoded=recoded)
     if reader == MEDIAWIKI_READER: return replace(wiki_document(text, str(path)), recoded=recoded)
     if read := _TEXT_DOCUMENTS.get(reader):
@@ -1806,6 +1844,12 @@ TEXT_READERS = (FRONT_MATTER_READER, MARKDOWN_HTML_READER, MDX_READER, DATA_URI_
                 *_TEXT_DOCUMENTS)
 
 def text_reader(path:str|Path, text:str) -> str:
+    "`read_text_reader`'s name for the text file `path`, and `KEYS_READER` where a private key is in it."
+    name = read_text_reader(path, text)
+    if not has_private_key(text): return name
+    return f'{name}.{KEYS_READER}' if name else KEYS_READER
+
+def read_text_reader(path:str|Path, text:str) -> str:
     """The reader's name that `text_document` gives the text file `path` ('' when it is read as it is), without
     parsing its front matter or its HTML: a file's version is asked for on every run, changed or not."""
     ext = inner_path(path).suffix.lower()
@@ -1871,6 +1915,7 @@ def read_document(path:str|Path, # the file
     except Exception as e:
         raise ChunkingError(f'{path}: not a readable {r.kind.upper()} file ({type(e).__name__}: '
                             f'{str(e)[:200]}); open and re-save it, or add it to .ragnbignore') from None
+    if has_private_key(doc.text): doc.text = private_keys_out(doc.text)      # a key pasted in a page or a document
     doc.reader = r.name
     return doc
 

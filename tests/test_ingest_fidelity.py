@@ -578,3 +578,40 @@ def test_an_antora_component_reads_its_attributes_and_leaves_out_its_navigation(
     assert 'Reinicia Faro con `faroctl-2 reiniciar`.' in text and 'echo {producto}' in text, text   # the page's own
     assert version.startswith('adoc-v1.') and '# Guardias de Faro' in text
     assert [Path(f).name for f in again.updated] == ['guardias.adoc'] and 'Reinicia Faro Nube con' in text2
+
+
+FAKE_KEY = ('-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx3Hq0pZlWm9cQ2bVfX1\nq83bXyTmZ0k7Jd0vQ9sLr2PzW8n\n'
+            '-----END RSA PRIVATE KEY-----')
+KEY_FILES = [   # (name, text, indexed?): key material is left out whole; a text with a key, without it
+    ('id_ed25519', '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n',
+     False),
+    ('server.pem', 'Bag Attributes\n    friendlyName: faro\nsubject=/CN=faro\n-----BEGIN CERTIFICATE-----\nMIIB\n'
+     '-----END CERTIFICATE-----\n', False),
+    ('KEYS.asc', '-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQINBF\n-----END PGP PUBLIC KEY BLOCK-----\n', False),
+    ('id_rsa.key', FAKE_KEY + '\n', False),
+    ('certificados.md',
+     f'# Certificados\n\nLa clave del servidor:\n\n```\n{FAKE_KEY}\n```\n\nSe renueva con certbot.\n', True),
+    ('secreto.yaml', 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: faro-tls\nstringData:\n  tls.key: |\n'
+     + ''.join(f'    {line}\n' for line in FAKE_KEY.split('\n')) + '  tls.crt: ver el certificado\n', True),
+    ('claves.html', f'<h1>Claves</h1><pre>{FAKE_KEY}</pre><p>Pídela a seguridad.</p>', True),     # any reader's text
+]
+
+
+def test_private_keys_and_certificates_never_reach_a_chunk(tmp_path):
+    "Key files are left out and counted; a private key inside a page or a manifest is left out of it, line for line."
+    kb = tmp_path / 'kb'
+    kb.mkdir()
+    for name, text, _ in KEY_FILES: (kb / name).write_text(text)
+    with Store.open(tmp_path / 's', embedder=HashEmbedder(), sentence_vectors=False) as s:
+        rep = index_paths(s, [kb])
+        chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
+        versions = {Path(k).name: v.chunker_version.split('+')[0] for k, v in s.sources().items()}
+    assert sorted(Path(f).name for f, kind in rep.binary if kind == 'keys and certificates') == sorted(
+        name for name, _, indexed in KEY_FILES if not indexed)
+    assert versions == {'certificados.md': 'keys-v1', 'secreto.yaml': 'keys-v1', 'claves.html': 'html-v6'}
+    text = '\n'.join(c.text for c in chunks)
+    assert 'MIIEowIBAAK' not in text and 'PRIVATE KEY-----' not in text, text
+    assert '(rsa private key left out)' in text and 'Se renueva con certbot.' in text and 'Secret faro-tls' in text
+    assert 'Pídela a seguridad.' in text
+    md, = [c for c in chunks if c.source.endswith('certificados.md')]
+    assert md.lines == '1-12'                                           # the file's own lines, key included
