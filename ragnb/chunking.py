@@ -18,18 +18,18 @@ log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXTS', 'BINARY_KIND', 'TEXT_APPLICATIONS',
-           'BUILD_FILES', 'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'MINIFIED_EXTS',
-           'MINIFIED_LINE', 'MAX_FILE_BYTES', 'INFO_INDEX_MARK', 'LATIN_SIGNS', 'CHUNK_SIZES', 'MAX_NAME', 'GRAMMARS',
-           'MAX_NESTING', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'MAX_GROUP_NAME', 'TINY_GROUP', 'SHEBANGS', 'CHUNKERS',
-           'DEFAULT_CHUNKERS', 'web_url', 'forge_lines', 'Chunk', 'runs_of', 'ChunkingError', 'BinaryFileError',
-           'inner_path', 'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head', 'read_text_file',
-           'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown', 'normalize_code',
-           'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar', 'hcl_block', 'prototype_name', 'c_uncommented',
-           'declared_names', 'defined_names', 'declared_title', 'declared_by_line', 'declared_piece_title',
-           'script_language', 'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs', 'unpadded', 'adoc_refs',
-           'adoc_inline', 'adoc_ids', 'adoc_table', 'adoc_condition', 'asciidoc_as_markdown', 'adoc_substitute',
-           'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for',
-           'strategy_version']
+           'BUILD_FILES', 'LOCK_FILES', 'MINIFIED', 'COMPRESSED_EXTS', 'SCRATCH', 'SHORTCUTS', 'SECRET_FILES',
+           'MINIFIED_EXTS', 'MINIFIED_LINE', 'MAX_FILE_BYTES', 'INFO_INDEX_MARK', 'LATIN_SIGNS', 'CHUNK_SIZES',
+           'MAX_NAME', 'GRAMMARS', 'MAX_NESTING', 'SMALL_DECL_LINES', 'CODIGO_VERSION', 'MAX_GROUP_NAME', 'TINY_GROUP',
+           'SHEBANGS', 'CHUNKERS', 'DEFAULT_CHUNKERS', 'web_url', 'forge_lines', 'Chunk', 'runs_of', 'ChunkingError',
+           'BinaryFileError', 'inner_path', 'scratch_kind', 'not_text_kind', 'sniffed_kind', 'minified_head',
+           'read_text_file', 'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown',
+           'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar', 'hcl_block',
+           'prototype_name', 'c_uncommented', 'declared_names', 'defined_names', 'declared_title', 'declared_by_line',
+           'declared_piece_title', 'script_language', 'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs',
+           'unpadded', 'adoc_refs', 'adoc_inline', 'adoc_ids', 'adoc_table', 'adoc_condition', 'asciidoc_as_markdown',
+           'adoc_substitute', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
+           'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
@@ -201,6 +201,9 @@ def inner_path(path:str|Path) -> Path:
 
 SCRATCH = re.compile(r'~\$.*|.+~|#.+#|.+\.(bak|orig|swp|swo|tmp|temp|crdownload|part)', re.I)  # not a version to keep
 SHORTCUTS = re.compile(r'desktop\.ini|thumbs\.db|ehthumbs\.db|.+\.(lnk|url|webloc)', re.I)
+SECRET_FILES = re.compile(   # a project's passwords and tokens: `.env` (its documented `.env.example` is read)
+    r'\.env(\.(?!(example|sample|template|dist|defaults?)$)[\w.-]+)?|\.netrc|_netrc|\.pgpass|\.git-credentials'
+    r'|credentials(\.json)?|\.npmrc|\.pypirc|\.htpasswd', re.I)
 
 def scratch_kind(path:str|Path) -> str|None:
     """What `path` is when its name says that no one wrote it to be read: an Office owner file (`~$informe.docx`, a
@@ -218,6 +221,7 @@ def not_text_kind(path:str|Path) -> str|None:
     ext = p.suffix.lower()
     if p.name.lower() in BUILD_FILES or ext in ('.mk', '.ninja', '.cmake'): return 'build files'
     if p.name.lower() in LOCK_FILES: return 'lockfiles'
+    if SECRET_FILES.fullmatch(p.name): return 'secrets'
     if MINIFIED.fullmatch(p.name): return 'minified code'
     if ext in TEXT_EXTS or ext in CODE_EXTS: return None
     if ext in BINARY_KIND: return BINARY_KIND[ext]

@@ -594,6 +594,7 @@ KEY_FILES = [   # (name, text, indexed?): key material is left out whole; a text
     ('secreto.yaml', 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: faro-tls\nstringData:\n  tls.key: |\n'
      + ''.join(f'    {line}\n' for line in FAKE_KEY.split('\n')) + '  tls.crt: ver el certificado\n', True),
     ('claves.html', f'<h1>Claves</h1><pre>{FAKE_KEY}</pre><p>Pídela a seguridad.</p>', True),     # any reader's text
+    ('credentials.json', '{"type": "service_account", "private_key_id": "hunter2"}', False),   # by its name
 ]
 
 
@@ -606,12 +607,12 @@ def test_private_keys_and_certificates_never_reach_a_chunk(tmp_path):
         rep = index_paths(s, [kb])
         chunks = s.get_chunks([r[0] for r in s.db.execute('select id from chunks')])
         versions = {Path(k).name: v.chunker_version.split('+')[0] for k, v in s.sources().items()}
-    assert sorted(Path(f).name for f, kind in rep.binary if kind == 'keys and certificates') == sorted(
+    assert sorted(Path(f).name for f, kind in rep.binary if kind in ('keys and certificates', 'secrets')) == sorted(
         name for name, _, indexed in KEY_FILES if not indexed)
     assert versions == {'certificados.md': 'keys-v1', 'secreto.yaml': 'keys-v1', 'claves.html': 'html-v6'}
     text = '\n'.join(c.text for c in chunks)
     assert 'MIIEowIBAAK' not in text and 'PRIVATE KEY-----' not in text, text
     assert '(rsa private key left out)' in text and 'Se renueva con certbot.' in text and 'Secret faro-tls' in text
-    assert 'Pídela a seguridad.' in text
+    assert 'Pídela a seguridad.' in text and 'hunter2' not in text
     md, = [c for c in chunks if c.source.endswith('certificados.md')]
     assert md.lines == '1-12'                                           # the file's own lines, key included
