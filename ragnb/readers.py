@@ -114,15 +114,17 @@ def file_kind(path:str|Path) -> str:
 # %% ../nbs/01a_readers.ipynb #d93a0f63
 KEYS_READER = 'keys-v1'   # a text with a private key in it, read without the key (`private_keys_out`)
 _PRIVATE_KEY = re.compile(r'^([ \t>]*)-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----', re.M)
+_INLINE_KEY = re.compile(r'-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----(?:\\[nr]|[\w+/=: .,-])*?'
+                         r'-----END \1-----')        # in a string, its line breaks escaped: a service account's JSON
 
 def has_private_key(text:str) -> bool:
     "Does `text` hold a private key (PEM, OpenSSH, PGP: a line `-----BEGIN ... PRIVATE KEY-----`)?"
-    return 'PRIVATE KEY' in text and _PRIVATE_KEY.search(text) is not None
+    return 'PRIVATE KEY' in text and (_PRIVATE_KEY.search(text) or _INLINE_KEY.search(text)) is not None
 
 def private_keys_out(text:str) -> str:
     """`text` with each private key left out, line for line: its BEGIN line becomes `(rsa private key left out)` at
     the same indent, the lines to its END line blank. A key without an END line runs to the end of the text."""
-    lines, i = text.split('\n'), 0
+    lines, i = _INLINE_KEY.sub(lambda m: f'({m[1].lower()} left out)', text).split('\n'), 0
     while i < len(lines):
         if not (m := _PRIVATE_KEY.match(lines[i])):
             i += 1
