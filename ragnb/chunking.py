@@ -159,7 +159,8 @@ CODE_EXTS = {'.ts': 'typescript', '.tsx': 'tsx', '.js': 'javascript', '.jsx': 'j
              '.go': 'go', '.java': 'java', '.c': 'c', '.h': 'cpp', '.cc': 'cpp', '.cpp': 'cpp', '.cxx': 'cpp',
              '.hpp': 'cpp', '.hh': 'cpp', '.hxx': 'cpp', '.cs': 'csharp', '.rs': 'rust', '.sh': 'bash', '.bash': 'bash',
              '.php': 'php', '.rb': 'ruby', '.kt': 'kotlin', '.kts': 'kotlin', '.pm': 'perl', '.pl': 'perl',
-             '.sql': 'sql', '.tf': 'hcl', '.tfvars': 'hcl', '.hcl': 'hcl'}
+             '.sql': 'sql', '.tf': 'hcl', '.tfvars': 'hcl', '.hcl': 'hcl', '.ini': 'config', '.cfg': 'config',
+             '.cnf': 'config', '.conf': 'config', '.properties': 'config', '.toml': 'config'}
 BINARY_EXTS = {  # skipped without reading: what a docs folder holds besides text
     'images': '.png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .svgz .xcf',
     'documents': '.pdf .docx .doc .dot .xlsx .xls .xlt .pptx .ppt .pps .pot .odt .ods .odp .epub',   # `ragnb.readers`
@@ -852,6 +853,27 @@ def _yaml_items(doc, lines:list[str]) -> list[_Unit]:
         units.append(_Unit(start, max(start, end), 'item', ' '.join(name.split())[:MAX_NAME], members))
     return units
 
+# %% ../nbs/01_chunking.ipynb #ed8642b4
+_CONFIG_HEADER = re.compile(r'[ \t]*(\[\[?[\w.\- "\']+\]\]?)[ \t]*(?:[#;].*)?')   # `[database]`, `[[servicios]]`
+_CONFIG_KEY = re.compile(r'[ \t]*[\w."\'-][^=:\n]*[=:]')                           # `url = ...`, `url: ...`
+
+def _config_units(text:str) -> list[_Unit]:
+    """A configuration file's sections (INI, TOML, `.cfg`, `.conf`, `.properties`): each `[section]` or `[[table]]`
+    with the comments above it, to the next, named by its header; its keys (each with the comments above it and the
+    lines that continue it) as the places to cut a big one. What comes before the first header is loose."""
+    lines = text.split('\n')
+    noted = lambda k: k == 0 or not lines[k - 1].strip() or not lines[k - 1].lstrip().startswith(('#', ';'))
+    with_notes = lambda i: next(k for k in range(i, -1, -1) if noted(k))          # a line with its comments above
+    heads = [i for i, ln in enumerate(lines) if _CONFIG_HEADER.fullmatch(ln)]
+    starts = [with_notes(h) for h in heads] + [len(lines)]
+    units = []
+    for n, h in enumerate(heads):
+        keys = [with_notes(k) for k in range(h + 1, starts[n + 1]) if _CONFIG_KEY.match(lines[k])]
+        ends = [k - 1 for k in keys[1:]] + [starts[n + 1] - 1]
+        units.append(_Unit(starts[n], starts[n + 1] - 1, 'section', _CONFIG_HEADER.fullmatch(lines[h])[1],
+                           list(zip(keys, ends)), lines[h].strip()))
+    return units
+
 # %% ../nbs/01_chunking.ipynb #ac3bb992
 @dataclass(frozen=True)
 class Grammar:
@@ -1103,7 +1125,7 @@ def _merge_bare(units:list, lines:list[str]) -> list:
     return merged
 
 # %% ../nbs/01_chunking.ipynb #fa0c9c45
-_GROUPED = ('key', 'item')   # kinds whose small units share a chunk: a configuration's keys, a list's items
+_GROUPED = ('key', 'item', 'section')   # kinds whose small units share a chunk: keys, a list's items, INI sections
 MAX_GROUP_NAME = 80          # characters of a group's names in its title; the rest said as `…`
 TINY_GROUP = 8               # a group of keys under 1/8 of the target goes with the big key after it (`version: 3`)
 
@@ -1398,14 +1420,14 @@ def _code_language(source:str|None, language:str|None, text:str='') -> str:
         ext = inner_path(source).suffix.lower() if source else ''
         language = CODE_EXTS.get(ext) or script_language(source or '', text[:256])
         if language is None: raise ValueError(f'cannot tell the language of {source!r}; pass language=')
-    if language not in ('typescript', 'tsx', 'javascript', 'python', 'json', 'yaml', 'sql', *GRAMMARS):
+    if language not in ('typescript', 'tsx', 'javascript', 'python', 'json', 'yaml', 'sql', 'config', *GRAMMARS):
         raise ValueError(f'unsupported language {language!r}')
     return language
 
 # %% ../nbs/01_chunking.ipynb #0debeada
 def _code_units(norm:str, lines:list[str], language:str, source:str|None, target:int) -> tuple[list, str]:
     "The parsed top-level units and the version suffix; line windows (suffix ':lines') when the code does not parse."
-    parse = {'python': _py_units, 'json': _json_units, 'yaml': _yaml_units,
+    parse = {'python': _py_units, 'json': _json_units, 'yaml': _yaml_units, 'config': _config_units,
              'sql': functools.partial(_sql_units, target=target)}.get(language)
     why = f'could not parse as {language}'
     try: units = parse(norm) if parse else _grammar_units(norm, language) if language in GRAMMARS else \

@@ -23,36 +23,36 @@ from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, adoc_
 __all__ = ['READERS', 'TARBALLS', 'PLACE_KINDS', 'KEYS_READER', 'READER_MODES', 'READER_INPUTS', 'PROSE_CELL', 'RECORD_FIELD',
            'JSON_RECORDS_READER', 'JSON_RECORD_EXTS', 'JSON_SAMPLE', 'FRONT_MATTER_READER', 'MARKDOWN_HTML_READER',
            'MDX_READER', 'FRONT_MATTER_EXTS', 'FRONT_TEXT_FIELDS', 'DATA_URI_READER', 'PLAIN_TEXT_READER',
-           'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'CONFIG_READER', 'CONFIG_FILES', 'MEDIAWIKI_READER', 'WIKI_EXTS',
-           'WIKI_SKIP_NS', 'DOKUWIKI_READER', 'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS',
-           'SLACK_READER', 'SLACK_LISTS', 'SLACK_SKIP', 'SLACK_PAUSE', 'CHAT_READER', 'CHAT_FIELDS', 'OPENAPI_READER',
-           'OPENAPI_EXTS', 'HTTP_METHODS', 'MARKDOWN_EXT_READER', 'RST_READER', 'ASCIIDOC_READER', 'TEXT_READERS',
-           'DISGUISED', 'GENERATOR_CHROME', 'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'TABLE_MIN_ROWS', 'TABLE_MAX_RUN',
-           'MAX_PDF_PAGES', 'MAX_PAGES_ENV', 'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE',
-           'MAX_UNZIPPED', 'OLE_MAGIC', 'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END',
-           'SPRM_LIST', 'SPRM_LEVEL', 'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED',
-           'MAX_MSG_PARTS', 'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS',
-           'PLAIN_DISGUISED', 'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'has_private_key',
-           'private_keys_out', 'keyless', 'document_version', 'reader_version', 'anchor_text', 'prose_columns',
-           'prose_like', 'record_key', 'record_blocks', 'json_items', 'json_records', 'is_json_records',
-           'json_record_document', 'has_html', 'front_matter', 'front_metadata', 'ocr_suffix', 'data_uris_dropped',
-           'pasted_pictures', 'plain_text_titles', 'config_markdown', 'wiki_markdown', 'is_mediawiki_export',
-           'mediawiki_pages', 'wiki_document', 'is_dokuwiki', 'dokuwiki_markdown', 'org_markdown', 'man_unescape',
-           'ManPage', 'man_markdown', 'is_man_page', 'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown',
-           'is_slack_path', 'is_slack_day', 'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages',
-           'slack_day', 'chat_field', 'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document',
-           'has_extensions', 'markdown_extensions', 'antora_root', 'antora_attributes', 'antora_digest',
-           'text_document', 'read_text_document', 'text_reader', 'read_text_reader', 'disguised_digest', 'content_kind',
-           'read_document', 'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'page_url',
-           'html_document', 'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines',
-           'drawing_text', 'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text',
-           'note_number', 'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document',
-           'slides_document', 'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document',
-           'xlsx_document', 'ods_document', 'csv_document', 'export_name', 'unquoted', 'history_start', 'mail_blocks',
-           'signature_split', 'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties',
-           'word_fields', 'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts',
-           'ppt_body', 'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body',
-           'msg_message', 'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
+           'CONFIG_EXTS', 'OUTLINE_SAMPLE', 'MEDIAWIKI_READER', 'WIKI_EXTS', 'WIKI_SKIP_NS', 'DOKUWIKI_READER',
+           'ORG_READER', 'MAN_READER', 'INFO_READER', 'LATEX_READER', 'LATEX_EXTS', 'SLACK_READER', 'SLACK_LISTS',
+           'SLACK_SKIP', 'SLACK_PAUSE', 'CHAT_READER', 'CHAT_FIELDS', 'OPENAPI_READER', 'OPENAPI_EXTS', 'HTTP_METHODS',
+           'MARKDOWN_EXT_READER', 'RST_READER', 'ASCIIDOC_READER', 'TEXT_READERS', 'DISGUISED', 'GENERATOR_CHROME',
+           'GENERATOR_MARKUP', 'MAX_HTML_DEPTH', 'TABLE_MIN_ROWS', 'TABLE_MAX_RUN', 'MAX_PDF_PAGES', 'MAX_PAGES_ENV',
+           'OCR_DPI', 'OCR_SURE', 'MAX_OCR_PAGES', 'MAX_OCR_ENV', 'MIN_PICTURE', 'MAX_UNZIPPED', 'OLE_MAGIC',
+           'MAX_ODF_DEPTH', 'SHEET_TABLE_CHARS', 'SPRM_IN_TABLE', 'SPRM_ROW_END', 'SPRM_LIST', 'SPRM_LEVEL',
+           'SPRM_DELETED', 'SPRM_HIDDEN', 'MAX_RTF_DEPTH', 'MSG_TYPES', 'PR', 'EMBEDDED', 'MAX_MSG_PARTS',
+           'NOTEBOOK_OUTPUT_LINES', 'NOTEBOOK_OUTPUT_CHARS', 'TRANSCRIPT_PAUSE', 'HTML_SHEETS', 'PLAIN_DISGUISED',
+           'Document', 'Reader', 'register_reader', 'reader_for', 'file_kind', 'has_private_key', 'private_keys_out',
+           'keyless', 'document_version', 'reader_version', 'anchor_text', 'prose_columns', 'prose_like', 'record_key',
+           'record_blocks', 'json_items', 'json_records', 'is_json_records', 'json_record_document', 'has_html',
+           'front_matter', 'front_metadata', 'ocr_suffix', 'data_uris_dropped', 'pasted_pictures', 'plain_text_titles',
+           'wiki_markdown', 'is_mediawiki_export', 'mediawiki_pages', 'wiki_document', 'is_dokuwiki',
+           'dokuwiki_markdown', 'org_markdown', 'man_unescape', 'ManPage', 'man_markdown', 'is_man_page',
+           'is_info_manual', 'info_markdown', 'info_refs', 'latex_markdown', 'is_slack_path', 'is_slack_day',
+           'slack_markdown', 'slack_names', 'slack_names_digest', 'slack_messages', 'slack_day', 'chat_field',
+           'chat_time', 'is_chat_json', 'chat_document', 'is_openapi', 'openapi_document', 'has_extensions',
+           'markdown_extensions', 'antora_root', 'antora_attributes', 'antora_digest', 'text_document',
+           'read_text_document', 'text_reader', 'read_text_reader', 'disguised_digest', 'content_kind', 'read_document',
+           'locate_chunks', 'page_generator', 'drop_generator_chrome', 'HtmlWalker', 'page_url', 'html_document',
+           'markdown_html', 'ocr_engine', 'scanned_page', 'ocr_boxes', 'page_boxes', 'ocr_lines', 'drawing_text',
+           'pdf_document', 'tiff_document', 'picture_lines', 'Pictures', 'as_main_type', 'docx_text', 'note_number',
+           'styled_block', 'docx_document', 'OdtWalker', 'odt_document', 'odp_document', 'slides_document',
+           'epub_chapters', 'epub_document', 'pptx_document', 'sheet_blocks', 'sheets_document', 'xlsx_document',
+           'ods_document', 'csv_document', 'export_name', 'unquoted', 'history_start', 'mail_blocks', 'signature_split',
+           'repeated_tails', 'mail_document', 'mhtml_document', 'WordBinary', 'word_properties', 'word_fields',
+           'word_blocks', 'doc_document', 'ole_title', 'xls_document', 'ppt_records', 'ppt_texts', 'ppt_body',
+           'ppt_persist', 'ppt_document', 'RtfReader', 'rtf_document', 'msg_properties', 'msg_body', 'msg_message',
+           'msg_document', 'jupyter_id', 'notebook_document', 'transcript_cues', 'transcript_document',
            'html_sheets_document', 'text_sheet_document', 'plain_document']
 
 # %% ../nbs/01a_readers.ipynb #a23fb997
@@ -533,16 +533,6 @@ def _plain_text_read(path:str|Path, text:str) -> bool:
     name = inner_path(path).name
     sample = text[:OUTLINE_SAMPLE]
     return markup_syntax(name) == 'markdown' and (_hash_lines(sample) or _outlined(sample))
-
-# %% ../nbs/01a_readers.ipynb #eef593b4
-CONFIG_READER = 'config-v1'   # a configuration file: sections as headings, every `#` line a comment
-CONFIG_FILES = (*CONFIG_EXTS, '.toml')
-_CONFIG_SECTION = re.compile(r'[ \t]*(\[\[?[\w.\- "\']+\]\]?)[ \t]*(?:[#;].*)?$')
-
-def config_markdown(text:str) -> str:
-    "A configuration file as markdown, line for line: `[section]` lines as `## [section]`, `#` lines as text."
-    lines = plain_text_titles(text, config=True).split('\n')
-    return '\n'.join(f'## {m[1]}' if (m := _CONFIG_SECTION.fullmatch(ln)) else ln for ln in lines)
 
 # %% ../nbs/01a_readers.ipynb #fbd8c36d
 MEDIAWIKI_READER = 'mediawiki-v1'        # a MediaWiki export (`.xml`) or page (`.wiki`): wikitext read as markdown
@@ -1839,7 +1829,7 @@ def read_text_document(path:str|Path, # the file, by which its kind is known
     return pics.noted(doc) if pics else doc
 
 _TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, text)`
-    PLAIN_TEXT_READER: lambda _, t: dict(text=plain_text_titles(t)),
+    PLAIN_TEXT_READER: lambda p, t: dict(text=plain_text_titles(t, inner_path(p).name.lower().endswith(CONFIG_EXTS))),
     DOKUWIKI_READER: lambda _, t: dict(zip(('text', 'lines'), dokuwiki_markdown(t))),
     ORG_READER: lambda _, t: dict(zip(('text', 'title'), org_markdown(t))),
     MAN_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), man_markdown(t))),
@@ -1847,7 +1837,6 @@ _TEXT_DOCUMENTS = {   # a text reader's name -> `Document` fields of `(path, tex
     LATEX_READER: lambda _, t: dict(zip(('text', 'title', 'lines'), latex_markdown(t))),
     SLACK_READER: slack_day, CHAT_READER: chat_document, JSON_RECORDS_READER: json_record_document,
     OPENAPI_READER: openapi_document, RST_READER: lambda _, t: dict(text=t),
-    CONFIG_READER: lambda _, t: dict(text=config_markdown(t)),
     ASCIIDOC_READER: lambda p, t: dict(text=adoc_substitute(t, antora_attributes(p)))}
 READER_MODES.update({SLACK_READER: 'documental', CHAT_READER: 'documental', JSON_RECORDS_READER: 'documental',
                      OPENAPI_READER: 'documental'})
@@ -1877,7 +1866,6 @@ def read_text_reader(path:str|Path, text:str) -> str:
     if is_info_manual(path, text): return INFO_READER
     if ext in LATEX_EXTS: return LATEX_READER
     if (syntax := markup_syntax(path)) != 'markdown': return RST_READER if syntax == 'rst' else ASCIIDOC_READER
-    if inner_path(path).name.lower().endswith(CONFIG_FILES): return CONFIG_READER
     if ext not in FRONT_MATTER_EXTS: return PLAIN_TEXT_READER if _plain_text_read(path, text) else ''
     mdx = ext == '.mdx'
     names = [FRONT_MATTER_READER] * (_front_block(text) is not None) + [MARKDOWN_EXT_READER] * has_extensions(text)
