@@ -26,10 +26,10 @@ __all__ = ['log', 'MAX_URL', 'CONTAINERS', 'TEXT_EXTS', 'CODE_EXTS', 'BINARY_EXT
            'read_text_file', 'read_file_bytes', 'decode_text', 'RecodedText', 'legacy_text', 'normalize_markdown',
            'normalize_code', 'ChunkSizes', 'chunker_version', 'chunk_markdown', 'Grammar', 'hcl_block',
            'prototype_name', 'c_uncommented', 'declared_names', 'defined_names', 'declared_title', 'declared_by_line',
-           'declared_piece_title', 'script_language', 'chunk_code', 'rst_inline', 'rst_as_markdown', 'number_runs',
-           'unpadded', 'adoc_refs', 'adoc_inline', 'adoc_ids', 'adoc_table', 'adoc_condition', 'asciidoc_as_markdown',
-           'adoc_substitute', 'markup_syntax', 'chunk_document', 'Chunker', 'register_chunker', 'chunk_text',
-           'chunk_file', 'mode_for', 'strategy_version']
+           'declared_piece_title', 'script_language', 'chunk_code', 'rst_inline', 'table_row', 'table_rule',
+           'row_fields', 'rst_as_markdown', 'number_runs', 'unpadded', 'adoc_refs', 'adoc_inline', 'adoc_ids',
+           'adoc_table', 'adoc_condition', 'asciidoc_as_markdown', 'adoc_substitute', 'markup_syntax', 'chunk_document',
+           'Chunker', 'register_chunker', 'chunk_text', 'chunk_file', 'mode_for', 'strategy_version']
 
 # %% ../nbs/01_chunking.ipynb #f2cb9adb
 _SLIDES = re.compile(r'\.(pptx|pptm|ppsx|ppsm|potx|potm|ppt|pps|pot|odp|fodp|otp)(\.(gz|bz2|xz))?$',
@@ -844,13 +844,12 @@ def _yaml_items(doc, lines:list[str]) -> list[_Unit]:
         end = item.end_mark.line - (1 if item.end_mark.column == 0 and item.end_mark.line > item.start_mark.line else 0)
         start, name, members = item.start_mark.line, '', []
         if isinstance(item, yaml.MappingNode):
-            keys = {k.value: v for k, v in item.value if isinstance(k, yaml.ScalarNode)}
-            name = next((str(keys[n].value) for n in _ITEM_NAMES if isinstance(keys.get(n), yaml.ScalarNode)), '')
+            name = _yaml_label(item)
             members = [(k.start_mark.line, max(k.start_mark.line, v.end_mark.line - (v.end_mark.column == 0)))
                        for k, v in item.value]
         while start > 0 and lines[start - 1].lstrip().startswith('#'): start -= 1   # leading comments
         while end > start and (not lines[end].strip() or lines[end].lstrip().startswith('#')): end -= 1   # the next's
-        units.append(_Unit(start, max(start, end), 'item', ' '.join(name.split())[:MAX_NAME], members))
+        units.append(_Unit(start, max(start, end), 'item', name, members))
     return units
 
 # %% ../nbs/01_chunking.ipynb #ed8642b4
@@ -1139,21 +1138,24 @@ def _names(names:list[str], most:int=MAX_GROUP_NAME) -> str:
 
 def _group_units(units:list, lines:list[str], size:Callable, target:int) -> list:
     "Loose units grouped up to `target`, small config keys (or list items) together; a named declaration alone."
-    groups = []
+    groups, names = [], []                             # names: each group's units' names, for its title
     for u in units:
         if not any(lines[i].strip() for i in range(u.start, u.end + 1)): continue
         if not u.kind and groups and not groups[-1].kind and size(groups[-1].start, u.end) <= target:
             groups[-1].end = u.end
-        elif u.kind in _GROUPED and groups and groups[-1].kind == u.kind and size(groups[-1].start, u.end) <= target:
+            continue
+        if u.kind in _GROUPED and groups and groups[-1].kind == u.kind and size(groups[-1].start, u.end) <= target:
             groups[-1].end = u.end
-            groups[-1].names = [*getattr(groups[-1], 'names', [groups[-1].name]), u.name]
-            groups[-1].name = _names([n for n in groups[-1].names if n])
         elif (u.kind == 'key' and groups and groups[-1].kind == 'key'
               and size(groups[-1].start, groups[-1].end) < target // TINY_GROUP):
             prev = groups.pop()                             # a lone small key: the first lines of the big one after it
-            u.start, u.name, u.members = prev.start, _names([prev.name, u.name]), [(prev.start, prev.end), *u.members]
+            u.start, u.members = prev.start, [(prev.start, prev.end), *u.members]
             groups.append(u)
-        else: groups.append(u)
+        else:
+            groups.append(u)
+            names.append([])
+        names[-1].append(u.name)
+        groups[-1].name = _names([n for n in names[-1] if n])
     return groups
 
 # %% ../nbs/01_chunking.ipynb #089cf1bf
@@ -1604,6 +1606,16 @@ _RST_GRID_BORDER = re.compile(r'([ \t]*)\+(?:[-=]+\+)+[ \t]*$')
 _RST_SIMPLE_BORDER = re.compile(r'([ \t]*)=+(?:[ \t]+=+)+[ \t]*$')
 
 
+def table_row(cells:list[str]) -> str:
+    "A markdown table's row of `cells`, a `|` inside one escaped."
+    return '| ' + ' | '.join(c.replace('|', '\\|') for c in cells) + ' |'
+
+def table_rule(n:int) -> str: return '|' + '---|' * n    # the line under a markdown table's header row of `n` cells
+
+def row_fields(names:list[str], cells:list[str]) -> str:
+    "A table's row as one line of `column: value` fields (a value whose column has no name alone); empty cells out."
+    return ' · '.join(f'{names[j]}: {c}' if j < len(names) and names[j] else c for j, c in enumerate(cells) if c)
+
 def _grid_cells(line:str, bounds:list[int]) -> list[str]:
     "The text of each column of a grid table's row line (`bounds`: its border's `+` columns); a span's in its first."
     cells, start = [], bounds[0]
@@ -1640,9 +1652,7 @@ def _rst_grid_table(lines:list[str], i:int) -> tuple[list[str], int]|None:
     out = [''] * (j - i)
     joined = [(k, [' '.join(c) for c in cells]) for k, cells in rows]
     names = [c for _, row in joined[:header_end] for c in row][:len(bounds) - 1] if header_end == 1 else []
-    for k, row in joined[header_end or 0:] if header_end == 1 else joined:
-        out[k - i] = pad + ' · '.join(f'{names[c]}: {v}' if c < len(names) and names[c] else v
-                                      for c, v in enumerate(row) if v)
+    for k, row in joined[header_end or 0:] if header_end == 1 else joined: out[k - i] = pad + row_fields(names, row)
     return out, j - i
 
 
@@ -1673,17 +1683,15 @@ def _rst_simple_table(lines:list[str], i:int) -> tuple[list[str], int]|None:
     body = [r for r in rows if not mids or r[0] > mids[0]]
     names = [' '.join(filter(None, p)) for p in zip(*(r[2] for r in head))] if head else []
     out = [''] * (end - i + 1)
-    md = lambda cs: pad + '| ' + ' | '.join(c.replace('|', '\\|') for c in cs) + ' |'
+    md = lambda cs: pad + table_row(cs)
     flat = bool(body) and all(a == b for a, b, _ in body) and all(
         body[n + 1][0] == body[n][0] + 1 for n in range(len(body) - 1))     # one line each, one after another
     if flat and (not head or head[-1][1] + 1 == mids[0] and mids[0] + 1 == body[0][0]):
         top, first = (head[-1][1], mids[0]) if head else (i, body[0][0])
-        out[top - i], out[first - i] = md(names or body[0][2]), pad + '|' + '---|' * len(spans)
+        out[top - i], out[first - i] = md(names or body[0][2]), pad + table_rule(len(spans))
         for a, _, cs in body[0 if head else 1:]: out[a - i] = md(cs)
         return out, end - i + 1
-    for a, _, cs in body:
-        out[a - i] = pad + ' · '.join(f'{names[c]}: {v}' if c < len(names) and names[c] else v
-                                      for c, v in enumerate(cs) if v)
+    for a, _, cs in body: out[a - i] = pad + row_fields(names, cs)
     return out, end - i + 1
 
 # %% ../nbs/01_chunking.ipynb #963b29c8
@@ -1894,15 +1902,13 @@ def adoc_table(lines:list[str], # a table's lines, from `|===` to `|===`
     blank_after = lambda k: k + 1 < len(lines) and not lines[k + 1].strip()
     header = ('header' in options and 'noheader' not in options) or (
         len(rows) > 1 and rows[0][0] == rows[0][1] and blank_after(rows[0][0]) and 'noheader' not in options)
-    md = lambda cs: '| ' + ' | '.join(c.replace('|', '\\|') for c in cs) + ' |'
     if all(a == b for a, b, _ in rows):
         first = rows[0][0] if blank_after(rows[0][0]) else rows[0][0] - 1      # the header moves up a line
-        out[first], out[first + 1] = md(rows[0][2]), '|' + '---|' * len(rows[0][2])
-        for a, _, cs in rows[1:]: out[a] = md(cs)
+        out[first], out[first + 1] = table_row(rows[0][2]), table_rule(len(rows[0][2]))
+        for a, _, cs in rows[1:]: out[a] = table_row(cs)
         return out
     names = rows[0][2] if header else []
-    for a, _, cs in rows[1:] if header else rows:
-        out[a] = ' · '.join(f'{names[j]}: {c}' if j < len(names) and names[j] else c for j, c in enumerate(cs) if c)
+    for a, _, cs in rows[1:] if header else rows: out[a] = row_fields(names, cs)
     return out
 
 # %% ../nbs/01_chunking.ipynb #91fd95e0
