@@ -775,17 +775,22 @@ def _json_units(text):
     return units
 
 # %% ../nbs/01_chunking.ipynb #ab098b67
+def _yaml_scalars(node) -> dict:
+    "A YAML mapping node's keys and values, where both are scalars: `{key: value}` as text; `{}` for another node."
+    import yaml
+    if not isinstance(node, yaml.MappingNode): return {}
+    return {str(k.value): str(v.value) for k, v in node.value
+            if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)}
+
 def _yaml_resource(doc) -> tuple[str, str]|None:
     "A manifest's `kind` and `metadata.name` (Kubernetes' format, and the tools that write it), or None."
     import yaml
     if not isinstance(doc, yaml.MappingNode): return None
-    top = {k.value: v for k, v in doc.value if isinstance(k, yaml.ScalarNode)}
-    kind, meta = top.get('kind'), top.get('metadata')
-    if not isinstance(kind, yaml.ScalarNode) or not kind.value or not isinstance(meta, yaml.MappingNode): return None
-    names = {k.value: v.value for k, v in meta.value
-             if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)}
+    kind = _yaml_scalars(doc).get('kind')
+    meta = next((v for k, v in doc.value if isinstance(k, yaml.ScalarNode) and k.value == 'metadata'), None)
+    names = _yaml_scalars(meta)
     name = names.get('name') or names.get('generateName')
-    return (str(kind.value), str(name)) if name else None
+    return (kind, name) if kind and name else None
 
 def _yaml_keys(doc, lines:list[str]) -> list[_Unit]:
     "A mapping document's top-level keys as units, each with its leading comments and its items as members."
@@ -810,11 +815,9 @@ def _yaml_keys(doc, lines:list[str]) -> list[_Unit]:
 def _yaml_label(node) -> str:
     "What names a key's member: a mapping's key (a Compose file's service), or an item's `name` (`_ITEM_NAMES`)."
     import yaml
-    if isinstance(node, yaml.ScalarNode): return ' '.join(str(node.value).split())[:MAX_NAME]
-    if not isinstance(node, yaml.MappingNode): return ''
-    keys = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
-    return next((' '.join(str(keys[n].value).split())[:MAX_NAME] for n in _ITEM_NAMES
-                 if isinstance(keys.get(n), yaml.ScalarNode)), '')
+    values = _yaml_scalars(node)
+    name = next((values[n] for n in _ITEM_NAMES if n in values), '')
+    return ' '.join((str(node.value) if isinstance(node, yaml.ScalarNode) else name).split())[:MAX_NAME]
 
 def _yaml_units(text):
     """A YAML file's units: each top-level key of a configuration; a manifest (`_yaml_resource`) whole, named by its

@@ -16,7 +16,7 @@ from urllib.parse import quote
 from .sentences import ATX_HEADING, FENCE_OPEN, MAX_HEADING_CHARS, fence_closer, outside_fences
 from .chunking import (BinaryFileError, Chunk, ChunkingError, RecodedText, adoc_substitute, decode_text,
                             inner_path, legacy_text, markup_syntax, mode_for, number_runs, read_file_bytes,
-                            read_text_file, runs_of,
+                            read_text_file, runs_of, table_row, table_rule,
                             strategy_version, web_url, _source_line)
 
 # %% auto #0
@@ -167,12 +167,10 @@ def anchor_text(s:str) -> str:
 
 def _markdown_table(rows:list[list[str]]) -> str:
     "Rows of cell texts as a markdown table, the first row as the header, short rows padded; '' when all are empty."
-    rows = [[_clean(c).replace('|', '\\|') for c in r] for r in rows]
-    rows = [r for r in rows if any(r)]
+    rows = [r for r in ([_clean(c) for c in r] for r in rows) if any(r)]
     w = max(map(len, rows), default=0)
-    rows = [r + [''] * (w - len(r)) for r in rows]
-    lines = ['| ' + ' | '.join(r) + ' |' for r in rows]
-    return '\n'.join(lines[:1] + ['|' + '---|' * w] + lines[1:]) if rows else ''
+    lines = [table_row(r + [''] * (w - len(r))) for r in rows]
+    return '\n'.join(lines[:1] + [table_rule(w)] + lines[1:]) if rows else ''
 
 
 # %% ../nbs/01a_readers.ipynb #ec4fcc33
@@ -815,7 +813,7 @@ def dokuwiki_markdown(text:str) -> tuple[str, list[int]]:
         elif m := _DW_HEADING.fullmatch(line): emit(i, ['#' * (7 - len(m[1])) + ' ' + _dw_inline(m[2])])
         elif table:
             cells = _dw_cells(line)
-            emit(i, ['| ' + ' | '.join(cells) + ' |'] + ['|' + '---|' * len(cells)] * (not was_table))
+            emit(i, ['| ' + ' | '.join(cells) + ' |'] + [table_rule(len(cells))] * (not was_table))
         elif m := _DW_LIST.match(line):
             depth = len(m[1].expandtabs(2)) // 2 - 1
             emit(i, ['  ' * depth + ('- ' if m[2] == '*' else '1. ') + _dw_inline(m[3])])
@@ -1018,8 +1016,8 @@ class ManPage:
         width = max(len(r) for _, r in data)
         self.para(data[0][0])
         for n, (i, r) in enumerate(data):
-            self.emit(i, '| ' + ' | '.join(c.replace('|', '\\|') for c in r + [''] * (width - len(r))) + ' |')
-            if n == 0: self.emit(i, '|' + '---|' * width)
+            self.emit(i, table_row(r + [''] * (width - len(r))))
+            if n == 0: self.emit(i, table_rule(width))
 
 def man_markdown(text:str) -> tuple[str, str|None, list[int]]:
     "A man page as markdown (`ManPage`), its title (`name(section)`, from `.TH`) and each line's line in the page."
